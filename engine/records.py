@@ -1,0 +1,278 @@
+"""Typed records that cross stage boundaries.
+
+Every stage of the hot path takes and returns these, never loose dicts, so a failure
+anywhere can be traced back to the Kafka position it came from (``SourcePosition``)
+and dead-lettered with everything needed to replay it.
+
+Times are integers in epoch milliseconds (UTC), matching Avro ``timestamp-millis``:
+no timezone surprises, and arithmetic on windows stays exact.
+
+>>> e = TransactionEvent(event_id="e1", event_time_ms=0, customer_id="c1", account_id="a1",
+...     terminal_id="t1", merchant_category="5411", amount=12.5, currency="EUR",
+...     channel="card_present", country="BE")
+>>> TransactionEvent.from_dict(e.to_dict()) == e
+True
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Mapping
+
+
+class Decision(str, enum.Enum):
+    """The three verdicts, ordered by severity (see ``SEVERITY``)."""
+
+    PASS = "pass"
+    REVIEW = "review"
+    REJECT = "reject"
+
+
+#: Verdict labels in the fixed order used by every model head and probability vector.
+DECISIONS: tuple[Decision, ...] = (Decision.PASS, Decision.REVIEW, Decision.REJECT)
+SEVERITY: dict[Decision, int] = {Decision.PASS: 0, Decision.REVIEW: 1, Decision.REJECT: 2}
+
+
+class OutcomeKind(str, enum.Enum):
+    """What eventually happened to a transaction. Arrives days or weeks later."""
+
+    CONFIRMED_FRAUD = "confirmed_fraud"
+    CHARGEBACK = "chargeback"
+    CONFIRMED_LEGITIMATE = "confirmed_legitimate"
+    REVIEW_APPROVED = "review_approved"
+    REVIEW_REJECTED = "review_rejected"
+
+    @property
+    def is_bad(self) -> bool:
+        """True when the outcome proves the transaction was fraudulent or abusive."""
+        return self in (OutcomeKind.CONFIRMED_FRAUD, OutcomeKind.CHARGEBACK, OutcomeKind.REVIEW_REJECTED)
+
+
+#: Channels the simulator produces and the encoder knows; others are accepted and
+#: hashed like any other categorical value.
+CHANNELS: tuple[str, ...] = ("card_present", "ecommerce", "mobile_app", "transfer")
+
+
+@dataclass(slots=True, frozen=True)
+class SourcePosition:
+    """Where a record was read from, so any failure can name it."""
+
+    topic: str
+    partition: int
+    offset: int
+
+
+class EventValidationError(ValueError):
+    """A decoded event has a missing or out-of-range field. It is dead-lettered."""
+
+    def __init__(self, field_name: str, message: str):
+        super().__init__(f"{field_name}: {message}")
+        self.field_name = field_name
+
+
+# Bounds that make an event "in range". Outside them the event is dead-lettered rather
+# than scored: a negative or astronomically large amount is an upstream bug, not fraud.
+MAX_AMOUNT = 1_000_000_000.0
+MIN_EVENT_TIME_MS = 946_684_800_000  # 2000-01-01
+MAX_EVENT_TIME_MS = 4_102_444_800_000  # 2100-01-01
+MAX_ID_LENGTH = 128
+MAX_ATTRIBUTES = 64
+
+
+@dataclass(slots=True, frozen=True)
+class TransactionEvent:
+    """One payment or transfer as published by an upstream service on ``tx.events``.
+
+    ``memo`` and ``merchant_descriptor`` are written by end users and are untrusted:
+    the encoder keeps them in a separate segment, the detector screens them, and no
+    rule may be steered by them except through the detector's score.
+    """
+
+    event_id: str
+    event_time_ms: int
+    customer_id: str
+    account_id: str
+    terminal_id: str
+    merchant_category: str
+    amount: float
+    currency: str
+    channel: str
+    country: str
+    device_id: str | None = None
+    ip: str | None = None
+    memo: str | None = None
+    merchant_descriptor: str | None = None
+    attributes: Mapping[str, str] = field(default_factory=dict)
+    source: SourcePosition | None = field(default=None, compare=False)
+
+    def validate(self) -> "TransactionEvent":
+        """Raise ``EventValidationError`` naming the first bad field; return self if fine."""
+        for name in ("event_id", "customer_id", "account_id", "terminal_id"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise EventValidationError(name, "must be a non-empty string")
+            if len(value) > MAX_ID_LENGTH:
+                raise EventValidationError(name, f"longer than {MAX_ID_LENGTH} characters")
+        if not isinstance(self.event_time_ms, int) or isinstance(self.event_time_ms, bool):
+            raise EventValidationError("event_time_ms", "must be an integer (epoch milliseconds)")
+        if not MIN_EVENT_TIME_MS <= self.event_time_ms <= MAX_EVENT_TIME_MS:
+            raise EventValidationError("event_time_ms", f"{self.event_time_ms} is outside 2000..2100")
+        if not isinstance(self.amount, (int, float)) or isinstance(self.amount, bool):
+            raise EventValidationError("amount", "must be a number")
+        if not math.isfinite(self.amount):
+            raise EventValidationError("amount", "must be finite (NaN/inf never reach the model)")
+        if not 0.0 <= self.amount <= MAX_AMOUNT:
+            raise EventValidationError("amount", f"{self.amount} is outside [0, {MAX_AMOUNT:g}]")
+        if not (isinstance(self.currency, str) and len(self.currency) == 3 and self.currency.isalpha()):
+            raise EventValidationError("currency", "must be a 3-letter ISO 4217 code")
+        if not (isinstance(self.country, str) and len(self.country) == 2 and self.country.isalpha()):
+            raise EventValidationError("country", "must be a 2-letter ISO 3166 code")
+        if not isinstance(self.channel, str) or not self.channel:
+            raise EventValidationError("channel", "must be a non-empty string")
+        if not isinstance(self.merchant_category, str) or not self.merchant_category:
+            raise EventValidationError("merchant_category", "must be a non-empty string")
+        if len(self.attributes) > MAX_ATTRIBUTES:
+            raise EventValidationError("attributes", f"more than {MAX_ATTRIBUTES} entries")
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict in the Avro/JSON field layout (no ``source``)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "source"}
+        out["attributes"] = dict(self.attributes)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: SourcePosition | None = None) -> "TransactionEvent":
+        """Build from the Avro/JSON layout. Unknown keys are ignored (forward compatible);
+        missing required keys raise ``EventValidationError``."""
+        kwargs: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name == "source":
+                continue
+            if f.name in data and data[f.name] is not None:
+                kwargs[f.name] = data[f.name]
+            elif f.name in _REQUIRED_EVENT_FIELDS:
+                raise EventValidationError(f.name, "is required")
+        if "attributes" in kwargs:
+            kwargs["attributes"] = {str(k): str(v) for k, v in dict(kwargs["attributes"]).items()}
+        return cls(**kwargs, source=source)
+
+
+_REQUIRED_EVENT_FIELDS = frozenset({
+    "event_id", "event_time_ms", "customer_id", "account_id", "terminal_id",
+    "merchant_category", "amount", "currency", "channel", "country",
+})
+
+
+@dataclass(slots=True, frozen=True)
+class Outcome:
+    """A real-world outcome for an earlier event, published on ``tx.outcomes``.
+
+    A later outcome for the same ``event_id`` corrects (replaces) an earlier one.
+    ``customer_id``/``terminal_id`` are optional conveniences; the feedback worker
+    joins by ``event_id`` to the decision log either way.
+    """
+
+    event_id: str
+    kind: OutcomeKind
+    outcome_time_ms: int
+    source: str
+    customer_id: str | None = None
+    terminal_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["kind"] = self.kind.value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Outcome":
+        return cls(
+            event_id=str(data["event_id"]),
+            kind=OutcomeKind(data["kind"]),
+            outcome_time_ms=int(data["outcome_time_ms"]),
+            source=str(data.get("source") or "unknown"),
+            customer_id=data.get("customer_id"),
+            terminal_id=data.get("terminal_id"),
+        )
+
+
+class ReasonKind(str, enum.Enum):
+    """Which stage put a reason on a verdict."""
+
+    MODEL = "model"  # the verdict follows the calibrated probabilities
+    POLICY = "policy"  # tie margin, abstain threshold, degraded mode
+    DETECTOR = "detector"  # adversarial-input detector flagged user text
+    RULE = "rule"  # an enforced YAML rule fired
+    SHADOW_RULE = "shadow_rule"  # a shadow rule would have fired (not applied)
+    INPUT = "input"  # user text truncated or rejected before scoring
+
+
+@dataclass(slots=True, frozen=True)
+class Reason:
+    kind: ReasonKind
+    code: str
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"kind": self.kind.value, "code": self.code, "detail": self.detail}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Reason":
+        return cls(ReasonKind(data["kind"]), str(data["code"]), str(data.get("detail") or ""))
+
+
+@dataclass(slots=True, frozen=True)
+class Verdict:
+    """The engine's answer for one event, published on ``tx.verdicts`` keyed by customer."""
+
+    event_id: str
+    customer_id: str
+    verdict: Decision
+    confidence: float
+    probabilities: Mapping[str, float]
+    risk_score: float
+    reasons: tuple[Reason, ...]
+    model_version: str
+    rules_version: str
+    decision_latency_ms: float
+    decided_at_ms: int
+    event_time_ms: int
+    detector_score: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "event_id": self.event_id,
+            "customer_id": self.customer_id,
+            "verdict": self.verdict.value,
+            "confidence": float(self.confidence),
+            "probabilities": {k: float(v) for k, v in self.probabilities.items()},
+            "risk_score": float(self.risk_score),
+            "reasons": [r.to_dict() for r in self.reasons],
+            "model_version": self.model_version,
+            "rules_version": self.rules_version,
+            "decision_latency_ms": float(self.decision_latency_ms),
+            "decided_at_ms": int(self.decided_at_ms),
+            "event_time_ms": int(self.event_time_ms),
+            "detector_score": None if self.detector_score is None else float(self.detector_score),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Verdict":
+        return cls(
+            event_id=str(data["event_id"]),
+            customer_id=str(data["customer_id"]),
+            verdict=Decision(data["verdict"]),
+            confidence=float(data["confidence"]),
+            probabilities={str(k): float(v) for k, v in data["probabilities"].items()},
+            risk_score=float(data["risk_score"]),
+            reasons=tuple(Reason.from_dict(r) for r in data.get("reasons") or ()),
+            model_version=str(data["model_version"]),
+            rules_version=str(data["rules_version"]),
+            decision_latency_ms=float(data["decision_latency_ms"]),
+            decided_at_ms=int(data["decided_at_ms"]),
+            event_time_ms=int(data["event_time_ms"]),
+            detector_score=None if data.get("detector_score") is None else float(data["detector_score"]),
+        )

@@ -1,0 +1,155 @@
+"""One frozen settings object, read from the environment with the ``TOLLGATE_`` prefix.
+
+Nested keys use ``__``: ``TOLLGATE_KAFKA__BOOTSTRAP=host:9092``,
+``TOLLGATE_BATCH__MAX_EVENTS=64``. A few flat aliases that ops scripts and the test
+fixtures print (``TOLLGATE_KAFKA_BOOTSTRAP``, ``TOLLGATE_REDIS_URL``,
+``TOLLGATE_SCHEMA_REGISTRY_URL``) are honoured too, so ``eval "$(ops/stack up)"`` works.
+
+>>> s = Settings()
+>>> s.topics.events
+'tx.events'
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class KafkaSettings(_Frozen):
+    bootstrap: str = "127.0.0.1:9092"
+    schema_registry_url: str | None = None
+    schema_registry_auth: SecretStr | None = Field(
+        default=None, description="user:password for the Schema Registry, if it needs basic auth"
+    )
+    #: Extra librdkafka properties passed through verbatim to every client
+    #: (e.g. {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", ...}).
+    extra: dict[str, Any] = Field(default_factory=dict)
+    consumer_group: str = "tollgate-engine"
+    transactional_id_prefix: str = "tollgate-engine"
+    #: Kafka transaction timeout. A SIGKILLed worker's open transaction is aborted by the
+    #: broker after this long, or at once when a worker with the same transactional id
+    #: starts (fencing) — which is how restarts stay exactly-once.
+    transaction_timeout_ms: int = 60_000
+
+
+class TopicSettings(_Frozen):
+    events: str = "tx.events"
+    verdicts: str = "tx.verdicts"
+    outcomes: str = "tx.outcomes"
+    dead_letters: str = "tx.events.dlq"
+    events_partitions: int = 6
+    verdicts_partitions: int = 6
+    outcomes_partitions: int = 3
+    dead_letters_partitions: int = 1
+    replication_factor: int = 1
+
+
+class RedisSettings(_Frozen):
+    url: str = "redis://127.0.0.1:6379/0"
+    key_prefix: str = "tg"
+    socket_timeout_s: float = 0.5
+    #: How long per-event decision-log entries (context snapshots) are kept.
+    decision_log_retention_days: int = 45
+
+
+class BatchSettings(_Frozen):
+    #: A micro-batch closes at ``max_events`` or after ``max_wait_ms``, whichever first.
+    max_events: int = 64
+    max_wait_ms: float = 5.0
+
+
+class PolicySettings(_Frozen):
+    """Defaults for the decision policy; a rule set may override them (rules/policy.yaml)."""
+
+    tie_margin: float = 0.05
+    abstain_threshold: float = 0.5
+    #: With Redis down: "review" (rules + review, reason context_unavailable) or "model"
+    #: (decide on the model with an empty context).
+    degraded_mode: str = "review"
+    #: A detector-flagged event is at least this verdict.
+    detector_floor: str = "review"
+
+
+class PathSettings(_Frozen):
+    state_dir: Path = REPO_ROOT / ".tollgate"
+    models_dir: Path = REPO_ROOT / ".tollgate" / "models"
+    rules_dir: Path = REPO_ROOT / "rules"
+    reports_dir: Path = REPO_ROOT / ".tollgate" / "reports"
+    examples_dir: Path = REPO_ROOT / ".tollgate" / "examples"
+
+
+class HttpSettings(_Frozen):
+    host: str = "127.0.0.1"
+    #: The worker's health/metrics port (/healthz, /readyz, /metrics).
+    worker_port: int = 9400
+    #: The scoring service (tollgate serve).
+    serve_port: int = 8080
+    api_token: SecretStr | None = None
+    max_request_bytes: int = 1_048_576
+    max_events_per_request: int = 1000
+
+
+class FeedbackSettings(_Frozen):
+    fine_tune_interval_hours: float = 4.0
+    consumer_group: str = "tollgate-feedback"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="TOLLGATE_", env_nested_delimiter="__", frozen=True, extra="ignore"
+    )
+
+    kafka: KafkaSettings = Field(default_factory=KafkaSettings)
+    topics: TopicSettings = Field(default_factory=TopicSettings)
+    redis: RedisSettings = Field(default_factory=RedisSettings)
+    batch: BatchSettings = Field(default_factory=BatchSettings)
+    policy: PolicySettings = Field(default_factory=PolicySettings)
+    paths: PathSettings = Field(default_factory=PathSettings)
+    http: HttpSettings = Field(default_factory=HttpSettings)
+    feedback: FeedbackSettings = Field(default_factory=FeedbackSettings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_aliases(cls, data: Any) -> Any:
+        # The flat names printed by ops/stack and used by the test fixtures.
+        if not isinstance(data, dict):
+            return data
+        aliases = {
+            "TOLLGATE_KAFKA_BOOTSTRAP": ("kafka", "bootstrap"),
+            "TOLLGATE_SCHEMA_REGISTRY_URL": ("kafka", "schema_registry_url"),
+            "TOLLGATE_REDIS_URL": ("redis", "url"),
+        }
+        for env_name, (section, key) in aliases.items():
+            value = os.environ.get(env_name)
+            if value:
+                current = data.get(section)
+                if current is None:
+                    data[section] = {key: value}
+                elif isinstance(current, dict):
+                    current.setdefault(key, value)
+        return data
+
+    def librdkafka(self, **overrides: Any) -> dict[str, Any]:
+        """Base client config: bootstrap, pass-through extras, then per-client overrides."""
+        conf: dict[str, Any] = {"bootstrap.servers": self.kafka.bootstrap}
+        conf.update(self.kafka.extra)
+        conf.update(overrides)
+        return conf
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """Process-wide settings. Tests build their own ``Settings(...)`` instead."""
+    return Settings()

@@ -1,0 +1,101 @@
+"""Session-wide fixtures: the real Kafka broker and Redis server.
+
+Integration tests never mock the broker or Redis. When ``TOLLGATE_KAFKA_BOOTSTRAP``
+and ``TOLLGATE_REDIS_URL`` are set (CI starts the stack once with ``ops/stack up``),
+they are reused; otherwise this starts a private stack with ``ops/stack`` on spare
+ports in a temporary state directory and stops it at the end of the session.
+Each test gets its own topic names, consumer group and Redis key prefix.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Stack:
+    kafka_bootstrap: str
+    redis_url: str
+    #: Only set when this session started the stack itself (needed by restart tests).
+    state_dir: Path | None = None
+    env: dict[str, str] | None = None
+
+    def run(self, *args: str) -> subprocess.CompletedProcess:
+        """Run ``ops/stack ARGS`` against this stack (only for a stack we own)."""
+        if self.env is None:
+            raise RuntimeError("this stack is shared (TOLLGATE_* set); the test may not restart it")
+        return subprocess.run([str(REPO / "ops" / "stack"), *args], env=self.env,
+                              capture_output=True, text=True, timeout=300, check=True)
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[Stack]:
+    bootstrap = os.environ.get("TOLLGATE_KAFKA_BOOTSTRAP")
+    redis_url = os.environ.get("TOLLGATE_REDIS_URL")
+    if bootstrap and redis_url:
+        yield Stack(bootstrap, redis_url)
+        return
+    state_dir = Path(tempfile.mkdtemp(prefix="tollgate-test-stack-"))
+    env = dict(os.environ,
+               TOLLGATE_STATE_DIR=str(state_dir),
+               TOLLGATE_KAFKA_PORT="19092", TOLLGATE_KAFKA_CONTROLLER_PORT="19093",
+               TOLLGATE_REDIS_PORT="16379")
+    subprocess.run([str(REPO / "ops" / "stack"), "up"], env=env, check=True, timeout=600)
+    try:
+        yield Stack("127.0.0.1:19092", "redis://127.0.0.1:16379/0", state_dir, env)
+    finally:
+        subprocess.run([str(REPO / "ops" / "stack"), "down"], env=env, timeout=120)
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
+@pytest.fixture
+def unique() -> str:
+    """A short unique suffix for this test's topics, group and Redis keys."""
+    return uuid.uuid4().hex[:10]
+
+
+@pytest.fixture
+def kafka_topics(stack: Stack, unique: str):
+    """Factory: create this test's topics on the real broker; deleted after the test."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": stack.kafka_bootstrap})
+    created: list[str] = []
+
+    def make(base: str, partitions: int = 1) -> str:
+        name = f"{base}.{unique}"
+        futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
+        futures[name].result(timeout=30)
+        created.append(name)
+        return name
+
+    yield make
+    if created:
+        for f in admin.delete_topics(created).values():
+            try:
+                f.result(timeout=30)
+            except Exception:  # noqa: BLE001 - cleanup must not fail the test
+                pass
+
+
+@pytest.fixture
+def redis_client(stack: Stack, unique: str):
+    """A Redis client on the real server; every key under this test's prefix is removed after."""
+    import redis
+
+    client = redis.Redis.from_url(stack.redis_url)
+    yield client
+    for key in client.scan_iter(f"*{unique}*"):
+        client.delete(key)
+    client.close()
