@@ -33,7 +33,15 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+_registered = False
+
+
 def _register_all() -> None:
+    """Import every command module once and let it add its commands (idempotent)."""
+    global _registered
+    if _registered:
+        return
+    _registered = True
     for name in COMMAND_MODULES:
         try:
             module = importlib.import_module(name)

@@ -1,0 +1,150 @@
+"""Backbones: turn an ``EncodedBatch`` into one hidden vector per token, layer by layer.
+
+Field isolation carries through the network: every control field is its own token
+tagged by a field-type embedding (numbers go in as numbers through a per-field
+projection, never as digit text), each past event of the history window is one token,
+and user-written text is a separate *untrusted* segment with its own segment embedding.
+Text token ids come from the encoder's tokenizer, whose vocabulary cannot express a
+field marker, so text can only ever land in text positions.
+
+The default ``FieldTransformer`` is trained from scratch and sized for the CPU. The
+optional Hugging Face backbone (``engine.model.hf``) reuses ``FieldEmbedder`` at the
+pretrained model's width and feeds the result as ``inputs_embeds``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from engine.model.config import InputSpec
+from engine.model.inputs import ModelInputs
+
+# Segment ids: which part of the event a token comes from.
+SEG_CLS, SEG_NUMERIC, SEG_CATEGORICAL, SEG_HISTORY, SEG_TEXT = range(5)
+
+
+def squash(x: Tensor) -> Tensor:
+    """Signed log1p with NaN/inf scrubbed: amounts span six orders of magnitude, and a
+    NaN that slipped past validation must not poison a whole micro-batch."""
+    x = torch.nan_to_num(x, nan=0.0, posinf=1e6, neginf=-1e6)
+    return torch.sign(x) * torch.log1p(torch.abs(x))
+
+
+class NumericFieldEmbedding(nn.Module):
+    """Each numeric field f: value -> GELU(x * w_f + b_f) -> shared projection, plus a field id."""
+
+    def __init__(self, n_fields: int, d: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(n_fields, d) * 0.5)
+        self.bias = nn.Parameter(torch.randn(n_fields, d) * 0.5)
+        self.proj = nn.Linear(d, d)
+
+    def forward(self, x: Tensor) -> Tensor:  # [B, F] -> [B, F, d]
+        return self.proj(torch.nn.functional.gelu(x[..., None] * self.weight + self.bias))
+
+
+class FieldEmbedder(nn.Module):
+    """Builds the token sequence [CLS | numeric fields | categorical fields | history | text].
+
+    Returns embeddings [B, L, d] and a padding mask [B, L] (True = ignore), the
+    convention of ``nn.TransformerEncoder`` and (inverted) of Hugging Face models.
+    """
+
+    def __init__(self, spec: InputSpec, d: int):
+        super().__init__()
+        self.spec = spec
+        self.cls = nn.Parameter(torch.randn(1, 1, d) * 0.02)
+        self.segment = nn.Embedding(5, d)
+        self.field = nn.Embedding(max(1, spec.n_numeric + spec.n_categorical), d)
+        self.numeric = NumericFieldEmbedding(max(1, spec.n_numeric), d)
+        self.buckets = nn.Embedding(spec.categorical_buckets, d)
+        self.hist_numeric = nn.Linear(max(1, spec.history_numeric), d)
+        self.hist_categorical = nn.Embedding(spec.categorical_buckets, d)
+        self.hist_position = nn.Embedding(max(1, spec.history_len), d)
+        self.text = nn.Embedding(spec.text_vocab, d, padding_idx=0)
+        self.text_position = nn.Embedding(max(1, spec.text_len), d)
+        self.norm = nn.LayerNorm(d)
+        self.n_control = 1 + spec.n_numeric + spec.n_categorical
+
+    def forward(self, b: ModelInputs) -> tuple[Tensor, Tensor]:
+        spec, B = self.spec, b.control_numeric.shape[0]
+        dev = self.cls.device
+        parts = [self.cls.expand(B, -1, -1) + self.segment.weight[SEG_CLS]]
+        if spec.n_numeric:
+            ids = torch.arange(spec.n_numeric, device=dev)
+            parts.append(self.numeric(squash(b.control_numeric.float())) + self.field(ids)
+                         + self.segment.weight[SEG_NUMERIC])
+        if spec.n_categorical:
+            ids = torch.arange(spec.n_numeric, spec.n_numeric + spec.n_categorical, device=dev)
+            cats = b.control_categorical.long().clamp(0, spec.categorical_buckets - 1)
+            parts.append(self.buckets(cats) + self.field(ids) + self.segment.weight[SEG_CATEGORICAL])
+        masks = [torch.zeros(B, self.n_control, dtype=torch.bool, device=dev)]
+        if spec.history_len:
+            h = self.hist_position.weight[: spec.history_len] + self.segment.weight[SEG_HISTORY]
+            if spec.history_numeric:
+                h = h + self.hist_numeric(squash(b.history_numeric.float()))
+            if spec.history_categorical:
+                cats = b.history_categorical.long().clamp(0, spec.categorical_buckets - 1)
+                h = h + self.hist_categorical(cats).sum(dim=2)
+            parts.append(h.expand(B, -1, -1) if h.dim() == 2 else h)
+            masks.append(~b.history_mask.bool())
+        if spec.text_len:
+            ids = b.text_ids.long().clamp(0, spec.text_vocab - 1)
+            parts.append(self.text(ids) + self.text_position.weight[: spec.text_len]
+                         + self.segment.weight[SEG_TEXT])
+            masks.append(~b.text_mask.bool())
+        return self.norm(torch.cat(parts, dim=1)), torch.cat(masks, dim=1)
+
+
+class FieldTransformer(nn.Module):
+    """Pre-norm transformer encoder over field tokens; yields the hidden states after each layer.
+
+    Layers are stepped one at a time (not ``nn.TransformerEncoder``) so early-exit heads
+    can look at intermediate layers and stop rows that are already confident.
+    """
+
+    def __init__(self, spec: InputSpec, d: int = 64, n_layers: int = 2, n_heads: int = 4,
+                 ff_mult: int = 2, dropout: float = 0.1):
+        super().__init__()
+        self.embed = FieldEmbedder(spec, d)
+        self.layers = nn.ModuleList(
+            nn.TransformerEncoderLayer(d, n_heads, d * ff_mult, dropout, activation="gelu",
+                                       batch_first=True, norm_first=True)
+            for _ in range(n_layers)
+        )
+        self.final_norm = nn.LayerNorm(d)
+        self.d_model = d
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.layers)
+
+    def embed_inputs(self, b: ModelInputs) -> tuple[Tensor, Tensor]:
+        return self.embed(b)
+
+    def run_layer(self, i: int, h: Tensor, pad: Tensor) -> Tensor:
+        return self.layers[i](h, src_key_padding_mask=pad)
+
+    def finish(self, h: Tensor) -> Tensor:
+        """Normalise a layer output before pooling (pre-norm stacks need a final norm)."""
+        return self.final_norm(h)
+
+
+def pool(h: Tensor, pad: Tensor, how: str) -> Tensor:
+    """cls / mean / last-token pooling over [B, L, d] with padding mask [B, L] (True = pad).
+
+    >>> h = torch.arange(6.).view(1, 3, 2); pad = torch.tensor([[False, False, True]])
+    >>> pool(h, pad, "cls").tolist(), pool(h, pad, "mean").tolist(), pool(h, pad, "last").tolist()
+    ([[0.0, 1.0]], [[1.0, 2.0]], [[2.0, 3.0]])
+    """
+    if how == "cls":
+        return h[:, 0]
+    keep = (~pad).to(h.dtype)
+    if how == "mean":
+        return (h * keep[..., None]).sum(1) / keep.sum(1, keepdim=True).clamp_min(1.0)
+    if how == "last":
+        positions = torch.arange(h.shape[1], device=h.device).expand_as(keep)
+        last = torch.where(keep.bool(), positions, torch.zeros_like(positions)).max(dim=1).values
+        return h[torch.arange(h.shape[0], device=h.device), last]
+    raise ValueError(f"unknown pooling {how!r}: use cls, mean or last")

@@ -1,0 +1,87 @@
+"""Untrusted user text: the one place it is cleaned before anything reads it.
+
+Both the encoder (which tokenises it into the untrusted segment) and the
+adversarial-input detector (which scores it) call ``clean_user_text`` so that they
+see exactly the same string. Cleaning never raises: bad input becomes a shorter
+string plus the reasons why, which end up in the verdict.
+
+>>> clean_user_text("rent\\u200b June").text
+'rent June'
+>>> clean_user_text("ｐａｙ").text          # NFKC folds full-width letters
+'pay'
+>>> r = clean_user_text(b"\\xff\\xfeinvoice")
+>>> r.text, r.issues
+('invoice', ('invalid_utf8',))
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+
+#: Longest user text we keep, in characters after normalisation. Longer text is cut
+#: (reason ``truncated``); extreme length is itself a detector signal.
+MAX_TEXT_CHARS = 512
+#: Raw inputs beyond this many bytes are not even normalised (reason ``oversized``):
+#: NFKC on megabytes is a cheap denial of service.
+MAX_RAW_BYTES = 16_384
+
+# Zero-width and invisible formatting characters that hide text from humans but not
+# from models: ZWSP, ZWNJ, ZWJ, word joiner, BOM, soft hyphen, bidi controls.
+_INVISIBLE = {
+    0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x00AD, 0x180E,
+    0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069,
+}
+_DELETE_INVISIBLE = {cp: None for cp in _INVISIBLE}
+
+
+@dataclass(slots=True, frozen=True)
+class CleanText:
+    """Normalised user text plus what cleaning had to do to it."""
+
+    text: str
+    issues: tuple[str, ...] = ()
+    #: Characters removed as invisible (zero-width, bidi controls): a detector feature.
+    invisible_removed: int = 0
+    #: Length before truncation, in characters (or bytes for undecodable input).
+    original_length: int = 0
+
+
+def clean_user_text(value: str | bytes | None, max_chars: int = MAX_TEXT_CHARS) -> CleanText:
+    """Decode, NFKC-normalise, drop invisible and control characters, cap the length."""
+    if value is None:
+        return CleanText("", (), 0, 0)
+    issues: list[str] = []
+    if isinstance(value, (bytes, bytearray)):
+        raw = bytes(value)
+        if len(raw) > MAX_RAW_BYTES:
+            raw = raw[:MAX_RAW_BYTES]
+            issues.append("oversized")
+        try:
+            value = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            value = raw.decode("utf-8", errors="ignore")
+            issues.append("invalid_utf8")
+    elif len(value) > MAX_RAW_BYTES:
+        value = value[:MAX_RAW_BYTES]
+        issues.append("oversized")
+    original_length = len(value)
+    # Lone surrogates cannot be encoded anywhere downstream (Avro, JSON, Kafka headers).
+    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in value):
+        value = value.encode("utf-8", errors="ignore").decode("utf-8")
+        issues.append("invalid_utf8")
+    text = unicodedata.normalize("NFKC", value)
+    before = len(text)
+    text = text.translate(_DELETE_INVISIBLE)
+    invisible = before - len(text)
+    # Other control characters (NUL, ESC, ...) carry no meaning in a memo; keep newlines/tabs as spaces.
+    if any(unicodedata.category(ch) == "Cc" for ch in text):
+        text = "".join(" " if ch in "\t\n\r" else ch for ch in text if unicodedata.category(ch) != "Cc" or ch in "\t\n\r")
+        issues.append("control_chars")
+    text = " ".join(text.split())
+    if len(text) > max_chars:
+        text = text[:max_chars]
+        issues.append("truncated")
+    if invisible:
+        issues.append("invisible_chars")
+    return CleanText(text, tuple(dict.fromkeys(issues)), invisible, original_length)

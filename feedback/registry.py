@@ -1,0 +1,348 @@
+"""The model registry: versioned model directories plus the serving pointer in Redis.
+
+Why it looks like this:
+
+* A model version is a directory ``<models_dir>/<version>/`` holding
+  ``model.safetensors`` and ``model_card.json`` — nothing else is needed to load it,
+  and directories are never rewritten once registered (a new model is a new version).
+* Which version serves is one Redis string, ``<prefix>:model:serving``. Engine workers
+  read it at start and subscribe to ``<prefix>:model:events``; every change is
+  published there as JSON ``{version, previous, action, who, why, at}`` so running
+  workers hot-swap without a restart.
+* Rollback needs to know what served before, so every promotion pushes the version
+  it replaced onto ``<prefix>:model:history`` (a Redis list used as a stack).
+* Every promotion and rollback is appended, with who and why, to an audit log: a Redis
+  stream ``<prefix>:model:audit`` for live tooling, and ``<models_dir>/audit.jsonl``
+  as the durable record that survives a Redis flush.
+
+>>> import tempfile, pathlib
+>>> from engine.settings import Settings, PathSettings
+>>> from feedback.registry import ModelRegistry, FakeRedis
+>>> tmp = pathlib.Path(tempfile.mkdtemp())
+>>> s = Settings(paths=PathSettings(models_dir=tmp))
+>>> reg = ModelRegistry(s, FakeRedis())
+>>> src = tmp / "incoming"; src.mkdir()
+>>> _ = (src / "model.safetensors").write_bytes(b"weights")
+>>> v1 = reg.register(src, {"note": "first"}, version="v1")
+>>> reg.promote(v1, who="alice", why="initial").action
+'promote'
+>>> reg.serving_version()
+'v1'
+>>> v2 = reg.register(src, {"note": "second"}, version="v2")
+>>> _ = reg.promote(v2, who="gate", why="all bars hold")
+>>> reg.rollback(who="bob", why="alert on review rate").version
+'v1'
+>>> [e.action for e in reg.audit()]
+['promote', 'promote', 'rollback']
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from engine.settings import Settings
+
+WEIGHTS_FILE = "model.safetensors"
+CARD_FILE = "model_card.json"
+AUDIT_FILE = "audit.jsonl"
+#: Versions are path components: keep them boring so nobody can escape models_dir.
+_VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+class RegistryError(RuntimeError):
+    """A registry operation was refused (unknown version, nothing to roll back to, ...)."""
+
+
+@dataclass(slots=True, frozen=True)
+class ModelEvent:
+    """One change of the serving pointer, as published and as audited."""
+
+    version: str
+    previous: str | None
+    action: str  # "promote" | "rollback"
+    who: str
+    why: str
+    at: int  # epoch milliseconds (UTC)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, raw: str | bytes) -> "ModelEvent":
+        d = json.loads(raw)
+        return cls(str(d["version"]), d.get("previous"), str(d["action"]), str(d["who"]),
+                   str(d["why"]), int(d["at"]))
+
+
+@dataclass(slots=True, frozen=True)
+class ModelVersion:
+    """A registered model directory and its card, as listed by ``ModelRegistry.list``."""
+
+    version: str
+    path: Path
+    card: Mapping[str, Any]
+    serving: bool
+
+    @property
+    def created_at_ms(self) -> int:
+        return int(self.card.get("registered_at_ms") or 0)
+
+
+class ModelRegistry:
+    """Versioned model directories on disk plus the serving pointer in Redis."""
+
+    def __init__(self, settings: Settings, redis: Any, *, models_dir: Path | None = None):
+        self.settings = settings
+        self.redis = redis
+        self.models_dir = Path(models_dir or settings.paths.models_dir)
+        prefix = settings.redis.key_prefix
+        self.serving_key = f"{prefix}:model:serving"
+        self.history_key = f"{prefix}:model:history"
+        self.events_channel = f"{prefix}:model:events"
+        self.audit_stream = f"{prefix}:model:audit"
+
+    # ---- versions on disk -------------------------------------------------------------
+
+    def path_of(self, version: str) -> Path:
+        _check_version(version)
+        return self.models_dir / version
+
+    def exists(self, version: str) -> bool:
+        p = self.path_of(version)
+        return (p / WEIGHTS_FILE).is_file() and (p / CARD_FILE).is_file()
+
+    def card(self, version: str) -> dict[str, Any]:
+        if not self.exists(version):
+            raise RegistryError(f"unknown model version {version!r} in {self.models_dir}")
+        return json.loads((self.path_of(version) / CARD_FILE).read_text())
+
+    def list(self) -> list[ModelVersion]:
+        """Every complete version directory, oldest registration first."""
+        serving = self.serving_version()
+        out: list[ModelVersion] = []
+        if not self.models_dir.is_dir():
+            return out
+        for child in self.models_dir.iterdir():
+            if child.name.startswith(".") or not child.is_dir() or not _VERSION_RE.match(child.name):
+                continue
+            if not ((child / WEIGHTS_FILE).is_file() and (child / CARD_FILE).is_file()):
+                continue
+            try:
+                card = json.loads((child / CARD_FILE).read_text())
+            except (OSError, ValueError):
+                continue
+            out.append(ModelVersion(child.name, child, card, child.name == serving))
+        out.sort(key=lambda m: (m.created_at_ms, m.version))
+        return out
+
+    def register(self, model_dir_or_model: Any, card: Mapping[str, Any] | None = None, *,
+                 version: str | None = None, now_ms: int | None = None) -> str:
+        """Store a model as a new immutable version and return the version string.
+
+        ``model_dir_or_model`` is either a directory holding ``model.safetensors``
+        (its ``model_card.json``, if any, is merged under ``card``) or a model object,
+        saved through ``engine.model.save_model_dir``. The directory is written to a
+        temporary sibling and renamed into place, so a crash never leaves half a version.
+        """
+        now_ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
+        self.models_dir.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=self.models_dir))
+        try:
+            base_card: dict[str, Any] = {}
+            if isinstance(model_dir_or_model, (str, os.PathLike)):
+                src = Path(model_dir_or_model)
+                if not (src / WEIGHTS_FILE).is_file():
+                    raise RegistryError(f"{src} holds no {WEIGHTS_FILE}")
+                for item in src.iterdir():
+                    if item.is_file():
+                        shutil.copy2(item, staging / item.name)
+                if (src / CARD_FILE).is_file():
+                    base_card = json.loads((src / CARD_FILE).read_text())
+            else:
+                from engine.model import save_model_dir  # the model colleague's writer
+
+                save_model_dir(model_dir_or_model, staging)
+                if (staging / CARD_FILE).is_file():
+                    base_card = json.loads((staging / CARD_FILE).read_text())
+            merged = {**base_card, **dict(card or {})}
+            digest = _sha256(staging / WEIGHTS_FILE)
+            if version is None:
+                stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now_ms / 1000))
+                version = f"v{stamp}-{digest[:8]}"
+            _check_version(version)
+            target = self.models_dir / version
+            if target.exists():
+                raise RegistryError(f"model version {version!r} already exists; versions are immutable")
+            merged.update(version=version, weights_sha256=digest, registered_at_ms=now_ms)
+            (staging / CARD_FILE).write_text(json.dumps(merged, indent=2, sort_keys=True, default=str))
+            os.replace(staging, target)
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
+        return version
+
+    # ---- the serving pointer ----------------------------------------------------------
+
+    def serving_version(self) -> str | None:
+        raw = self.redis.get(self.serving_key)
+        return None if raw is None else _text(raw)
+
+    def serving_path(self) -> Path | None:
+        v = self.serving_version()
+        return None if v is None else self.path_of(v)
+
+    def promote(self, version: str, who: str, why: str, *, now_ms: int | None = None) -> ModelEvent:
+        """Point serving at ``version``; the replaced version becomes the rollback target."""
+        if not self.exists(version):
+            raise RegistryError(f"cannot promote {version!r}: no complete model directory")
+        previous = self.serving_version()
+        if previous == version:
+            raise RegistryError(f"{version!r} is already serving")
+        event = ModelEvent(version, previous, "promote", who, why, _now(now_ms))
+        self._swap(event, push_previous=previous is not None)
+        return event
+
+    def rollback(self, who: str, why: str, *, now_ms: int | None = None) -> ModelEvent:
+        """Return serving to the version that served before the current one."""
+        current = self.serving_version()
+        while True:
+            raw = self.redis.lindex(self.history_key, 0)
+            if raw is None:
+                raise RegistryError("nothing to roll back to: no earlier serving version")
+            target = _text(raw)
+            if target != current and self.exists(target):
+                break
+            self.redis.lpop(self.history_key)  # a deleted or duplicate entry: skip it
+        event = ModelEvent(target, current, "rollback", who, why, _now(now_ms))
+        self._swap(event, push_previous=False)
+        return event
+
+    def _swap(self, event: ModelEvent, *, push_previous: bool) -> None:
+        # Pointer, history and stream change in one MULTI/EXEC so a reader never sees
+        # the pointer moved without the rollback target recorded.
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.set(self.serving_key, event.version)
+        if event.action == "rollback":
+            pipe.lpop(self.history_key)
+        elif push_previous:
+            pipe.lpush(self.history_key, event.previous)
+        pipe.xadd(self.audit_stream, {"event": event.to_json()})
+        pipe.publish(self.events_channel, event.to_json())
+        pipe.execute()
+        self.models_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.models_dir / AUDIT_FILE, "a", encoding="utf-8") as fh:
+            fh.write(event.to_json() + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def audit(self) -> list[ModelEvent]:
+        """Every promotion and rollback, oldest first (from the durable JSONL file)."""
+        path = self.models_dir / AUDIT_FILE
+        if not path.is_file():
+            return []
+        return [ModelEvent.from_json(line) for line in path.read_text().splitlines() if line.strip()]
+
+    def subscribe(self, timeout_s: float = 1.0) -> Iterator[ModelEvent]:
+        """Yield pointer changes as they are published, until ``timeout_s`` passes
+        without one (for tools and tests; engine workers run their own listener)."""
+        pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
+        pubsub.subscribe(self.events_channel)
+        try:
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline:
+                msg = pubsub.get_message(timeout=max(0.0, deadline - time.monotonic()))
+                if msg and msg.get("type") == "message":
+                    yield ModelEvent.from_json(msg["data"])
+                    deadline = time.monotonic() + timeout_s
+        finally:
+            pubsub.close()
+
+
+def _check_version(version: str) -> None:
+    if not isinstance(version, str) or not _VERSION_RE.match(version):
+        raise RegistryError(f"invalid model version {version!r}: letters, digits, . _ - only")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _now(now_ms: int | None) -> int:
+    return int(time.time() * 1000) if now_ms is None else int(now_ms)
+
+
+def _text(raw: str | bytes) -> str:
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+
+class FakeRedis:
+    """The few Redis calls the registry and the label store use, in memory.
+
+    For unit tests and doctests only; integration tests use the real server.
+    """
+
+    def __init__(self) -> None:
+        self.kv: dict[str, Any] = {}
+        self.published: list[tuple[str, str]] = []
+
+    def get(self, key: str) -> Any:
+        v = self.kv.get(key)
+        return v.encode() if isinstance(v, str) else v
+
+    def set(self, key: str, value: Any) -> bool:
+        self.kv[key] = value
+        return True
+
+    def lindex(self, key: str, i: int) -> Any:
+        lst = self.kv.get(key, [])
+        return lst[i].encode() if -len(lst) <= i < len(lst) else None
+
+    def lpush(self, key: str, value: str) -> int:
+        self.kv.setdefault(key, []).insert(0, value)
+        return len(self.kv[key])
+
+    def lpop(self, key: str) -> Any:
+        lst = self.kv.get(key, [])
+        return lst.pop(0).encode() if lst else None
+
+    def xadd(self, key: str, fields: Mapping[str, Any]) -> str:
+        self.kv.setdefault(key, []).append(dict(fields))
+        return f"{len(self.kv[key])}-0"
+
+    def publish(self, channel: str, message: str) -> int:
+        self.published.append((channel, message))
+        return 0
+
+    def keys(self, pattern: str = "*") -> list[bytes]:
+        return [k.encode() for k in self.kv if fnmatch.fnmatch(k, pattern)]
+
+    def pipeline(self, transaction: bool = True) -> "_FakePipeline":
+        return _FakePipeline(self)
+
+
+class _FakePipeline:
+    def __init__(self, r: FakeRedis) -> None:
+        self.r, self.ops = r, []
+
+    def __getattr__(self, name: str):
+        def queue(*args: Any, **kwargs: Any) -> "_FakePipeline":
+            self.ops.append((name, args, kwargs))
+            return self
+        return queue
+
+    def execute(self) -> list[Any]:
+        return [getattr(self.r, n)(*a, **k) for n, a, k in self.ops]

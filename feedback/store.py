@@ -1,0 +1,196 @@
+"""The labelled-example store: append-only Parquet, partitioned by hour of label arrival.
+
+Why this shape:
+
+* **Append-only files, never rewritten.** Each flush writes one new file
+  ``<examples_dir>/hour=YYYY-MM-DDTHH/part-<written_ms>-<uuid>.parquet`` through a
+  temporary name and an atomic rename, so a crash leaves either the whole file or none.
+* **Partitioned by the hour the label arrived** (``outcome_time_ms``), because the
+  fine-tune asks "what is new since the last run" and the gate asks "what arrived
+  recently": both prune whole directories.
+* **Dedup and corrections on read.** The writer may repeat a row (a crash between the
+  file rename and the join state's ``emitted_rev`` update), and a correction adds a
+  row with a higher ``outcome_rev``. ``read`` keeps, per ``event_id``, the row with the
+  latest ``(outcome_time_ms, outcome_rev)`` — the same rule the join applies.
+
+>>> import tempfile
+>>> store = LabelStore(tempfile.mkdtemp())
+>>> ex = LabelledExample(event_id="e1", event_time_ms=0, customer_id="c", terminal_id="t",
+...     event_json="{}", snapshot_json=None, verdict="pass", p_pass=.9, p_review=.05, p_reject=.05,
+...     risk_score=.1, model_version="v1", rules_version="r1", decided_at_ms=1,
+...     outcome_kind="chargeback", outcome_source="issuer", outcome_time_ms=3_600_000,
+...     outcome_rev=1, is_bad=1, preferred="reject")
+>>> _ = store.append([ex, ex])
+>>> from dataclasses import replace
+>>> _ = store.append([replace(ex, outcome_kind="confirmed_legitimate", outcome_time_ms=7_200_000,
+...                           outcome_rev=2, is_bad=0, preferred="pass")])
+>>> df = store.read()
+>>> len(df), df.iloc[0]["outcome_kind"], store.hours()
+(1, 'confirmed_legitimate', ['1970-01-01T01', '1970-01-01T02'])
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from engine.records import OutcomeKind
+
+from .join import JoinRecord, preferred_verdict
+
+HOUR_MS = 3_600_000
+
+
+@dataclass(slots=True, frozen=True)
+class LabelledExample:
+    """One decision with the outcome that judged it: a row of the example store."""
+
+    event_id: str
+    event_time_ms: int
+    customer_id: str
+    terminal_id: str
+    event_json: str  # the TransactionEvent as the engine saw it (Avro field layout)
+    snapshot_json: str | None  # the engine's decision-log entry (context snapshot), if kept
+    verdict: str
+    p_pass: float
+    p_review: float
+    p_reject: float
+    risk_score: float
+    model_version: str
+    rules_version: str
+    decided_at_ms: int
+    outcome_kind: str
+    outcome_source: str
+    outcome_time_ms: int
+    outcome_rev: int
+    is_bad: int
+    preferred: str
+    written_at_ms: int = 0
+
+    @classmethod
+    def from_join(cls, rec: JoinRecord, snapshot: Mapping[str, Any] | None = None) -> "LabelledExample":
+        """Build the row from a complete join record (see ``join.is_complete``)."""
+        if rec.event is None or rec.verdict is None or rec.outcome is None:
+            raise ValueError(f"join record {rec.event_id} is not complete")
+        ev, vd, oc = rec.event, rec.verdict, rec.outcome
+        probs = vd.get("probabilities") or {}
+        kind = OutcomeKind(oc["kind"])
+        return cls(
+            event_id=rec.event_id, event_time_ms=int(ev["event_time_ms"]),
+            customer_id=str(ev.get("customer_id", "")), terminal_id=str(ev.get("terminal_id", "")),
+            event_json=json.dumps(dict(ev), sort_keys=True, default=str),
+            snapshot_json=None if snapshot is None else json.dumps(dict(snapshot), sort_keys=True, default=str),
+            verdict=str(vd["verdict"]), p_pass=float(probs.get("pass", 0.0)),
+            p_review=float(probs.get("review", 0.0)), p_reject=float(probs.get("reject", 0.0)),
+            risk_score=float(vd.get("risk_score", 0.0)), model_version=str(vd.get("model_version", "")),
+            rules_version=str(vd.get("rules_version", "")), decided_at_ms=int(vd.get("decided_at_ms", 0)),
+            outcome_kind=kind.value, outcome_source=str(oc.get("source") or "unknown"),
+            outcome_time_ms=int(oc["outcome_time_ms"]), outcome_rev=rec.outcome_rev,
+            is_bad=int(kind.is_bad), preferred=preferred_verdict(kind),
+        )
+
+
+COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(LabelledExample))
+_SCHEMA = pa.schema([
+    (f.name, {"str": pa.string(), "str | None": pa.string(), "int": pa.int64(), "float": pa.float64()}[f.type])
+    for f in fields(LabelledExample)
+])
+
+
+class LabelStore:
+    """Hour-partitioned, append-only Parquet store of ``LabelledExample`` rows."""
+
+    def __init__(self, root: str | os.PathLike[str]):
+        self.root = Path(root)
+
+    def append(self, examples: Iterable[LabelledExample], *, now_ms: int | None = None) -> list[Path]:
+        """Write the examples, one new file per hour partition; returns the files written."""
+        now_ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
+        by_hour: dict[str, list[dict[str, Any]]] = {}
+        for ex in examples:
+            row = asdict(ex)
+            row["written_at_ms"] = now_ms
+            by_hour.setdefault(_hour_name(ex.outcome_time_ms), []).append(row)
+        written: list[Path] = []
+        for hour, rows in sorted(by_hour.items()):
+            part_dir = self.root / f"hour={hour}"
+            part_dir.mkdir(parents=True, exist_ok=True)
+            final = part_dir / f"part-{now_ms}-{uuid.uuid4().hex[:12]}.parquet"
+            tmp = part_dir / f".{final.name}.tmp"
+            table = pa.Table.from_pylist(rows, schema=_SCHEMA)
+            pq.write_table(table, tmp)
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+            os.replace(tmp, final)
+            written.append(final)
+        return written
+
+    def hours(self) -> list[str]:
+        if not self.root.is_dir():
+            return []
+        return sorted(p.name.split("=", 1)[1] for p in self.root.iterdir()
+                      if p.is_dir() and p.name.startswith("hour="))
+
+    def read(self, since_ms: int | None = None, until_ms: int | None = None, *,
+             dedup: bool = True) -> pd.DataFrame:
+        """Rows whose label arrived in ``[since_ms, until_ms)``, one per event (latest label).
+
+        Dedup runs over *all* files of the selected hours and, for corrections that
+        crossed an hour boundary, a correction outside the window still wins: a row is
+        dropped if a later revision of the same event exists anywhere in the store.
+        """
+        files = self._files(since_ms, until_ms)
+        if not files:
+            return pd.DataFrame({c: pd.Series(dtype=_SCHEMA.field(c).type.to_pandas_dtype()) for c in COLUMNS})
+        df = pd.concat([pq.read_table(f, schema=_SCHEMA).to_pandas() for f in files], ignore_index=True)
+        if since_ms is not None:
+            df = df[df["outcome_time_ms"] >= since_ms]
+        if until_ms is not None:
+            df = df[df["outcome_time_ms"] < until_ms]
+        if not dedup or df.empty:
+            return df.reset_index(drop=True)
+        df = _latest_per_event(df)
+        if since_ms is not None or until_ms is not None:
+            later = self._latest_keys(df["event_id"])
+            key = list(zip(df["outcome_time_ms"], df["outcome_rev"]))
+            keep = [later.get(e, k) <= k for e, k in zip(df["event_id"], key)]
+            df = df[keep]
+        return df.sort_values(["outcome_time_ms", "event_id"]).reset_index(drop=True)
+
+    def _latest_keys(self, event_ids: Iterable[str]) -> dict[str, tuple[int, int]]:
+        wanted = set(event_ids)
+        out: dict[str, tuple[int, int]] = {}
+        for f in self._files(None, None):
+            t = pq.read_table(f, columns=["event_id", "outcome_time_ms", "outcome_rev"]).to_pydict()
+            for e, ts, rev in zip(t["event_id"], t["outcome_time_ms"], t["outcome_rev"]):
+                if e in wanted and (ts, rev) > out.get(e, (-1, -1)):
+                    out[e] = (ts, rev)
+        return out
+
+    def _files(self, since_ms: int | None, until_ms: int | None) -> list[Path]:
+        lo = None if since_ms is None else _hour_name(since_ms)
+        hi = None if until_ms is None else _hour_name(until_ms)
+        out: list[Path] = []
+        for hour in self.hours():
+            if (lo is not None and hour < lo) or (hi is not None and hour > hi):
+                continue
+            out.extend(sorted((self.root / f"hour={hour}").glob("part-*.parquet")))
+        return out
+
+
+def _latest_per_event(df: pd.DataFrame) -> pd.DataFrame:
+    df = df.sort_values(["event_id", "outcome_time_ms", "outcome_rev", "written_at_ms"])
+    return df.drop_duplicates("event_id", keep="last")
+
+
+def _hour_name(ms: int) -> str:
+    return time.strftime("%Y-%m-%dT%H", time.gmtime(int(ms) // 1000))
