@@ -17,7 +17,9 @@ Anything that cannot become a valid record raises ``DecodeError``, which carries
 raw value, key, headers and Kafka position, so the dead-letter path needs nothing
 else. ``stage`` says why: ``"decode"`` (bytes are not a record) or ``"validate"``
 (a record, but a field is missing or out of range; ``cause`` is then an
-``EventValidationError`` naming the field).
+``EventValidationError`` naming the field). A Schema Registry outage is not the
+message's fault: ``RegistryUnavailable`` propagates instead, so good messages are
+never dead-lettered because a registry was down.
 
 >>> codec = Codec()
 >>> e = TransactionEvent(event_id="e1", event_time_ms=1_700_000_000_000, customer_id="c1",
@@ -54,7 +56,13 @@ from engine.records import (
     TransactionEvent,
     Verdict,
 )
-from engine.schema_catalog import SchemaCatalog, catalog_from_settings, load_schema_file, parse_plain
+from engine.schema_catalog import (
+    RegistryUnavailable,
+    SchemaCatalog,
+    catalog_from_settings,
+    load_schema_file,
+    parse_plain,
+)
 from engine.settings import Settings, get_settings
 
 MAGIC_BYTE = 0
@@ -199,7 +207,9 @@ class RecordCodec(Generic[R]):
                 raise ValueError("empty message value (tombstone?)")
             json_input = is_json(headers)
             data = self._json_dict(value) if json_input else self._avro_dict(value)
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a dead letter
+        except RegistryUnavailable:
+            raise  # transient: retry the message, never dead-letter it
+        except Exception as exc:  # noqa: BLE001 - every failure of the message becomes a dead letter
             raise DecodeError("decode", value, key, headers, source, exc) from exc
         try:
             return self.from_json(data, source) if json_input else self.from_avro(data, source)
@@ -357,11 +367,14 @@ class Codec:
                      key: bytes | None = None) -> TransactionEvent:
         return self.events.decode(value, headers, source, key)
 
-    def decode_verdict(self, value: bytes | None, headers: Headers = None) -> Verdict:
-        return self.verdicts.decode(value, headers)
+    def decode_verdict(self, value: bytes | None, headers: Headers = None, source: SourcePosition | None = None,
+                       key: bytes | None = None) -> Verdict:
+        return self.verdicts.decode(value, headers, source, key)
 
-    def decode_outcome(self, value: bytes | None, headers: Headers = None) -> Outcome:
-        return self.outcomes.decode(value, headers)
+    def decode_outcome(self, value: bytes | None, headers: Headers = None, source: SourcePosition | None = None,
+                       key: bytes | None = None) -> Outcome:
+        return self.outcomes.decode(value, headers, source, key)
 
-    def decode_dead_letter(self, value: bytes | None) -> DeadLetter:
-        return self.dead_letters.decode(value)
+    def decode_dead_letter(self, value: bytes | None, headers: Headers = None,
+                           source: SourcePosition | None = None, key: bytes | None = None) -> DeadLetter:
+        return self.dead_letters.decode(value, headers, source, key)

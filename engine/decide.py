@@ -18,7 +18,7 @@ The steps, in order, each leaving a ``Reason`` on the decision:
 4. **Degraded mode** (``policy``/``context_unavailable``): when the feature store is
    unreachable, ``degraded_mode="review"`` sends everything to review (the rules still
    run afterwards); ``"model"`` decides on the model scored with an empty context.
-5. **Detector floor** (``detector``/``injection_suspected``): a flagged untrusted
+5. **Detector floor** (``detector``/``injection_flagged``, then the detector's signals): a flagged untrusted
    text field makes the verdict at least ``detector_floor`` (review by default).
 
 Abstain and tie send a pass *or* a reject to review: an unsure model is neither a
@@ -233,11 +233,14 @@ def decide(row: ScoreRow, detector: DetectorLike | None, policy: Policy, degrade
     # 5. detector floor
     flagged = bool(detector is not None and detector.flagged)
     if flagged:
-        why = ", ".join(str(getattr(r, "code", r)) for r in (detector.reasons or ())) or "flagged"
         floor = policy.detector_floor
-        action = f"; verdict at least {floor.value}" if floor is not None else "; annotation only"
-        reasons.append(Reason(ReasonKind.DETECTOR, "injection_suspected",
-                              f"score {float(detector.score):.3f} ({why}){action}"))
+        action = f"verdict at least {floor.value}" if floor is not None else "annotation only (no floor)"
+        signals = [r for r in (detector.reasons or ()) if isinstance(r, Reason) and r.kind is ReasonKind.DETECTOR]
+        others = [str(r) for r in (detector.reasons or ()) if not isinstance(r, Reason)]
+        why = f" ({', '.join(others)})" if others else ""
+        reasons.append(Reason(ReasonKind.DETECTOR, "injection_flagged",
+                              f"user text score {float(detector.score):.3f}{why}: {action}"))
+        reasons.extend(signals)
         if floor is not None:
             verdict = _at_least(verdict, floor)
 

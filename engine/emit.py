@@ -30,7 +30,7 @@ from typing import Any, Callable, Mapping, Sequence
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
 from engine.consume import FatalKafkaError
-from engine.decode import DeadLetter, dead_letter_headers
+from engine.codec import DeadLetter
 from engine.records import Verdict
 from engine.settings import Settings
 
@@ -170,6 +170,21 @@ class TransactionalEmitter:
         # Neither abortable nor retriable (e.g. a state error after a rebalance race):
         # aborting is the only safe way back to a clean transaction.
         raise _Abortable(f"{what}: {err.name()} {err.str()}") from exc
+
+
+def dead_letter_headers(dl: DeadLetter) -> list[tuple[str, bytes]]:
+    """The codec's dead-letter headers plus the source position split into three, so a
+    router can filter on topic or partition without parsing.
+
+    >>> dl = DeadLetter(b"x", None, "tx.events", 3, 17, "decode", "ValueError", "bad", 0)
+    >>> dict(dead_letter_headers(dl))["tollgate.dlq.source_offset"]
+    b'17'
+    """
+    return dl.headers() + [
+        ("tollgate.dlq.source_topic", dl.source_topic.encode()),
+        ("tollgate.dlq.source_partition", str(dl.source_partition).encode()),
+        ("tollgate.dlq.source_offset", str(dl.source_offset).encode()),
+    ]
 
 
 class _Abortable(Exception):

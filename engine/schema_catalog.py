@@ -60,6 +60,12 @@ class UnknownSchemaId(LookupError):
     """A message names a schema id that neither the catalog nor the registry knows."""
 
 
+class RegistryUnavailable(RuntimeError):
+    """The Schema Registry did not answer (network, 5xx, auth). Transient: the codec lets
+    it propagate instead of calling the message undecodable, so a registry outage never
+    dead-letters good messages — the worker stops and retries from its committed offset."""
+
+
 def strip_timestamp_types(schema: Any) -> Any:
     """Copy of ``schema`` with timestamp logical types removed (their base type stays).
 
@@ -132,11 +138,12 @@ class RegistryCatalog:
     after the first message of each writer version.
     """
 
-    def __init__(self, url: str, basic_auth: str | None = None, schema_dir: Path = SCHEMA_DIR):
+    def __init__(self, url: str, basic_auth: str | None = None, schema_dir: Path = SCHEMA_DIR,
+                 client_conf: dict[str, Any] | None = None):
         # Imported here: the registry client pulls in an HTTP stack the local mode never needs.
         from confluent_kafka.schema_registry import SchemaRegistryClient
 
-        conf: dict[str, Any] = {"url": url}
+        conf: dict[str, Any] = {"url": url, **(client_conf or {})}
         if basic_auth:
             conf["basic.auth.user.info"] = basic_auth
         self._client = SchemaRegistryClient(conf)
@@ -170,7 +177,9 @@ class RegistryCatalog:
         except SchemaRegistryError as exc:
             if exc.http_status_code == 404:
                 raise UnknownSchemaId(f"schema id {schema_id} is not in the registry") from exc
-            raise
+            raise RegistryUnavailable(f"registry error for schema id {schema_id}: {exc}") from exc
+        except Exception as exc:  # noqa: BLE001 - transport errors of the HTTP client
+            raise RegistryUnavailable(f"registry unreachable for schema id {schema_id}: {exc}") from exc
         if (registered.schema_type or "AVRO") != "AVRO":
             raise UnknownSchemaId(f"schema id {schema_id} is {registered.schema_type}, not AVRO")
         parsed = parse_plain(registered.schema_str)

@@ -9,7 +9,10 @@ server and reasoned about one message at a time.
 Rules, in the order the issue asks for them:
 
 * **Outcome before verdict** — the record simply waits; it becomes complete, and is
-  emitted, when the last of event, verdict and outcome arrives.
+  emitted, when both verdict and outcome are there. The event itself (the model's raw
+  input) is optional here: the engine's decision log holds it next to the context
+  snapshot, and is read when the example is written; the worker can also consume
+  ``tx.events`` to keep it in the record (for decision logs that expire early).
 * **Duplicates** — an identical event, verdict or outcome changes nothing (the first
   event and verdict win; Kafka redelivery after a crash is the usual source).
 * **Corrections** — a later outcome (larger ``outcome_time_ms``) replaces the earlier
@@ -21,7 +24,7 @@ Rules, in the order the issue asks for them:
 >>> r = apply_outcome(r, {"event_id": "e1", "kind": "chargeback", "outcome_time_ms": 10, "source": "issuer"})
 >>> needs_emit(r)          # the verdict has not arrived yet
 False
->>> r = apply_verdict(apply_event(r, {"event_id": "e1"}), {"event_id": "e1", "verdict": "pass"})
+>>> r = apply_verdict(r, {"event_id": "e1", "verdict": "pass"})
 >>> needs_emit(r), r.outcome_rev
 (True, 1)
 >>> r = mark_emitted(r, r.outcome_rev)
@@ -75,7 +78,10 @@ class JoinRecord:
 
 
 def apply_event(rec: JoinRecord, event: Mapping[str, Any]) -> JoinRecord:
-    """Attach the transaction event (the model's raw input). First one wins."""
+    """Attach the transaction event (the model's raw input). First one wins.
+
+    Attaching an event never triggers an emission by itself, but it does let the
+    delayed-label state be updated for an outcome that arrived before its verdict."""
     return rec if rec.event is not None else replace(rec, event=dict(event))
 
 
@@ -101,7 +107,7 @@ def _outcome_key(o: Mapping[str, Any]) -> tuple[int, str, str]:
 
 
 def is_complete(rec: JoinRecord) -> bool:
-    return rec.event is not None and rec.verdict is not None and rec.outcome is not None
+    return rec.verdict is not None and rec.outcome is not None
 
 
 def needs_emit(rec: JoinRecord) -> bool:

@@ -55,6 +55,7 @@ from engine.settings import Settings
 WEIGHTS_FILE = "model.safetensors"
 CARD_FILE = "model_card.json"
 AUDIT_FILE = "audit.jsonl"
+META_FILE = "registry.json"  # registry facts, kept out of the (strict) model card
 #: Versions are path components: keep them boring so nobody can escape models_dir.
 _VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
@@ -93,9 +94,7 @@ class ModelVersion:
     card: Mapping[str, Any]
     serving: bool
 
-    @property
-    def created_at_ms(self) -> int:
-        return int(self.card.get("registered_at_ms") or 0)
+    registered_at_ms: int = 0
 
 
 class ModelRegistry:
@@ -141,40 +140,49 @@ class ModelRegistry:
                 card = json.loads((child / CARD_FILE).read_text())
             except (OSError, ValueError):
                 continue
-            out.append(ModelVersion(child.name, child, card, child.name == serving))
-        out.sort(key=lambda m: (m.created_at_ms, m.version))
+            try:
+                registered = int(json.loads((child / META_FILE).read_text())["registered_at_ms"])
+            except (OSError, ValueError, KeyError):
+                registered = int(card.get("created_at_ms") or 0)
+            out.append(ModelVersion(child.name, child, card, child.name == serving, registered))
+        out.sort(key=lambda m: (m.registered_at_ms, m.version))
         return out
 
-    def register(self, model_dir_or_model: Any, card: Mapping[str, Any] | None = None, *,
+    def register(self, model_dir_or_model: Any, card: Any = None, *,
                  version: str | None = None, now_ms: int | None = None) -> str:
         """Store a model as a new immutable version and return the version string.
 
-        ``model_dir_or_model`` is either a directory holding ``model.safetensors``
-        (its ``model_card.json``, if any, is merged under ``card``) or a model object,
-        saved through ``engine.model.save_model_dir``. The directory is written to a
-        temporary sibling and renamed into place, so a crash never leaves half a version.
+        ``model_dir_or_model`` is either a directory holding ``model.safetensors`` (its
+        ``model_card.json`` is kept, with ``card`` — a dict or ``ModelCard`` — laid over
+        it) or a ``DecisionModel``, saved with ``card`` (a ``ModelCard``) through
+        ``engine.model.save_model_dir``. Only the card's ``version`` is rewritten; the
+        registry's own facts (weights hash, registration time) go to ``registry.json``
+        so the card stays valid for ``engine.model.load_model_dir``. The directory is
+        built under a temporary name and renamed, so a crash never leaves half a version.
         """
-        now_ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
+        now_ms = _now(now_ms)
         self.models_dir.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=self.models_dir))
         try:
-            base_card: dict[str, Any] = {}
+            card_dict: dict[str, Any] = {}
+            overlay = _card_dict(card)
             if isinstance(model_dir_or_model, (str, os.PathLike)):
                 src = Path(model_dir_or_model)
                 if not (src / WEIGHTS_FILE).is_file():
                     raise RegistryError(f"{src} holds no {WEIGHTS_FILE}")
                 for item in src.iterdir():
-                    if item.is_file():
+                    if item.is_file() and item.name != META_FILE:
                         shutil.copy2(item, staging / item.name)
                 if (src / CARD_FILE).is_file():
-                    base_card = json.loads((src / CARD_FILE).read_text())
+                    card_dict = json.loads((src / CARD_FILE).read_text())
+                card_dict.update(overlay)
             else:
                 from engine.model import save_model_dir  # the model colleague's writer
 
-                save_model_dir(model_dir_or_model, staging)
-                if (staging / CARD_FILE).is_file():
-                    base_card = json.loads((staging / CARD_FILE).read_text())
-            merged = {**base_card, **dict(card or {})}
+                if card is None:
+                    raise RegistryError("registering a model object needs its ModelCard")
+                save_model_dir(model_dir_or_model, card, staging)
+                card_dict = json.loads((staging / CARD_FILE).read_text())
             digest = _sha256(staging / WEIGHTS_FILE)
             if version is None:
                 stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now_ms / 1000))
@@ -183,8 +191,10 @@ class ModelRegistry:
             target = self.models_dir / version
             if target.exists():
                 raise RegistryError(f"model version {version!r} already exists; versions are immutable")
-            merged.update(version=version, weights_sha256=digest, registered_at_ms=now_ms)
-            (staging / CARD_FILE).write_text(json.dumps(merged, indent=2, sort_keys=True, default=str))
+            card_dict["version"] = version
+            (staging / CARD_FILE).write_text(json.dumps(card_dict, indent=2, sort_keys=True, default=str))
+            meta = {"version": version, "weights_sha256": digest, "registered_at_ms": now_ms}
+            (staging / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True))
             os.replace(staging, target)
         finally:
             if staging.exists():
@@ -271,6 +281,14 @@ class ModelRegistry:
 def _check_version(version: str) -> None:
     if not isinstance(version, str) or not _VERSION_RE.match(version):
         raise RegistryError(f"invalid model version {version!r}: letters, digits, . _ - only")
+
+
+def _card_dict(card: Any) -> dict[str, Any]:
+    if card is None:
+        return {}
+    if hasattr(card, "model_dump"):
+        return json.loads(card.model_dump_json())
+    return dict(card)
 
 
 def _sha256(path: Path) -> str:

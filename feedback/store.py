@@ -58,7 +58,7 @@ class LabelledExample:
     event_time_ms: int
     customer_id: str
     terminal_id: str
-    event_json: str  # the TransactionEvent as the engine saw it (Avro field layout)
+    event_json: str | None  # the TransactionEvent as the engine saw it (Avro field layout)
     snapshot_json: str | None  # the engine's decision-log entry (context snapshot), if kept
     verdict: str
     p_pass: float
@@ -79,16 +79,20 @@ class LabelledExample:
     @classmethod
     def from_join(cls, rec: JoinRecord, snapshot: Mapping[str, Any] | None = None) -> "LabelledExample":
         """Build the row from a complete join record (see ``join.is_complete``)."""
-        if rec.event is None or rec.verdict is None or rec.outcome is None:
+        if rec.verdict is None or rec.outcome is None:
             raise ValueError(f"join record {rec.event_id} is not complete")
-        ev, vd, oc = rec.event, rec.verdict, rec.outcome
+        vd, oc = rec.verdict, rec.outcome
+        # The event: from tx.events if the worker consumed it, else from the decision log.
+        ev = rec.event or (snapshot or {}).get("event")
+        snap = None if snapshot is None else {k: v for k, v in dict(snapshot).items() if k != "event"}
         probs = vd.get("probabilities") or {}
         kind = OutcomeKind(oc["kind"])
         return cls(
-            event_id=rec.event_id, event_time_ms=int(ev["event_time_ms"]),
-            customer_id=str(ev.get("customer_id", "")), terminal_id=str(ev.get("terminal_id", "")),
-            event_json=json.dumps(dict(ev), sort_keys=True, default=str),
-            snapshot_json=None if snapshot is None else json.dumps(dict(snapshot), sort_keys=True, default=str),
+            event_id=rec.event_id, event_time_ms=int((ev or vd)["event_time_ms"]),
+            customer_id=str((ev or vd).get("customer_id", "")),
+            terminal_id=str((ev or {}).get("terminal_id") or oc.get("terminal_id") or ""),
+            event_json=None if ev is None else json.dumps(dict(ev), sort_keys=True, default=str),
+            snapshot_json=None if snap is None else json.dumps(snap, sort_keys=True, default=str),
             verdict=str(vd["verdict"]), p_pass=float(probs.get("pass", 0.0)),
             p_review=float(probs.get("review", 0.0)), p_reject=float(probs.get("reject", 0.0)),
             risk_score=float(vd.get("risk_score", 0.0)), model_version=str(vd.get("model_version", "")),
@@ -99,35 +103,83 @@ class LabelledExample:
         )
 
 
-COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(LabelledExample))
-_SCHEMA = pa.schema([
-    (f.name, {"str": pa.string(), "str | None": pa.string(), "int": pa.int64(), "float": pa.float64()}[f.type])
-    for f in fields(LabelledExample)
-])
+@dataclass(slots=True, frozen=True)
+class DecisionRow:
+    """One decision with the exact inputs the model saw: a row of the decision store.
+
+    The 24 h gate replay and ``tollgate feedback export`` read these; they do not need
+    an outcome, so every verdict the worker joins is kept (partitioned by event hour).
+    """
+
+    event_id: str
+    event_time_ms: int
+    customer_id: str
+    event_json: str | None
+    snapshot_json: str | None
+    verdict: str
+    p_pass: float
+    p_review: float
+    p_reject: float
+    risk_score: float
+    model_version: str
+    rules_version: str
+    decided_at_ms: int
+    written_at_ms: int = 0
+
+    @classmethod
+    def from_verdict(cls, verdict: Mapping[str, Any], snapshot: Mapping[str, Any] | None,
+                     event: Mapping[str, Any] | None = None) -> "DecisionRow":
+        ev = event or (snapshot or {}).get("event")
+        snap = None if snapshot is None else {k: v for k, v in dict(snapshot).items() if k != "event"}
+        probs = verdict.get("probabilities") or {}
+        return cls(
+            event_id=str(verdict["event_id"]), event_time_ms=int(verdict["event_time_ms"]),
+            customer_id=str(verdict.get("customer_id", "")),
+            event_json=None if ev is None else json.dumps(dict(ev), sort_keys=True, default=str),
+            snapshot_json=None if snap is None else json.dumps(snap, sort_keys=True, default=str),
+            verdict=str(verdict["verdict"]), p_pass=float(probs.get("pass", 0.0)),
+            p_review=float(probs.get("review", 0.0)), p_reject=float(probs.get("reject", 0.0)),
+            risk_score=float(verdict.get("risk_score", 0.0)),
+            model_version=str(verdict.get("model_version", "")),
+            rules_version=str(verdict.get("rules_version", "")),
+            decided_at_ms=int(verdict.get("decided_at_ms", 0)),
+        )
 
 
-class LabelStore:
-    """Hour-partitioned, append-only Parquet store of ``LabelledExample`` rows."""
+_ARROW = {"str": pa.string(), "str | None": pa.string(), "int": pa.int64(), "float": pa.float64()}
 
-    def __init__(self, root: str | os.PathLike[str]):
+
+class HourlyParquetStore:
+    """Append-only Parquet files of one record type, partitioned by the hour of ``time_field``.
+
+    ``order`` names the columns that rank two rows of the same ``event_id``: the last
+    one in that order is the row ``read`` keeps.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], record_type: type, time_field: str,
+                 order: tuple[str, ...]):
         self.root = Path(root)
+        self.record_type = record_type
+        self.time_field = time_field
+        self.order = order
+        self.columns = tuple(f.name for f in fields(record_type))
+        self.schema = pa.schema([(f.name, _ARROW[f.type]) for f in fields(record_type)])
 
-    def append(self, examples: Iterable[LabelledExample], *, now_ms: int | None = None) -> list[Path]:
-        """Write the examples, one new file per hour partition; returns the files written."""
+    def append(self, records: Iterable[Any], *, now_ms: int | None = None) -> list[Path]:
+        """Write the records, one new file per hour partition; returns the files written."""
         now_ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
         by_hour: dict[str, list[dict[str, Any]]] = {}
-        for ex in examples:
-            row = asdict(ex)
+        for rec in records:
+            row = asdict(rec)
             row["written_at_ms"] = now_ms
-            by_hour.setdefault(_hour_name(ex.outcome_time_ms), []).append(row)
+            by_hour.setdefault(_hour_name(row[self.time_field]), []).append(row)
         written: list[Path] = []
         for hour, rows in sorted(by_hour.items()):
             part_dir = self.root / f"hour={hour}"
             part_dir.mkdir(parents=True, exist_ok=True)
             final = part_dir / f"part-{now_ms}-{uuid.uuid4().hex[:12]}.parquet"
             tmp = part_dir / f".{final.name}.tmp"
-            table = pa.Table.from_pylist(rows, schema=_SCHEMA)
-            pq.write_table(table, tmp)
+            pq.write_table(pa.Table.from_pylist(rows, schema=self.schema), tmp)
             with open(tmp, "rb") as fh:
                 os.fsync(fh.fileno())
             os.replace(tmp, final)
@@ -142,39 +194,19 @@ class LabelStore:
 
     def read(self, since_ms: int | None = None, until_ms: int | None = None, *,
              dedup: bool = True) -> pd.DataFrame:
-        """Rows whose label arrived in ``[since_ms, until_ms)``, one per event (latest label).
-
-        Dedup runs over *all* files of the selected hours and, for corrections that
-        crossed an hour boundary, a correction outside the window still wins: a row is
-        dropped if a later revision of the same event exists anywhere in the store.
-        """
+        """Rows with ``time_field`` in ``[since_ms, until_ms)``, one per event if ``dedup``."""
         files = self._files(since_ms, until_ms)
         if not files:
-            return pd.DataFrame({c: pd.Series(dtype=_SCHEMA.field(c).type.to_pandas_dtype()) for c in COLUMNS})
-        df = pd.concat([pq.read_table(f, schema=_SCHEMA).to_pandas() for f in files], ignore_index=True)
+            return pd.DataFrame({c: pd.Series(dtype=self.schema.field(c).type.to_pandas_dtype())
+                                 for c in self.columns})
+        df = pd.concat([pq.read_table(f, schema=self.schema).to_pandas() for f in files], ignore_index=True)
         if since_ms is not None:
-            df = df[df["outcome_time_ms"] >= since_ms]
+            df = df[df[self.time_field] >= since_ms]
         if until_ms is not None:
-            df = df[df["outcome_time_ms"] < until_ms]
-        if not dedup or df.empty:
-            return df.reset_index(drop=True)
-        df = _latest_per_event(df)
-        if since_ms is not None or until_ms is not None:
-            later = self._latest_keys(df["event_id"])
-            key = list(zip(df["outcome_time_ms"], df["outcome_rev"]))
-            keep = [later.get(e, k) <= k for e, k in zip(df["event_id"], key)]
-            df = df[keep]
-        return df.sort_values(["outcome_time_ms", "event_id"]).reset_index(drop=True)
-
-    def _latest_keys(self, event_ids: Iterable[str]) -> dict[str, tuple[int, int]]:
-        wanted = set(event_ids)
-        out: dict[str, tuple[int, int]] = {}
-        for f in self._files(None, None):
-            t = pq.read_table(f, columns=["event_id", "outcome_time_ms", "outcome_rev"]).to_pydict()
-            for e, ts, rev in zip(t["event_id"], t["outcome_time_ms"], t["outcome_rev"]):
-                if e in wanted and (ts, rev) > out.get(e, (-1, -1)):
-                    out[e] = (ts, rev)
-        return out
+            df = df[df[self.time_field] < until_ms]
+        if dedup and not df.empty:
+            df = df.sort_values(["event_id", *self.order]).drop_duplicates("event_id", keep="last")
+        return df.sort_values([self.time_field, "event_id"]).reset_index(drop=True)
 
     def _files(self, since_ms: int | None, until_ms: int | None) -> list[Path]:
         lo = None if since_ms is None else _hour_name(since_ms)
@@ -187,9 +219,45 @@ class LabelStore:
         return out
 
 
-def _latest_per_event(df: pd.DataFrame) -> pd.DataFrame:
-    df = df.sort_values(["event_id", "outcome_time_ms", "outcome_rev", "written_at_ms"])
-    return df.drop_duplicates("event_id", keep="last")
+class DecisionStore(HourlyParquetStore):
+    """Decisions with their model inputs, partitioned by event hour."""
+
+    def __init__(self, root: str | os.PathLike[str]):
+        super().__init__(root, DecisionRow, "event_time_ms", ("written_at_ms",))
+
+
+class LabelStore(HourlyParquetStore):
+    """Hour-partitioned, append-only Parquet store of ``LabelledExample`` rows."""
+
+    def __init__(self, root: str | os.PathLike[str]):
+        super().__init__(root, LabelledExample, "outcome_time_ms",
+                         ("outcome_time_ms", "outcome_rev", "written_at_ms"))
+
+    def read(self, since_ms: int | None = None, until_ms: int | None = None, *,
+             dedup: bool = True) -> pd.DataFrame:
+        """Rows whose label arrived in ``[since_ms, until_ms)``, one per event (latest label).
+
+        A correction that arrived *after* the window still wins: a row is dropped if a
+        later revision of the same event exists anywhere in the store, so the fine-tune
+        never trains on a label that has since been corrected.
+        """
+        df = HourlyParquetStore.read(self, since_ms, until_ms, dedup=dedup)
+        if not dedup or df.empty or (since_ms is None and until_ms is None):
+            return df
+        later = self._latest_keys(df["event_id"])
+        key = list(zip(df["outcome_time_ms"], df["outcome_rev"]))
+        keep = [later.get(e, k) <= k for e, k in zip(df["event_id"], key)]
+        return df[keep].reset_index(drop=True)
+
+    def _latest_keys(self, event_ids: Iterable[str]) -> dict[str, tuple[int, int]]:
+        wanted = set(event_ids)
+        out: dict[str, tuple[int, int]] = {}
+        for f in self._files(None, None):
+            t = pq.read_table(f, columns=["event_id", "outcome_time_ms", "outcome_rev"]).to_pydict()
+            for e, ts, rev in zip(t["event_id"], t["outcome_time_ms"], t["outcome_rev"]):
+                if e in wanted and (ts, rev) > out.get(e, (-1, -1)):
+                    out[e] = (ts, rev)
+        return out
 
 
 def _hour_name(ms: int) -> str:

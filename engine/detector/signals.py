@@ -70,15 +70,15 @@ _FAMILIES: dict[str, re.Pattern[str]] = {
         r"|<</?SYS>>|<\|[a-z_]+\|>"
         r"|\b(?:decision|verdict|label|risk(?:_|\s)?score|risk|score|fraud|status|outcome|is_fraud|action|result)\s*[:=]\s*[\"']?\s*(?:pass|approve|approved|allow|ok|safe|clean|legit|genuine|low|0(?:\.0+)?|false|none|review|reject)\b"
         r"|[{,]\s*[\"'](?:verdict|decision|label|risk_score|risk|score|is_fraud|fraud|amount|customer_id|channel|country|status)[\"']\s*:"
-        r"|\b(?:amount|customer_id|account_id|terminal_id|channel|country|merchant_category|event_id)\s*[:=]\s*\S"
+        r"|\b(?:customer_id|account_id|terminal_id|channel|country|merchant_category|event_id|device_id)\s*[:=]\s*\S"
+        r"|\bamount\s*=\s*\S"
         r"|^\s*#{2,}\s*\w|```",
         _I | re.MULTILINE,
     ),
     # Decision words addressed to whoever (or whatever) reads the memo.
     "decision_word": re.compile(
-        r"\b(?:please |pls |kindly |just |you must |must |should |now |immediately )?"
-        r"(?:approve|whitelist|allowlist|greenlight|green-light|authori[sz]e|release|clear|pass|accept|allow)\b\W+"
-        r"(?:\w+\W+){0,2}?(?:this|it|the|my|that|these|transaction|transfer|payment|request|order|account)\b"
+        r"\b(?:approve|whitelist|allowlist|greenlight|green-light|authori[sz]e|release|clear|pass|accept|allow)\b\W+"
+        r"(?:\w+\W+){0,2}?(?:this|it|that|these|everything|all|transactions?|transfers?|payments?|requests?|account|customer|funds)\b"
         r"|\bmark(?:ed)? (?:this |it |the \w+ |as )?(?:as )?(?:safe|legit(?:imate)?|trusted|genuine|clean|verified|not fraud|low risk)"
         r"|\b(?:do ?n[o']t|never|no need to|without) (?:flag|block|reject|review|decline|check|hold|report|escalate|verify)\b"
         r"|\b(?:set|change|lower|make)\b.{0,20}\b(?:risk|score|verdict|decision)\b.{0,12}\b(?:to|=|0|zero|low|pass)\b"
@@ -105,6 +105,31 @@ _FAMILIES: dict[str, re.Pattern[str]] = {
 
 SEMANTIC_SIGNALS: tuple[str, ...] = tuple(_FAMILIES)
 
+# Cheap prefilters: a family's (slower) regex only runs when one of its trigger
+# substrings occurs in the lower-cased text. Most memos trigger nothing, which is what
+# keeps a 256-character memo far below the latency budget. Every alternative of a
+# family's regex needs at least one of its triggers (``tests/unit/test_detect_signals.py``
+# checks the attack corpus to keep the two in step).
+_TRIGGERS: dict[str, tuple[str, ...]] = {
+    "system_instruction": ("ignor", "disregard", "forget", "override", "bypass", "skip", "system", "developer",
+                           "admin", "root", "assistant", "user", "operator", "as a", "you are", "you're", "new ",
+                           "model", "ai", "classifier", "reviewer", "engine", "vergiss", "игнор", "забудь", "忽略", "無視"),
+    "roleplay_jailbreak": ("pretend", "imagine", "role", "act ", "jailbr", "anything now", "dan", "mode",
+                           "restriction", "limits", "filter", "rules", "censor", "character", "from now on",
+                           "you will", "you must", "you shall", "hypothetical"),
+    "forged_marker": ("[", "<", "{", ":", "=", "#", "`"),
+    "decision_word": ("approv", "whitelist", "allowlist", "green", "authori", "release", "clear", "pass", "accept",
+                      "allow", "mark", "n't", "dont", "do n", "not", "never", "no need", "without", "set", "change", "lower", "make",
+                      "fraud", "auto", "genehmig", "freigeb", "aprueb", "aprovar", "approuv", "approva"),
+    "task_for_reader": ("your", "the response", "the reply", "the answer", "the output", "summary", "completion",
+                        "write", "explain", "describe", "translat", "summar", "compose", "draft", "list", "generat",
+                        "tell me", "create", "provide", "give me", "print", "output", "repeat", "say", "respond",
+                        "reply", "answer", "include", "add", "insert", "modify", "enhance", "augment", "integrate",
+                        "merge", "ensure", "use", "?"),
+    "code_payload": ("import", "eval", "exec", "system", "popen", "subprocess", "requests.", "os.environ", "open",
+                     "<script", "javascript:", "curl", "wget", "rm -rf", "drop", "select", "$(", "def ", "http", "www."),
+}
+
 # --- obfuscation measures -------------------------------------------------------------
 
 OBFUSCATION_SIGNALS: tuple[str, ...] = (
@@ -118,7 +143,8 @@ OBFUSCATION_SIGNALS: tuple[str, ...] = (
 #: Longest text a memo or descriptor plausibly needs; beyond this, length is a signal.
 EXTREME_LENGTH_CHARS = 512
 
-_BLOB = re.compile(r"[A-Za-z0-9+/_-]{24,}={0,2}|\b(?:[0-9a-fA-F]{2}){16,}\b")
+_URL = re.compile(r"(?:https?://|www\.)\S+|[^\s@]+@\S+|[^\s/]+\.(?:com|net|org|io|eu|de|fr|uk)/\S*", re.IGNORECASE)
+_BLOB = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
 # Cyrillic and Greek letters that render like Latin ones.
 _CONFUSABLE = frozenset(
     "аеорсухіјѕԁɡһӏԛԝАВЕКМНОРСТХІЈЅУ"  # Cyrillic
@@ -126,39 +152,78 @@ _CONFUSABLE = frozenset(
 )
 
 
-def _is_latin(ch: str) -> bool:
-    o = ord(ch)
-    return (0x41 <= o <= 0x5A) or (0x61 <= o <= 0x7A) or (0xC0 <= o <= 0x24F and o not in (0xD7, 0xF7))
+# Look-alike → Latin, for the detector's own view of the text (a TR39-style skeleton).
+_TO_LATIN = str.maketrans({
+    "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "i", "ј": "j", "ѕ": "s", "ԁ": "d",
+    "ɡ": "g", "һ": "h", "ӏ": "l", "ԛ": "q", "ԝ": "w", "А": "A", "В": "B", "Е": "E", "К": "K", "М": "M", "Н": "H",
+    "О": "O", "Р": "P", "С": "C", "Т": "T", "Х": "X", "І": "I", "Ј": "J", "Ѕ": "S", "У": "Y",
+    "α": "a", "β": "b", "ε": "e", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u", "χ": "x",
+    "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N", "Ο": "O", "Ρ": "P",
+    "Τ": "T", "Υ": "Y", "Χ": "X",
+})
 
 
-def _is_compat(o: int) -> bool:
-    # Ranges NFKC folds to ASCII letters/digits: full-width forms, mathematical
-    # alphanumerics, enclosed alphanumerics, letter-like symbols, super/subscripts.
-    return (0xFF01 <= o <= 0xFF5E or 0x1D400 <= o <= 0x1D7FF or 0x2460 <= o <= 0x24FF
-            or 0x1F130 <= o <= 0x1F189 or 0x2100 <= o <= 0x214F or 0x2070 <= o <= 0x209F)
+def fold_confusables(text: str) -> str:
+    """Replace Cyrillic/Greek look-alikes by Latin letters inside mixed-script words.
+
+    NFKC leaves "іgnоre" (Cyrillic і and о) alone; this is the detector's second fold
+    so that the n-grams and signal regexes see "ignore". Words wholly in Cyrillic or
+    Greek are left as they are: Russian and Greek memos are not attacks.
+
+    >>> fold_confusables("іgnоre рrevious, аренда")
+    'ignore previous, аренда'
+    """
+    if text.isascii() or not _ANY_CONFUSABLE.search(text):
+        return text
+    return _CONFUSABLE_WORD.sub(lambda m: m.group(0).translate(_TO_LATIN) if _LATIN.search(m.group(0)) else m.group(0), text)
+
+
+_LATIN = re.compile("[A-Za-z\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u024F]")
+_ANY_CONFUSABLE = re.compile("[" + "".join(sorted(_CONFUSABLE)) + "]")
+_CONFUSABLE_WORD = re.compile("\\S*[" + "".join(sorted(_CONFUSABLE)) + "]\\S*")
+# Ranges NFKC folds to ASCII letters/digits: full-width forms, mathematical
+# alphanumerics, enclosed alphanumerics, letter-like symbols, super/subscripts.
+_COMPAT = re.compile("[\uFF01-\uFF5E\U0001D400-\U0001D7FF\u2460-\u24FF\U0001F130-\U0001F189"
+                     "\u2100-\u214F\u2070-\u209F]")
 
 
 def _looks_encoded(run: str) -> bool:
-    """A long run is a blob only if it mixes classes like base64/hex does and decodes."""
-    if re.fullmatch(r"(?:[0-9a-fA-F]{2})+", run) and len(run) >= 32:
-        return True
-    has_upper = any(c.isupper() for c in run)
-    has_lower = any(c.islower() for c in run)
-    has_digit = any(c.isdigit() for c in run)
-    if not (has_upper and has_lower and (has_digit or len(run) >= 32)):
-        return False
+    """A long run counts as a blob only if it *decodes to readable text*: hiding an
+    instruction is the point of the signal, and random ids (``in_0KVnBvo2ZN…``,
+    tracking tokens) decode to noise."""
     body = run.rstrip("=")
+    candidates: list[bytes] = []
+    if len(body) % 2 == 0 and re.fullmatch(r"[0-9a-fA-F]+", body):
+        candidates.append(bytes.fromhex(body))
     try:
-        base64.b64decode(body + "=" * (-len(body) % 4), altchars=b"-_" if ("-" in run or "_" in run) else None,
-                         validate=True)
+        altchars = b"-_" if ("-" in body or "_" in body) else None
+        candidates.append(base64.b64decode(body + "=" * (-len(body) % 4), altchars=altchars, validate=True))
     except (binascii.Error, ValueError):
-        return False
-    return True
+        pass
+    for raw in candidates:
+        if len(raw) < 12:
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        readable = sum(1 for c in text if c.isprintable() or c in "\n\t")
+        if readable / len(text) >= 0.9 and sum(c.isalpha() for c in text) >= len(text) / 2:
+            return True
+    return False
 
 
-def semantic_signals(clean_text: str) -> dict[str, float]:
+def semantic_signals(clean_text: str, lowered: str | None = None) -> dict[str, float]:
     """Count of matches per semantic family on the cleaned text (0 when silent)."""
-    return {name: float(len(pattern.findall(clean_text))) for name, pattern in _FAMILIES.items()}
+    lowered = clean_text.lower() if lowered is None else lowered
+    out = {}
+    for name, pattern in _FAMILIES.items():
+        # ``in`` on a short string is a C-level scan: cheaper than one big alternation.
+        if any(map(lowered.__contains__, _TRIGGERS[name])):
+            out[name] = float(sum(1 for _ in pattern.finditer(clean_text)))
+        else:
+            out[name] = 0.0
+    return out
 
 
 def matched_snippets(clean_text: str, max_chars: int = 40) -> dict[str, str]:
@@ -182,17 +247,13 @@ def obfuscation_signals(raw_text: str, invisible_removed: int, original_length: 
     homoglyph_words = 0
     compat = 0
     if not raw_text.isascii():
-        for word in raw_text.split():
-            has_latin = has_confusable = False
-            for ch in word:
-                if ch in _CONFUSABLE:
-                    has_confusable = True
-                elif _is_latin(ch):
-                    has_latin = True
-            if has_latin and has_confusable:
-                homoglyph_words += 1
-        compat = sum(1 for ch in raw_text if _is_compat(ord(ch)))
+        if _ANY_CONFUSABLE.search(raw_text):
+            homoglyph_words = sum(1 for w in _CONFUSABLE_WORD.findall(raw_text) if _LATIN.search(w))
+        compat = len(_COMPAT.findall(raw_text))
     blob_text = clean_text if clean_text is not None else raw_text
+    # Tracking ids in links are long mixed-case runs too; a link is code_payload's business.
+    if "://" in blob_text or "www." in blob_text or "@" in blob_text or "/" in blob_text:
+        blob_text = _URL.sub(" ", blob_text)
     blobs = sum(1 for m in _BLOB.finditer(blob_text) if _looks_encoded(m.group(0)))
     return {
         "homoglyph_words": float(homoglyph_words),

@@ -51,9 +51,14 @@ class FieldEmbedder(nn.Module):
     convention of ``nn.TransformerEncoder`` and (inverted) of Hugging Face models.
     """
 
-    def __init__(self, spec: InputSpec, d: int):
+    def __init__(self, spec: InputSpec, d: int, numeric_tokens: int = 0):
         super().__init__()
         self.spec = spec
+        n_groups = spec.n_numeric if numeric_tokens <= 0 else min(numeric_tokens, spec.n_numeric)
+        # group[f] = the token numeric field f is summed into (contiguous, near-equal groups)
+        self.register_buffer("numeric_group", torch.arange(spec.n_numeric) * max(1, n_groups)
+                             // max(1, spec.n_numeric), persistent=False)
+        self.n_numeric_tokens = n_groups
         self.cls = nn.Parameter(torch.randn(1, 1, d) * 0.02)
         self.segment = nn.Embedding(5, d)
         self.field = nn.Embedding(max(1, spec.n_numeric + spec.n_categorical), d)
@@ -65,7 +70,7 @@ class FieldEmbedder(nn.Module):
         self.text = nn.Embedding(spec.text_vocab, d, padding_idx=0)
         self.text_position = nn.Embedding(max(1, spec.text_len), d)
         self.norm = nn.LayerNorm(d)
-        self.n_control = 1 + spec.n_numeric + spec.n_categorical
+        self.n_control = 1 + self.n_numeric_tokens + spec.n_categorical
 
     def forward(self, b: ModelInputs) -> tuple[Tensor, Tensor]:
         spec, B = self.spec, b.control_numeric.shape[0]
@@ -73,28 +78,42 @@ class FieldEmbedder(nn.Module):
         parts = [self.cls.expand(B, -1, -1) + self.segment.weight[SEG_CLS]]
         if spec.n_numeric:
             ids = torch.arange(spec.n_numeric, device=dev)
-            parts.append(self.numeric(squash(b.control_numeric.float())) + self.field(ids)
-                         + self.segment.weight[SEG_NUMERIC])
+            fields = self.numeric(squash(b.control_numeric.float())) + self.field(ids)  # [B, Fn, d]
+            if self.n_numeric_tokens < spec.n_numeric:
+                grouped = fields.new_zeros(B, self.n_numeric_tokens, fields.shape[-1])
+                fields = grouped.index_add_(1, self.numeric_group, fields)
+            parts.append(fields + self.segment.weight[SEG_NUMERIC])
         if spec.n_categorical:
             ids = torch.arange(spec.n_numeric, spec.n_numeric + spec.n_categorical, device=dev)
             cats = b.control_categorical.long().clamp(0, spec.categorical_buckets - 1)
             parts.append(self.buckets(cats) + self.field(ids) + self.segment.weight[SEG_CATEGORICAL])
         masks = [torch.zeros(B, self.n_control, dtype=torch.bool, device=dev)]
-        if spec.history_len:
-            h = self.hist_position.weight[: spec.history_len] + self.segment.weight[SEG_HISTORY]
+        # Trailing positions that are padding in every row are dropped: they are masked
+        # anyway, so the result is identical, and a batch without memos (most payments)
+        # then costs no attention over 64 empty text slots.
+        n_hist = _used_length(b.history_mask) if spec.history_len else 0
+        if n_hist:
+            h = self.hist_position.weight[:n_hist] + self.segment.weight[SEG_HISTORY]
             if spec.history_numeric:
-                h = h + self.hist_numeric(squash(b.history_numeric.float()))
+                h = h + self.hist_numeric(squash(b.history_numeric[:, :n_hist].float()))
             if spec.history_categorical:
-                cats = b.history_categorical.long().clamp(0, spec.categorical_buckets - 1)
+                cats = b.history_categorical[:, :n_hist].long().clamp(0, spec.categorical_buckets - 1)
                 h = h + self.hist_categorical(cats).sum(dim=2)
             parts.append(h.expand(B, -1, -1) if h.dim() == 2 else h)
-            masks.append(~b.history_mask.bool())
-        if spec.text_len:
-            ids = b.text_ids.long().clamp(0, spec.text_vocab - 1)
-            parts.append(self.text(ids) + self.text_position.weight[: spec.text_len]
+            masks.append(~b.history_mask[:, :n_hist].bool())
+        n_text = _used_length(b.text_mask) if spec.text_len else 0
+        if n_text:
+            ids = b.text_ids[:, :n_text].long().clamp(0, spec.text_vocab - 1)
+            parts.append(self.text(ids) + self.text_position.weight[:n_text]
                          + self.segment.weight[SEG_TEXT])
-            masks.append(~b.text_mask.bool())
+            masks.append(~b.text_mask[:, :n_text].bool())
         return self.norm(torch.cat(parts, dim=1)), torch.cat(masks, dim=1)
+
+
+def _used_length(mask: Tensor) -> int:
+    """1 + the last position that is valid in any row (0 if none)."""
+    used = mask.bool().any(dim=0).nonzero()
+    return int(used[-1]) + 1 if used.numel() else 0
 
 
 class FieldTransformer(nn.Module):
@@ -105,9 +124,9 @@ class FieldTransformer(nn.Module):
     """
 
     def __init__(self, spec: InputSpec, d: int = 64, n_layers: int = 2, n_heads: int = 4,
-                 ff_mult: int = 2, dropout: float = 0.1):
+                 ff_mult: int = 2, dropout: float = 0.1, numeric_tokens: int = 0):
         super().__init__()
-        self.embed = FieldEmbedder(spec, d)
+        self.embed = FieldEmbedder(spec, d, numeric_tokens)
         self.layers = nn.ModuleList(
             nn.TransformerEncoderLayer(d, n_heads, d * ff_mult, dropout, activation="gelu",
                                        batch_first=True, norm_first=True)

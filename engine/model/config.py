@@ -109,6 +109,11 @@ class ModelConfig(_Frozen):
     ff_mult: int = Field(default=2, ge=1)
     dropout: float = Field(default=0.1, ge=0, lt=1)
     pooling: Literal["cls", "mean", "last"] = "cls"
+    #: Numeric control fields are embedded one by one (value x per-field weights + field
+    #: id), then summed in this many contiguous groups, one token each; 0 = one token per
+    #: field. Grouping keeps the sequence near the ~32 tokens the CPU budget allows
+    #: (26 numeric fields would otherwise double it) without mixing any text in.
+    numeric_tokens: int = Field(default=6, ge=0)
     #: Layers (1-based, < n_layers) that carry an early-exit verdict/risk head.
     early_exit_layers: tuple[int, ...] = ()
     extra_heads: tuple[HeadSpec, ...] = ()

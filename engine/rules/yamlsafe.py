@@ -8,7 +8,8 @@ must never crash, hang or exhaust memory, and every problem must point at a line
   nothing to parse but explodes in whatever walks the result, and hand-edited rule
   files gain nothing from them;
 * only plain scalars, lists and string-keyed mappings are built (``SafeLoader``
-  composition, our own construction), with a cap on the number of nodes;
+  composition, our own construction), with a cap on the number of nodes and depth;
+* booleans are YAML 1.2's ``true``/``false`` only: ``NO`` (Norway) stays a string;
 * every mapping and sequence item remembers its line, so a pydantic error at
   ``("rules", 3, "when")`` can be reported as ``file:line``.
 
@@ -31,6 +32,7 @@ import yaml
 #: A rule set is a few hundred nodes; a hundred thousand is a hostile or broken file.
 MAX_NODES = 100_000
 MAX_FILE_BYTES = 2 * 1024 * 1024
+MAX_DEPTH = 32
 
 Path_ = tuple[Any, ...]
 
@@ -51,6 +53,8 @@ class YamlDoc:
     file: str
     data: Any
     lines: dict[Path_, int] = field(default_factory=dict)
+    blocks: set[Path_] = field(default_factory=set)  # scalars written as | blocks
+    folded: set[Path_] = field(default_factory=set)  # scalars written as > blocks
 
     def line_of(self, path: Path_) -> int | None:
         """Line of the deepest node on ``path`` that exists (pydantic ``loc`` works)."""
@@ -60,6 +64,9 @@ class YamlDoc:
                 return self.lines[path]
             path = path[:-1]
         return self.lines.get((), None)
+
+    def block_scalar(self, path: Path_) -> bool:
+        return tuple(path) in self.blocks
 
 
 def decode_utf8(raw: bytes, file: str) -> str:
@@ -80,12 +87,21 @@ def read_yaml(raw: bytes, file: str) -> YamlDoc:
     if "\x00" in text:
         raise YamlFileError(file, text[: text.index("\x00")].count("\n") + 1, "NUL byte in file")
     try:
-        # Refuse anchors/aliases at the event level, before anything is composed.
+        # Refuse aliases and deep nesting at the event level (PyYAML's event parser is
+        # iterative; its composer is recursive), before anything is composed.
+        depth = 0
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
             anchor = getattr(event, "anchor", None)
             if anchor is not None:
                 raise YamlFileError(file, event.start_mark.line + 1,
                                     f"YAML anchors and aliases (&{anchor} / *{anchor}) are not allowed in rule files")
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise YamlFileError(file, event.start_mark.line + 1,
+                                        f"YAML is nested more than {MAX_DEPTH} levels deep")
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -94,14 +110,20 @@ def read_yaml(raw: bytes, file: str) -> YamlDoc:
         raise YamlFileError(file, line, f"YAML syntax error: {problem}") from None
     except yaml.YAMLError as exc:
         raise YamlFileError(file, None, f"YAML error: {exc}") from None
+    except RecursionError:
+        raise YamlFileError(file, None, "YAML is nested too deeply") from None
     doc = YamlDoc(file=file, data=None)
     if node is None:
         return doc
     counter = [0]
-    doc.data = _build(node, (), doc, counter)
+    try:
+        doc.data = _build(node, (), doc, counter)
+    except RecursionError:
+        raise YamlFileError(file, None, "YAML is nested too deeply") from None
     return doc
 
 
+_BOOL_TAG = "tag:yaml.org,2002:bool"
 _SCALAR = yaml.SafeLoader(" ")  # only used for its scalar constructors (int, float, bool, null)
 
 
@@ -111,6 +133,14 @@ def _build(node: yaml.Node, path: Path_, doc: YamlDoc, counter: list[int]) -> An
         raise YamlFileError(doc.file, node.start_mark.line + 1, f"more than {MAX_NODES} YAML nodes")
     doc.lines[path] = node.start_mark.line + 1
     if isinstance(node, yaml.ScalarNode):
+        if node.style == "|":  # literal block: lines inside map 1:1 to file lines
+            doc.blocks.add(path)
+        elif node.style == ">":
+            doc.folded.add(path)
+        if node.tag == _BOOL_TAG and node.value.lower() not in ("true", "false"):
+            # YAML 1.1 reads yes/no/on/off as booleans: `id: off` or the country `NO`
+            # (Norway) would silently become False. Rule files use YAML 1.2 booleans.
+            return node.value
         try:
             return _SCALAR.construct_object(node, deep=True)
         except yaml.YAMLError as exc:

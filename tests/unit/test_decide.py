@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from engine.decide import Policy, PolicyDecision, ScoreRow, decide, decide_rows
-from engine.records import Decision, ReasonKind
+from engine.records import Decision, Reason, ReasonKind
 from engine.settings import PolicySettings
 
 
@@ -85,10 +85,13 @@ def test_no_tie_when_margin_is_zero():
 
 
 def test_detector_flag_floors_a_pass_to_review():
-    d = decide(CLEAR_PASS, Det(0.97, True, ("instruction_override",)), Policy())
+    signal = Reason(ReasonKind.DETECTOR, "instruction_override", "memo: 'ignore previous'")
+    cleaned = Reason(ReasonKind.INPUT, "memo_truncated", "cut")
+    d = decide(CLEAR_PASS, Det(0.97, True, (cleaned, signal)), Policy())
     assert d.verdict is Decision.REVIEW and d.model_verdict is Decision.PASS
-    assert codes(d)[-1] == (ReasonKind.DETECTOR, "injection_suspected")
-    assert "instruction_override" in d.reasons[-1].detail
+    assert codes(d)[-2:] == [(ReasonKind.DETECTOR, "injection_flagged"), (ReasonKind.DETECTOR, "instruction_override")]
+    assert "0.970" in d.reasons[-2].detail and "at least review" in d.reasons[-2].detail
+    assert cleaned not in d.reasons  # input reasons are the pipeline's to place, not the policy's
     assert d.detector_flagged and d.detector_score == pytest.approx(0.97)
 
 
@@ -101,7 +104,7 @@ def test_detector_floor_is_configurable():
     assert decide(CLEAR_PASS, Det(0.9, True), Policy(detector_floor=Decision.REJECT)).verdict is Decision.REJECT
     annotated = decide(CLEAR_PASS, Det(0.9, True), Policy.coerce({"detector_floor": "none"}))
     assert annotated.verdict is Decision.PASS
-    assert codes(annotated)[-1] == (ReasonKind.DETECTOR, "injection_suspected")
+    assert codes(annotated)[-1] == (ReasonKind.DETECTOR, "injection_flagged")
 
 
 def test_unflagged_detector_leaves_score_but_no_reason():
@@ -120,7 +123,7 @@ def test_degraded_review_mode_holds_everything_for_review():
 def test_degraded_review_mode_keeps_a_reject_detector_floor():
     d = decide(CLEAR_PASS, Det(0.9, True), Policy(detector_floor=Decision.REJECT), degraded=True)
     assert d.verdict is Decision.REJECT
-    assert [c for _, c in codes(d)] == ["threshold_pass", "context_unavailable", "injection_suspected"]
+    assert [c for _, c in codes(d)] == ["threshold_pass", "context_unavailable", "injection_flagged"]
 
 
 def test_degraded_model_mode_decides_on_the_model():

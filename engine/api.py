@@ -1,0 +1,168 @@
+"""The Python API: score events from a notebook or a script with the stream's pipeline.
+
+>>> from engine import load_model                      # doctest: +SKIP
+>>> model = load_model()                               # doctest: +SKIP
+>>> model.decide({"event_id": "e1", "event_time_ms": 1722470400000, "customer_id": "c1",
+...               "account_id": "a1", "terminal_id": "t1", "merchant_category": "5411",
+...               "amount": 54.2, "currency": "EUR", "channel": "ecommerce", "country": "BE"})
+... # doctest: +SKIP
+Verdict(event_id='e1', customer_id='c1', verdict=<Decision.PASS: 'pass'>, confidence=0.97, ...)
+>>> model                                              # doctest: +SKIP
+<TollgateModel m-20260801 · rules rules-3f2a… · context memory · policy reject≥0.5 review≥0.5 …>
+
+``model.decide`` takes one event or many (``TransactionEvent``, dicts in the Avro/JSON
+layout, or a pandas ``DataFrame`` with those columns) and returns one ``Verdict`` or a
+``Verdicts`` list in the same order. It runs ``engine.pipeline.DecisionPipeline`` — the
+same model, policy, detector and hard rules as the stream — so a verdict here is the
+verdict the stream gives for the same event and context.
+
+Context: by default the model keeps its own in-memory context (``context="memory"``),
+which starts empty and learns from every event you score, in the order you score them
+— so score a customer's history in event-time order, as the stream would see it.
+``context="redis"`` reads (and records into) the live feature state of the stream.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, overload
+
+from engine.assemble import ContextSource, build_pipeline, make_store
+from engine.pipeline import DecisionPipeline
+from engine.records import Decision, TransactionEvent, Verdict
+from engine.settings import Settings, get_settings
+
+
+class Verdicts(list):
+    """A list of ``Verdict`` with a readable table for notebooks and ``to_frame()``."""
+
+    def counts(self) -> dict[str, int]:
+        c = Counter(v.verdict.value for v in self)
+        return {d.value: c.get(d.value, 0) for d in Decision}
+
+    def to_frame(self) -> Any:
+        """A pandas DataFrame, one row per verdict (reasons as ``kind:code`` strings)."""
+        import pandas as pd
+
+        rows = []
+        for v in self:
+            row = v.to_dict()
+            row["reasons"] = "; ".join(f"{r.kind.value}:{r.code}" for r in v.reasons)
+            probs = row.pop("probabilities")
+            row.update({f"p_{k}": p for k, p in probs.items()})
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def __repr__(self) -> str:
+        head = f"Verdicts({len(self)}: " + ", ".join(f"{n} {k}" for k, n in self.counts().items()) + ")"
+        lines = [head]
+        for v in self[:10]:
+            lines.append("  " + _one_line(v))
+        if len(self) > 10:
+            lines.append(f"  … {len(self) - 10} more")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        return self.to_frame().head(50).to_html(index=False)
+
+
+def _one_line(v: Verdict) -> str:
+    why = ", ".join(r.code for r in v.reasons if r.kind.value != "model") or "model"
+    return f"{v.event_id}: {v.verdict.value:<6} p={v.confidence:.2f} risk={v.risk_score:.2f} ({why})"
+
+
+class TollgateModel:
+    """A loaded decision pipeline with a notebook-friendly face. Not the torch module:
+    ``model.pipeline.components.inference.model`` is, if you need it."""
+
+    def __init__(self, pipeline: DecisionPipeline, settings: Settings, context: str = "memory"):
+        self.pipeline = pipeline
+        self.settings = settings
+        self._context = context
+
+    @property
+    def model_version(self) -> str:
+        return self.pipeline.model_version
+
+    @property
+    def rules_version(self) -> str:
+        return self.pipeline.rules_version
+
+    @property
+    def policy(self) -> Any:
+        return self.pipeline.policy
+
+    @overload
+    def decide(self, events: TransactionEvent | Mapping[str, Any], *, batch_size: int = ...) -> Verdict: ...
+    @overload
+    def decide(self, events: Iterable[TransactionEvent | Mapping[str, Any]], *, batch_size: int = ...) -> Verdicts: ...
+
+    def decide(self, events: Any, *, batch_size: int = 256) -> Verdict | Verdicts:
+        """Verdicts for one event (→ ``Verdict``) or many (→ ``Verdicts``, same order).
+
+        Invalid events raise ``EventValidationError`` naming the field, before anything
+        is scored or recorded.
+        """
+        single = isinstance(events, (TransactionEvent, Mapping))
+        batch = [to_event(e) for e in _rows(events)]
+        out = Verdicts()
+        for start in range(0, len(batch), batch_size):
+            out.extend(self.pipeline.decide_batch(batch[start:start + batch_size]))
+        return out[0] if single else out
+
+    def reset_context(self) -> None:
+        """Forget every event scored so far (memory context only)."""
+        if self._context != "memory":
+            raise RuntimeError("reset_context only applies to context='memory'; the Redis state is the stream's")
+        self.pipeline.swap(store=make_store(self.settings, "memory"))
+
+    def __repr__(self) -> str:
+        p = self.policy
+        floor = p.detector_floor.value if p.detector_floor is not None else "none"
+        return (f"<TollgateModel {self.model_version} · rules {self.rules_version} · context {self._context} · "
+                f"policy reject≥{p.reject_threshold:g} review≥{p.review_threshold:g} tie<{p.tie_margin:g} "
+                f"abstain<{p.abstain_threshold:g} detector→{floor} degraded→{p.degraded_mode}>")
+
+
+def _rows(events: Any) -> Iterable[Any]:
+    if isinstance(events, (TransactionEvent, Mapping)):
+        return [events]
+    if hasattr(events, "to_dict") and hasattr(events, "columns"):  # a pandas DataFrame
+        return events.to_dict(orient="records")
+    return events
+
+
+def to_event(item: TransactionEvent | Mapping[str, Any]) -> TransactionEvent:
+    """A validated ``TransactionEvent`` from an event or an Avro/JSON-layout mapping."""
+    if isinstance(item, TransactionEvent):
+        return item.validate()
+    if isinstance(item, Mapping):
+        return TransactionEvent.from_dict(_clean_row(item)).validate()
+    raise TypeError(f"expected a TransactionEvent or a mapping, got {type(item).__name__}")
+
+
+def _clean_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """Undo what tables do to events: NaN for missing optionals, numpy scalars, float ids."""
+    import math
+
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if isinstance(value, float) and math.isnan(value):
+            continue
+        if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+            value = value.item()  # numpy scalar → Python
+        out[key] = value
+    if isinstance(out.get("event_time_ms"), float) and float(out["event_time_ms"]).is_integer():
+        out["event_time_ms"] = int(out["event_time_ms"])
+    return out
+
+
+def load_model(model: str | Path | None = None, *, rules: str | Path | None = None,
+               context: ContextSource | Any = "memory", settings: Settings | None = None) -> TollgateModel:
+    """Load the serving model (or ``model``: a directory or a version), the rule set
+    (``rules`` or ``settings.paths.rules_dir``) and the policy, as the stream does."""
+    settings = settings or get_settings()
+    pipeline = build_pipeline(settings, model=model, rules=rules, context=context)
+    return TollgateModel(pipeline, settings, context if isinstance(context, str) else type(context).__name__)

@@ -1,0 +1,129 @@
+"""Build a ``DecisionPipeline`` from settings: which model, which rules, which context.
+
+Every entry point (``tollgate run``, ``serve``, ``score``, ``engine.api.load_model``,
+the quickstart) assembles its pipeline here, so they cannot drift apart: the same
+model directory, the same rule set, the same policy (settings, overridden by the rule
+set's ``policy:`` section) and the same detector give the same verdicts.
+
+Which model: an explicit directory; else the registry's serving version (Redis key
+``<prefix>:model:serving``); else the newest model directory under
+``settings.paths.models_dir``. Which context: ``"redis"`` (the stream's live state, and
+it *records* what it scores, as the stream does) or ``"memory"`` (a private in-process
+state that starts empty, for notebooks and file replays), or any ``FeatureStore``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Literal
+
+from engine.decide import Policy
+from engine.pipeline import Components, DecisionPipeline
+from engine.settings import Settings
+
+log = logging.getLogger("tollgate.assemble")
+
+ContextSource = Literal["memory", "redis"]
+CARD_FILE = "model_card.json"
+
+
+class ModelNotFound(FileNotFoundError):
+    """No model to load; the message says how to get one."""
+
+
+def find_model_dir(settings: Settings, model: str | Path | None = None) -> Path:
+    """Resolve ``model`` (a directory, a version name, or None) to a model directory."""
+    models_dir = Path(settings.paths.models_dir)
+    if model is not None:
+        path = Path(model)
+        if (path / CARD_FILE).is_file():
+            return path
+        if (models_dir / str(model) / CARD_FILE).is_file():
+            return models_dir / str(model)
+        raise ModelNotFound(f"{model}: not a model directory (no {CARD_FILE}) nor a version under {models_dir}")
+    serving = _serving_version(settings)
+    if serving is not None and (models_dir / serving / CARD_FILE).is_file():
+        return models_dir / serving
+    candidates = sorted((p.parent for p in models_dir.glob(f"*/{CARD_FILE}")), key=lambda p: p.stat().st_mtime)
+    if not candidates:
+        raise ModelNotFound(f"no model in {models_dir}: train one with `tollgate train` "
+                            "(or run `tollgate quickstart`, which trains a small one)")
+    return candidates[-1]
+
+
+def _serving_version(settings: Settings) -> str | None:
+    """The registry's serving pointer, or None when Redis is unreachable or unset."""
+    try:
+        import redis
+
+        client = redis.Redis.from_url(settings.redis.url, socket_timeout=settings.redis.socket_timeout_s,
+                                      socket_connect_timeout=settings.redis.socket_timeout_s)
+        raw = client.get(f"{settings.redis.key_prefix}:model:serving")
+        client.close()
+    except Exception as exc:  # noqa: BLE001 - no registry reachable: fall back to the newest directory
+        log.debug("registry not reachable: %s", exc)
+        return None
+    return None if raw is None else (raw.decode() if isinstance(raw, bytes) else str(raw))
+
+
+def make_store(settings: Settings, context: ContextSource | Any = "memory") -> Any:
+    if not isinstance(context, str):
+        return context
+    if context == "memory":
+        from engine.features.memory import MemoryFeatureStore
+
+        return MemoryFeatureStore()
+    if context == "redis":
+        from engine.features.redis_store import RedisFeatureStore
+
+        return RedisFeatureStore(settings=settings)
+    raise ValueError(f"context must be 'memory', 'redis' or a FeatureStore, got {context!r}")
+
+
+def load_model_components(model_dir: Path, encoder: Any | None = None) -> dict[str, Any]:
+    """The pieces a model directory determines (also the hot-swap loader)."""
+    from engine.encode import FieldIsolatedEncoder
+    from engine.infer import Inference
+
+    encoder = encoder or FieldIsolatedEncoder()
+    inference = Inference.from_dir(model_dir, expected_schema_hash=encoder.schema.schema_hash())
+    return {"encoder": encoder, "inference": inference, "model_version": inference.version}
+
+
+def load_guard(settings: Settings, rules_dir: str | Path | None = None) -> Any:
+    """The hard-rule guard over ``rules_dir`` (default ``settings.paths.rules_dir``)."""
+    from engine.guard import Guard
+
+    return Guard.from_dir(Path(rules_dir or settings.paths.rules_dir))
+
+
+def build_pipeline(settings: Settings, *, model: str | Path | None = None, rules: str | Path | None = None,
+                   context: ContextSource | Any = "memory", detector: Any | bool = True,
+                   guard: Any | None = None) -> DecisionPipeline:
+    """The pipeline every interface uses. ``detector=False`` turns text screening off
+    (tests only: a verdict without it is not the stream's verdict)."""
+    from engine.features.snapshot import ContextSnapshot
+
+    model_dir = find_model_dir(settings, model)
+    parts = load_model_components(model_dir)
+    guard = guard if guard is not None else load_guard(settings, rules)
+    if detector is True:
+        from engine.detect import InjectionDetector
+
+        detector = InjectionDetector.default()
+    base_policy = Policy.from_settings(settings.policy)
+    policy = base_policy.with_overrides(dict(getattr(guard, "policy", None) or {}))
+    components = Components(
+        store=make_store(settings, context),
+        encoder=parts["encoder"],
+        inference=parts["inference"],
+        detector=detector or None,
+        guard=guard,
+        policy=policy,
+        model_version=parts["model_version"],
+        empty_context=ContextSnapshot.empty,
+    )
+    log.info("pipeline assembled", extra={"model_dir": str(model_dir), "model_version": parts["model_version"],
+                                          "rules_version": getattr(guard, "version", "none")})
+    return DecisionPipeline(components, base_policy=base_policy)

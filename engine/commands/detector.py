@@ -1,0 +1,82 @@
+"""``tollgate detector train|eval|score``: the adversarial-input detector's commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+SHIPPED = Path(__file__).resolve().parent.parent / "assets" / "detector"
+
+
+def register(app: typer.Typer) -> None:
+    detector = typer.Typer(help="Adversarial-input detector for user-written text (memos, descriptors).",
+                           no_args_is_help=True)
+
+    @detector.command("train")
+    def train(
+        out: Path = typer.Option(SHIPPED, help="Directory for detector.safetensors + detector.json."),
+        data: Path = typer.Option(None, help="injection_train.csv (default: ../shared/data/injection)."),
+        seed: int = typer.Option(7, help="Seed for splits and generated text."),
+        max_fpr: float = typer.Option(0.01, help="Benign false-positive budget used to pick the threshold."),
+    ) -> None:
+        """Train on the injection data + generated memos; pick the threshold out-of-fold; evaluate held-out."""
+        from engine.detector.data import DEFAULT_INJECTION_CSV, assemble
+        from engine.detector.train import train_detector
+
+        dataset = assemble(data or DEFAULT_INJECTION_CSV, seed=seed)
+        weights, report = train_detector(out, dataset, seed=seed, max_fpr=max_fpr,
+                                         progress=lambda m: typer.echo(m, err=True))
+        typer.echo(_table(report, weights.threshold))
+
+    @detector.command("eval")
+    def evaluate(
+        model: Optional[Path] = typer.Option(None, help="Artifact directory (default: the shipped one)."),
+        data: Path = typer.Option(None, help="injection_train.csv (default: ../shared/data/injection)."),
+        threshold: Optional[float] = typer.Option(None, help="Override the artifact's threshold."),
+        report: Optional[Path] = typer.Option(None, help="Also write the full report as JSON here."),
+    ) -> None:
+        """Recompute TPR/FPR on every held-out set with a trained artifact."""
+        from engine.detect import InjectionDetector
+        from engine.detector.data import DEFAULT_INJECTION_CSV, assemble
+        from engine.detector.train import evaluate as run_eval
+
+        det = InjectionDetector.from_path(model, threshold)
+        seed = int(det.weights.card.get("data", {}).get("seed", 7))
+        dataset = assemble(data or DEFAULT_INJECTION_CSV, seed=seed)
+        result = run_eval(lambda texts: [r.score for r in det.score_texts(texts)], dataset, det.threshold)
+        typer.echo(f"detector {det.version}")
+        typer.echo(_table(result, det.threshold))
+        if report:
+            report.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+            typer.echo(f"report written to {report}")
+
+    @detector.command("score")
+    def score(texts: list[str] = typer.Argument(..., help="Texts to score.")) -> None:
+        """Score texts with the shipped detector and show which signals fired."""
+        from engine.detect import InjectionDetector, verdict_reasons
+
+        det = InjectionDetector.default()
+        for text, result in zip(texts, det.score_texts(texts)):
+            typer.echo(f"{result.score:.3f} {'FLAG' if result.flagged else 'ok  '} {text!r}")
+            for reason in verdict_reasons(result)[1:]:
+                typer.echo(f"      {reason.kind.value}/{reason.code}: {reason.detail}")
+
+    app.add_typer(detector, name="detector")
+
+
+def _table(report: dict, threshold: float) -> str:
+    rows = [("held-out injection split (shared data)", report["injection_test"]),
+            ("hand-written benign memos", report["heldout_benign"]),
+            ("hand-written classic attacks", report["heldout_attacks"]),
+            ("generated, unseen seeds", report["generated_test"])]
+    lines = [f"threshold {threshold:.4f}", f"{'set':42} {'n':>5} {'TPR':>7} {'FPR':>7}"]
+    for name, r in rows:
+        fmt = lambda x: "   -   " if x is None else f"{x:7.3f}"  # noqa: E731
+        lines.append(f"{name:42} {r['n']:>5} {fmt(r['tpr'])} {fmt(r['fpr'])}")
+    for key in ("heldout_benign_false_positives", "heldout_attacks_missed", "injection_test_missed"):
+        if report.get(key):
+            lines.append(f"{key}: {report[key]}")
+    return "\n".join(lines)

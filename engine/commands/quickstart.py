@@ -1,0 +1,213 @@
+"""``tollgate quickstart``: the whole loop on one machine, in one command.
+
+1. start the stack (``ops/stack up``) and create the topics;
+2. train a small model on simulated history if the registry serves none;
+3. start an engine worker (``tollgate run``) and the feedback worker as subprocesses;
+4. replay simulated days through Kafka at ``--speed`` × real time, outcomes delayed;
+5. print a live summary while verdicts come back;
+6. stop the workers, write the report, say where it and the Grafana dashboard are.
+
+Each step says what it does; a step that cannot run says why and what to do, and
+optional pieces (the feedback worker) only cost a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+from datetime import timedelta
+from pathlib import Path
+
+import typer
+
+from engine.settings import REPO_ROOT, Settings
+
+DASHBOARD = REPO_ROOT / "ops" / "grafana" / "dashboards" / "tollgate.json"
+
+
+def say(message: str) -> None:
+    typer.secho(f"▸ {message}", fg=typer.colors.CYAN)
+
+
+def warn(message: str) -> None:
+    typer.secho(f"! {message}", fg=typer.colors.YELLOW)
+
+
+class Proc:
+    """A worker subprocess with its log file."""
+
+    def __init__(self, name: str, args: list[str], env: dict[str, str], log_dir: Path):
+        from engine.quickstart import TOLLGATE
+
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.name, self.log_path = name, log_dir / f"{name}.log"
+        self._log = self.log_path.open("wb")
+        self.proc = subprocess.Popen([TOLLGATE, *args], env=env, cwd=str(REPO_ROOT), stdout=self._log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def tail(self, n: int = 15) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+
+    def json_lines(self) -> list[dict]:
+        out = []
+        for raw in self.log_path.read_text(errors="replace").splitlines():
+            try:
+                out.append(json.loads(raw))
+            except ValueError:
+                continue
+        return out
+
+    def stop(self, timeout: float = 30.0) -> None:
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._log.close()
+
+
+def wait_worker_ready(worker: Proc, timeout: float = 180.0) -> int:
+    """Wait for the engine worker's /readyz; returns its health port."""
+    deadline = time.monotonic() + timeout
+    port = None
+    while time.monotonic() < deadline:
+        if not worker.alive():
+            raise typer.Exit(_fail(f"the engine worker exited ({worker.proc.returncode}):\n{worker.tail()}"))
+        if port is None:
+            port = next((int(x["health_port"]) for x in worker.json_lines() if "health_port" in x), None)
+        if port is not None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1) as r:
+                    if r.status == 200:
+                        return port
+            except OSError:
+                pass
+        time.sleep(0.5)
+    raise typer.Exit(_fail(f"the engine worker was not ready within {timeout:.0f} s:\n{worker.tail()}"))
+
+
+def _fail(message: str) -> int:
+    typer.secho(f"✗ {message}", fg=typer.colors.RED, err=True)
+    return 1
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("quickstart")
+    def quickstart(
+        days: int = typer.Option(2, min=1, help="Simulated days to replay through Kafka."),
+        speed: float = typer.Option(1440.0, min=1.0, help="Simulated seconds per real second (1440: a day a minute)."),
+        customers: int = typer.Option(400, min=10, help="Simulated customers (cards)."),
+        history_days: int = typer.Option(7, min=2, help="Days of simulated history to train on, if no model serves."),
+        outcome_delay_days: float = typer.Option(1.5, min=1.0, help="Mean delay of fraud outcomes (days)."),
+        seed: int = typer.Option(42, help="Simulation seed."),
+        stack: bool = typer.Option(True, "--stack/--no-stack", help="Run `ops/stack up` (off: use the running stack)."),
+        feedback: bool = typer.Option(True, "--feedback/--no-feedback", help="Also run the feedback worker."),
+    ) -> None:
+        """Start the stack, train a model if needed, replay simulated days through Kafka with
+        the engine and feedback workers, and print a live summary and a report."""
+        import redis
+
+        from engine.quickstart import (
+            LiveSummary, QuickstartError, Replay, ensure_model, ensure_stack, history_start, summary_line,
+            write_report,
+        )
+
+        started = time.monotonic()
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        try:
+            if stack:
+                say("starting Kafka (KRaft) and Redis with ops/stack up, creating topics …")
+                env = ensure_stack(env)
+            os.environ.update({k: v for k, v in env.items() if k.startswith("TOLLGATE_")})
+            settings = Settings()
+            client = redis.Redis.from_url(settings.redis.url, socket_timeout=5)
+            client.ping()
+        except (QuickstartError, redis.RedisError) as exc:
+            raise typer.Exit(_fail(f"the stack is not available: {exc}\n"
+                                   "  run `ops/stack up` (or set TOLLGATE_KAFKA_BOOTSTRAP / TOLLGATE_REDIS_URL)"))
+        say(f"stack: Kafka {settings.kafka.bootstrap}, Redis {settings.redis.url}")
+
+        replay_start = history_start(days)
+        try:
+            version = ensure_model(settings, client, history_days=history_days, customers=customers, seed=seed,
+                                   say=say)
+        except Exception as exc:  # noqa: BLE001 - training is optional: the worker can serve untrained
+            warn(f"could not train a model ({type(exc).__name__}: {exc}); the worker will serve an UNTRAINED "
+                 "model and the figures below will be poor")
+            version = "untrained"
+
+        run_dir = Path(settings.paths.state_dir) / "quickstart" / time.strftime("%Y%m%d-%H%M%S")
+        say(f"starting the engine worker{' and the feedback worker' if feedback else ''} (logs in {run_dir})")
+        worker = Proc("engine-worker", ["run", "--worker-id", "quickstart-engine-1", "--port", "0"], env, run_dir)
+        procs = [worker]
+        if feedback:
+            procs.append(Proc("feedback-worker", ["feedback", "worker"], env, run_dir))
+        summary = replay = None
+        try:
+            port = wait_worker_ready(worker)
+            say(f"engine worker ready: http://127.0.0.1:{port}/metrics")
+            replay = Replay(settings, days=days, customers=customers, seed=seed + 1, speed=speed,
+                            start_date=replay_start, outcome_delay_days=outcome_delay_days)
+            summary = LiveSummary(settings, replay.truth)  # reads from the end of tx.verdicts, as of now
+            say(f"replaying {days} simulated day(s) of {customers} customers at {speed:g}× real time "
+                f"(~{days * 86400 / speed:.0f} s); outcomes follow ~{outcome_delay_days:g} simulated days later")
+            replay.start()
+            last_print, last_progress, last_count = 0.0, time.monotonic(), -1
+            while True:
+                summary.poll(1.0)
+                fig = summary.figures()
+                now = time.monotonic()
+                if fig["decided"] != last_count:
+                    last_count, last_progress = fig["decided"], now
+                if now - last_print >= 3.0:
+                    sim = replay.sim_now_ms
+                    day = f"sim {time.strftime('%Y-%m-%d %H:%M', time.gmtime(sim / 1000))} | " if sim else ""
+                    typer.echo(day + summary_line(fig))
+                    last_print = now
+                for p in procs[1:]:
+                    if not p.alive() and not getattr(p, "_warned", False):
+                        p._warned = True  # type: ignore[attr-defined]
+                        warn(f"the {p.name} stopped ({p.proc.returncode}); continuing without it:\n{p.tail(5)}")
+                if not worker.alive():
+                    raise typer.Exit(_fail(f"the engine worker stopped:\n{worker.tail()}"))
+                if replay.done.is_set():
+                    if replay.error is not None:
+                        raise typer.Exit(_fail(f"replay failed: {replay.error}"))
+                    if fig["decided"] >= fig["produced"] or now - last_progress > 60:
+                        break
+        except KeyboardInterrupt:
+            warn("interrupted: stopping the replay and the workers, writing the report so far")
+            if replay is not None:
+                replay.stop.set()
+        finally:
+            for p in procs:
+                p.stop()
+        if summary is None:
+            raise typer.Exit(1)
+        if replay is not None:
+            replay.join(5)
+        summary.poll(1.0)
+        figures = summary.figures()
+        summary.close()
+        report = write_report(
+            Path(settings.paths.reports_dir) / f"quickstart-{time.strftime('%Y%m%d-%H%M%S')}", figures,
+            [v.decision_latency_ms for v in summary.verdicts.values()],
+            {"model_version": version, "days": days, "speed": speed, "customers": customers, "seed": seed,
+             "wall_s": round(time.monotonic() - started, 1)})
+        typer.echo("")
+        typer.secho("Summary", bold=True)
+        typer.echo(summary_line(figures))
+        say(f"report: {report / 'summary.md'} (figures in summary.json, latency histogram in latency.png)")
+        say(f"worker logs: {run_dir}")
+        say(f"Grafana dashboard: {DASHBOARD} — with Docker, `docker compose up -d prometheus grafana` "
+            "provisions it at http://localhost:3000 (Tollgate folder)")
+        say(f"done in {timedelta(seconds=int(time.monotonic() - started))}")

@@ -1,0 +1,95 @@
+"""``tollgate serve`` (the HTTP scoring service) and ``tollgate score`` (batch files).
+
+Both build their pipeline with ``engine.assemble.build_pipeline`` — the same model,
+rules, policy and detector as ``tollgate run`` — so their verdicts are the stream's.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from engine.settings import get_settings
+
+
+def _fail(message: str) -> None:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(2)
+
+
+def serve(
+    host: Optional[str] = typer.Option(None, help="Interface to bind (default: settings.http.host)."),
+    port: Optional[int] = typer.Option(None, help="Port (default: settings.http.serve_port, 8080)."),
+    model: Optional[Path] = typer.Option(None, help="Model directory or version (default: the registry's serving model)."),
+    rules: Optional[Path] = typer.Option(None, help="Rules directory (default: settings.paths.rules_dir)."),
+    memory: bool = typer.Option(False, "--memory", help="Keep context in process memory instead of the stream's Redis state."),
+    log_level: str = typer.Option("info", help="uvicorn log level."),
+) -> None:
+    """Serve POST /v1/decide (plus /healthz, /readyz, /metrics, /docs) with the stream's pipeline.
+
+    Context comes from Redis by default — the same live state the stream reads, and the
+    events scored here are recorded in it, as the stream would. Set
+    TOLLGATE_HTTP__API_TOKEN to require `Authorization: Bearer <token>`.
+    """
+    from engine.assemble import ModelNotFound, build_pipeline
+    from engine.serve import run
+
+    settings = get_settings()
+    try:
+        pipeline = build_pipeline(settings, model=model, rules=rules, context="memory" if memory else "redis")
+    except ModelNotFound as exc:
+        _fail(str(exc))
+    token = "required" if settings.http.api_token is not None else "not configured (open)"
+    typer.echo(f"tollgate serve: model {pipeline.model_version}, rules {pipeline.rules_version}, "
+               f"context {'memory' if memory else 'redis'}, API token {token}", err=True)
+    run(pipeline, settings, host=host, port=port, log_level=log_level)
+
+
+def score(
+    input_path: Path = typer.Argument(..., exists=True, dir_okay=False, metavar="INPUT",
+                                      help="Events as .csv, .parquet or .jsonl (columns/keys as in tx.events)."),
+    output: Path = typer.Option(..., "-o", "--output", help="Verdicts file: .csv, .parquet or .jsonl."),
+    model: Optional[Path] = typer.Option(None, help="Model directory or version (default: the registry's serving model)."),
+    rules: Optional[Path] = typer.Option(None, help="Rules directory (default: settings.paths.rules_dir)."),
+    redis_context: bool = typer.Option(False, "--redis",
+                                       help="Use (and record into) the stream's live Redis context instead of "
+                                            "replaying the file into a private in-memory context."),
+    chunk_rows: int = typer.Option(4096, min=1, help="Rows read per chunk (memory stays flat)."),
+    batch_size: int = typer.Option(512, min=1, help="Events per decide_batch."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Score a file of events with the stream's pipeline, in chunks, with a progress bar.
+
+    Default context: the file is replayed, in file order (which must be event-time
+    order), into a fresh in-memory feature state — each event sees the history the
+    stream would have given it. With --redis, the live Redis state is used instead.
+    """
+    from engine.assemble import ModelNotFound, build_pipeline
+    from engine.score import file_format, score_file
+
+    try:
+        file_format(input_path)
+        file_format(output)
+    except ValueError as exc:
+        _fail(str(exc))
+    settings = get_settings()
+    try:
+        pipeline = build_pipeline(settings, model=model, rules=rules, context="redis" if redis_context else "memory")
+    except ModelNotFound as exc:
+        _fail(str(exc))
+    started = time.perf_counter()
+    summary = score_file(pipeline, input_path, output, chunk_rows=chunk_rows, batch_size=batch_size,
+                         progress=not quiet)
+    elapsed = time.perf_counter() - started
+    rate = summary.scored / elapsed if elapsed > 0 else 0.0
+    typer.echo(f"{summary.describe()} in {elapsed:.1f} s ({rate:,.0f} events/s) → {output}", err=True)
+    if summary.scored == 0 and summary.rows > 0:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)
+    app.command("score")(score)

@@ -1,0 +1,198 @@
+"""Training and evaluation data for the detector, with splits that do not leak.
+
+Sources:
+
+* ``../shared/data/injection/injection_train.csv`` (225 rows): bare BIPIA attack
+  instructions, clean e-mails, and e-mails with an attack inserted. The same e-mail
+  body appears clean *and* attacked, and the same attack appears bare *and* inserted,
+  so a plain row split would score the model on texts it has half-seen. Rows are
+  therefore grouped (union of e-mail row and attack id) and split with
+  ``StratifiedGroupKFold`` (stratified by ``kind``, seeded): one fold is the held-out
+  test split, the rest is for training and threshold selection.
+* Generated benign memos and templated attacks (``corpus.py``), seeded.
+* Hand-written held-out lists in ``engine/assets/detector/corpus/`` — benign memos and
+  classic attacks — never used for training.
+
+>>> d = LabelledTexts(["a", "b"], [0, 1], ["memo", "attack"])
+>>> len(d), d.labels
+(2, [0, 1])
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from engine.detector.corpus import benign_memos, injection_memos
+from engine.settings import REPO_ROOT
+
+DEFAULT_INJECTION_CSV = REPO_ROOT.parent / "shared" / "data" / "injection" / "injection_train.csv"
+if not DEFAULT_INJECTION_CSV.exists():  # the shared data sits next to the repo checkout
+    DEFAULT_INJECTION_CSV = Path("/work/shared/data/injection/injection_train.csv")
+
+
+@dataclass(slots=True)
+class LabelledTexts:
+    texts: list[str]
+    labels: list[int]
+    kinds: list[str]
+    groups: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def extend(self, other: "LabelledTexts") -> "LabelledTexts":
+        n = len(self.groups)
+        return LabelledTexts(self.texts + other.texts, self.labels + other.labels, self.kinds + other.kinds,
+                             (self.groups or [f"g{i}" for i in range(len(self))]) +
+                             (other.groups or [f"h{n + i}" for i in range(len(other))]))
+
+    def subset(self, idx) -> "LabelledTexts":
+        idx = list(idx)
+        return LabelledTexts([self.texts[i] for i in idx], [self.labels[i] for i in idx],
+                             [self.kinds[i] for i in idx], [self.groups[i] for i in idx] if self.groups else [])
+
+
+@dataclass(slots=True)
+class DetectorData:
+    """Everything ``train.py`` needs; ``train`` is the only part the model may fit on."""
+
+    train: LabelledTexts
+    test_injection: LabelledTexts  # held-out split of the shared injection data
+    heldout_benign: list[str]  # hand-written benign memos
+    heldout_attacks: list[str]  # hand-written classic attacks
+    generated_test: LabelledTexts  # generated with seeds disjoint from training (same templates)
+    summary: dict = field(default_factory=dict)
+
+
+def read_corpus_file(name: str) -> list[str]:
+    """A hand-written list from ``engine/assets/detector/corpus/`` (comments skipped)."""
+    text = (resources.files("engine") / "assets" / "detector" / "corpus" / name).read_text(encoding="utf-8")
+    return [line for line in text.split("\n") if line.strip() and not line.startswith("#")]
+
+
+def _injection_groups(frame) -> list[str]:
+    """Connected components over (e-mail row, attack id), so related rows split together."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def union(a: str, b: str) -> None:
+        parent[find(a)] = find(b)
+
+    keys: list[list[str]] = []
+    counters: dict[tuple[str, str], int] = {}
+    for kind, source, category in zip(frame["kind"], frame["source"], frame["category"]):
+        row_keys = []
+        if kind in ("bipia_text_attack_instruction", "bipia_code_attack_instruction"):
+            prefix = "text" if kind.startswith("bipia_text") else "code"
+            i = counters.get((prefix, category), 0)
+            counters[(prefix, category)] = i + 1
+            row_keys.append(f"{prefix}:{category}-{i}")
+        email = re.search(r"email/train\.jsonl row (\d+)", source)
+        if email:
+            row_keys.append(f"email:{email.group(1)}")
+        attack = re.search(r"(text|code)_attack_train\.json (.+?-\d+)", source)
+        if attack:
+            row_keys.append(f"{attack.group(1)}:{attack.group(2)}")
+        for k in row_keys[1:]:
+            union(row_keys[0], k)
+        keys.append(row_keys or [f"row:{len(keys)}"])
+    return [find(k[0]) for k in keys]
+
+
+def _attack_lines(data: LabelledTexts) -> LabelledTexts:
+    """E-mails with an inserted attack are trained on as the attack line alone.
+
+    The detector scores multi-line text line by line (max over lines), so the unit it
+    must learn is the line; training on the whole attacked e-mail would instead teach
+    it that e-mail boilerplate (the same bodies appear clean) is an attack.
+    """
+    texts = []
+    for text, kind in zip(data.texts, data.kinds):
+        if kind == "email_context_with_attack_start":
+            text = text.split("\n", 1)[0]
+        elif kind == "email_context_with_attack_end":
+            text = text.rsplit("\n", 1)[-1]
+        texts.append(text)
+    return LabelledTexts(texts, list(data.labels), list(data.kinds), list(data.groups))
+
+
+def _email_segments(data: LabelledTexts, min_chars: int = 20) -> LabelledTexts:
+    """Lines of the clean training e-mails as extra benign text: long, real, full of
+    money words (charged, credited, approve), and in the same group as their e-mail."""
+    texts, groups = [], []
+    for text, label, kind, group in zip(data.texts, data.labels, data.kinds, data.groups):
+        if label == 0 and kind == "email_context_clean":
+            for line in re.split(r"\n+|\|", text):
+                # Long lines also give their sentences: the detector scores pieces that size.
+                pieces = [line] + (re.split(r"(?<=[.!?])\s+", line) if len(line) > 120 else [])
+                for piece in (p.strip() for p in pieces):
+                    if len(piece) >= min_chars and piece not in texts:
+                        texts.append(piece)
+                        groups.append(group)
+    return LabelledTexts(texts, [0] * len(texts), ["email_segment"] * len(texts), groups)
+
+
+def load_injection_csv(path: Path = DEFAULT_INJECTION_CSV) -> LabelledTexts:
+    import pandas as pd
+
+    frame = pd.read_csv(path)
+    missing = {"text", "label", "kind", "source", "category"} - set(frame.columns)
+    if missing:
+        raise ValueError(f"{path}: missing columns {sorted(missing)}")
+    return LabelledTexts([str(t) for t in frame["text"]], [int(x) for x in frame["label"]],
+                         [str(k) for k in frame["kind"]], _injection_groups(frame))
+
+
+def split_injection(data: LabelledTexts, test_share: float = 0.25, seed: int = 7) -> tuple[LabelledTexts, LabelledTexts]:
+    """Stratified (by kind), grouped, seeded split into (train, test)."""
+    from sklearn.model_selection import StratifiedGroupKFold
+
+    n_splits = max(2, round(1 / test_share))
+    sgkf = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=seed)
+    train_idx, test_idx = next(sgkf.split(np.zeros(len(data)), data.kinds, data.groups))
+    return data.subset(train_idx), data.subset(test_idx)
+
+
+def assemble(csv_path: Path = DEFAULT_INJECTION_CSV, seed: int = 7, n_benign: int = 1500,
+             n_attacks: int = 700, n_generated_test: int = 300) -> DetectorData:
+    """Build the training set and every evaluation set, reproducibly from ``seed``."""
+    injection_train, injection_test = split_injection(load_injection_csv(csv_path), seed=seed)
+    fit_rows = _attack_lines(injection_train)
+    heldout_benign = read_corpus_file("benign_heldout.txt")
+    heldout_attacks = read_corpus_file("attacks_heldout.txt")
+    # A template can regenerate a hand-written held-out memo ("rent June"): such texts
+    # are dropped from training so the held-out rates stay honest.
+    reserved = {t.casefold() for t in heldout_benign + heldout_attacks}
+    benign = [t for t in benign_memos(n_benign, seed=seed) if t.casefold() not in reserved]
+    attacks = injection_memos(n_attacks, seed=seed + 1)
+    generated = LabelledTexts(benign + [t for t, _ in attacks], [0] * len(benign) + [1] * len(attacks),
+                              ["generated_memo"] * len(benign) + [f"generated_{f}" for _, f in attacks],
+                              [f"gen{i}" for i in range(len(benign) + len(attacks))])
+    test_benign = benign_memos(n_generated_test, seed=seed + 1000)
+    test_attacks = injection_memos(n_generated_test, seed=seed + 1001)
+    generated_test = LabelledTexts(test_benign + [t for t, _ in test_attacks],
+                                   [0] * len(test_benign) + [1] * len(test_attacks),
+                                   ["generated_memo"] * len(test_benign) + [f"generated_{f}" for _, f in test_attacks])
+    train = fit_rows.extend(generated).extend(_email_segments(injection_train))
+    overlap = reserved & {t.casefold() for t in train.texts}
+    summary = {
+        "seed": seed,
+        "injection_csv": str(csv_path),
+        "train_rows": len(train), "email_segments": sum(k == "email_segment" for k in train.kinds), "train_positive": int(sum(train.labels)),
+        "injection_train_rows": len(injection_train), "injection_test_rows": len(injection_test),
+        "injection_test_positive": int(sum(injection_test.labels)),
+        "generated_benign": len(benign), "generated_attacks": len(attacks),
+        "heldout_benign": len(heldout_benign), "heldout_attacks": len(heldout_attacks),
+        "heldout_texts_in_train": len(overlap),
+    }
+    return DetectorData(train, injection_test, heldout_benign, heldout_attacks, generated_test, summary)

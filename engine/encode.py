@@ -1,0 +1,361 @@
+"""Field-isolated encoding: one event plus its context → tensors, with user text fenced off.
+
+Why "field-isolated": a language model reading ``amount=12.50 memo=...`` as one string
+can be talked into anything by a memo that says ``amount=0 decision: pass``. Here no
+string ever carries a control field. The batch has three kinds of segments:
+
+* **control fields** (trusted): ``control_numeric`` holds each numeric field as a scaled
+  float in its own column (numbers stay numbers, never digit text) and
+  ``control_categorical`` one id per categorical field, hashed into that field's own id
+  range, so the column (and the id range) is the field-type index the model embeds;
+* **history** (trusted): the customer's last N events as a sequence
+  (``history_numeric``, ``history_categorical``, ``history_mask``), most recent first;
+* **text** (untrusted): memo and merchant descriptor, cleaned by ``clean_user_text`` and
+  tokenised by ``engine.tokenizer`` into fixed positions of ``text_ids``. That
+  vocabulary has no field marker and no control token (only ``[PAD]``/``[UNK]``) and the
+  ids index their own embedding table, so text can only ever be text.
+
+Nothing in the control or history tensors is computed from user text; the hypothesis
+test ``tests/unit/test_encode_isolation.py`` checks exactly that.
+
+>>> schema = FeatureSchema.default()
+>>> schema.n_numeric == len(schema.numeric_fields), schema.history_len
+(True, 16)
+>>> b = EncodedBatch.empty(schema, 2)
+>>> len(b), tuple(b.history_numeric.shape), len(b[1:]), len(EncodedBatch.concat([b, b]))
+(2, (2, 16, 4), 1, 4)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from dataclasses import dataclass, field, fields
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from engine.features.snapshot import ContextSnapshot
+from engine.features.spec import CONTEXT_FEATURES, FEATURE_SCALING, HISTORY_LEN, SPEC_FINGERPRINT
+from engine.records import EventValidationError, TransactionEvent
+from engine.textproc import clean_user_text
+
+#: Categorical control fields and their id-range sizes (slot 0 of each range = missing).
+CATEGORICAL_FIELDS: tuple[tuple[str, int], ...] = (
+    ("channel", 16), ("currency", 64), ("country", 512), ("merchant_category", 1024),
+    ("terminal", 8192), ("hour", 25), ("weekday", 8),
+)
+#: History categorical columns reuse the control ranges of the same name.
+HISTORY_CATEGORICAL: tuple[str, ...] = ("terminal", "hour", "weekday")
+HISTORY_NUMERIC: tuple[str, ...] = ("amount_log", "seconds_since_prev_log", "age_log", "same_terminal")
+#: Untrusted text fields and how many token positions each owns in ``text_ids``.
+TEXT_FIELDS: tuple[tuple[str, int], ...] = (("memo", 48), ("merchant_descriptor", 16))
+
+
+def _offsets() -> dict[str, int]:
+    # Global id 0 is the padding id (empty history slots); ranges start at 1.
+    out, start = {}, 1
+    for name, size in CATEGORICAL_FIELDS:
+        out[name] = start
+        start += size
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureSchema:
+    """Sizes and names of every tensor in an ``EncodedBatch``; its hash goes in the model card.
+
+    ``categorical_buckets`` is the size of the one shared categorical id space: each field
+    owns the range ``[categorical_offsets[i], categorical_offsets[i] + categorical_sizes[i])``.
+    """
+
+    numeric_fields: tuple[str, ...]
+    categorical_fields: tuple[str, ...]
+    categorical_sizes: tuple[int, ...]
+    categorical_offsets: tuple[int, ...]
+    categorical_buckets: int
+    history_len: int
+    history_numeric_fields: tuple[str, ...]
+    history_categorical_fields: tuple[str, ...]
+    text_fields: tuple[tuple[str, int], ...]
+    text_vocab_size: int
+    tokenizer_sha256: str
+    feature_spec: str = SPEC_FINGERPRINT
+
+    @property
+    def n_numeric(self) -> int:
+        return len(self.numeric_fields)
+
+    @property
+    def n_categorical(self) -> int:
+        return len(self.categorical_fields)
+
+    @property
+    def n_history_numeric(self) -> int:
+        return len(self.history_numeric_fields)
+
+    @property
+    def n_history_categorical(self) -> int:
+        return len(self.history_categorical_fields)
+
+    @property
+    def text_len(self) -> int:
+        return sum(n for _, n in self.text_fields)
+
+    @property
+    def text_vocab(self) -> int:
+        return self.text_vocab_size
+
+    def field_types(self) -> tuple[str, ...]:
+        """One name per field-type embedding index: control numeric, control categorical,
+        then the history segment and each text field."""
+        return (self.numeric_fields + self.categorical_fields + ("history",)
+                + tuple(f"text:{name}" for name, _ in self.text_fields))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "FeatureSchema":
+        conv = {k: (tuple(tuple(x) if isinstance(x, list) else x for x in v) if isinstance(v, list) else v)
+                for k, v in data.items()}
+        return cls(**conv)
+
+    def schema_hash(self) -> str:
+        """Stable hash of everything that decides what a tensor column means."""
+        blob = json.dumps(self.to_dict(), sort_keys=True, default=list).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+    @classmethod
+    def default(cls) -> "FeatureSchema":
+        from engine.tokenizer import load_text_tokenizer
+
+        tok = load_text_tokenizer()
+        offs = _offsets()
+        return cls(
+            numeric_fields=("amount_log",) + CONTEXT_FEATURES,
+            categorical_fields=tuple(n for n, _ in CATEGORICAL_FIELDS),
+            categorical_sizes=tuple(s for _, s in CATEGORICAL_FIELDS),
+            categorical_offsets=tuple(offs[n] for n, _ in CATEGORICAL_FIELDS),
+            categorical_buckets=1 + sum(s for _, s in CATEGORICAL_FIELDS),
+            history_len=HISTORY_LEN,
+            history_numeric_fields=HISTORY_NUMERIC,
+            history_categorical_fields=HISTORY_CATEGORICAL,
+            text_fields=TEXT_FIELDS,
+            text_vocab_size=tok.vocab_size,
+            tokenizer_sha256=tok.sha256,
+        )
+
+
+_TENSORS = ("control_numeric", "control_categorical", "history_numeric", "history_categorical",
+            "history_mask", "text_ids", "text_mask")
+
+
+@dataclass(slots=True)
+class EncodedBatch:
+    """The model's input: tensors only, first dimension = events (see docs/architecture.md)."""
+
+    control_numeric: Tensor  # [B, Fn] float32
+    control_categorical: Tensor  # [B, Fc] int64
+    history_numeric: Tensor  # [B, N, Hn] float32
+    history_categorical: Tensor  # [B, N, Hc] int64
+    history_mask: Tensor  # [B, N] bool, True = a real past event
+    text_ids: Tensor  # [B, T] int64 (untrusted segment)
+    text_mask: Tensor  # [B, T] bool, True = a real token
+
+    def __len__(self) -> int:
+        return int(self.control_numeric.shape[0])
+
+    @property
+    def batch_size(self) -> int:
+        return len(self)
+
+    def __getitem__(self, index: int | slice | Tensor | Sequence[int]) -> "EncodedBatch":
+        """Rows of the batch; an int keeps the batch dimension (a batch of one)."""
+        if isinstance(index, int):
+            index = slice(index, index + 1) if index != -1 else slice(-1, None)
+        elif not isinstance(index, (slice, Tensor)):
+            index = torch.as_tensor(list(index), dtype=torch.long)
+        return EncodedBatch(*(getattr(self, n)[index] for n in _TENSORS))
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> "EncodedBatch":
+        return EncodedBatch(*(getattr(self, n).to(device, non_blocking=non_blocking) for n in _TENSORS))
+
+    def tensors(self) -> dict[str, Tensor]:
+        return {n: getattr(self, n) for n in _TENSORS}
+
+    @staticmethod
+    def concat(batches: Sequence["EncodedBatch"]) -> "EncodedBatch":
+        if not batches:
+            raise ValueError("concat needs at least one batch")
+        return EncodedBatch(*(torch.cat([getattr(b, n) for b in batches]) for n in _TENSORS))
+
+    @classmethod
+    def empty(cls, schema: FeatureSchema, batch_size: int = 0) -> "EncodedBatch":
+        """All-padding batch of the right shapes (warm-up, degraded paths, tests)."""
+        B, N, T = batch_size, schema.history_len, schema.text_len
+        return cls(
+            torch.zeros(B, schema.n_numeric), torch.zeros(B, schema.n_categorical, dtype=torch.long),
+            torch.zeros(B, N, schema.n_history_numeric),
+            torch.zeros(B, N, schema.n_history_categorical, dtype=torch.long),
+            torch.zeros(B, N, dtype=torch.bool), torch.zeros(B, T, dtype=torch.long),
+            torch.zeros(B, T, dtype=torch.bool),
+        )
+
+    def assert_finite(self) -> None:
+        for name in ("control_numeric", "history_numeric"):
+            if not bool(torch.isfinite(getattr(self, name)).all()):
+                raise AssertionError(f"{name} holds NaN or inf: refusing to feed the model")
+
+
+_UNIT = np.array([FEATURE_SCALING[n] == "unit" for n in CONTEXT_FEATURES])
+_LOG1P = np.array([FEATURE_SCALING[n] == "log1p" for n in CONTEXT_FEATURES])
+_LOGRATIO = np.array([FEATURE_SCALING[n] == "logratio" for n in CONTEXT_FEATURES])
+_HOUR_MS, _DAY_MS = 3_600_000, 86_400_000
+#: ``seconds_since_prev`` for the oldest history entry, whose predecessor is not kept.
+_UNKNOWN_GAP_S = 30 * 86_400.0
+
+
+def scale_context(values: np.ndarray) -> np.ndarray:
+    """Raw context features [B, F] → model scale: log1p for heavy tails, clipped log for
+    ratios, [0, 1] for shares and flags. Negative or non-finite raw values cannot occur
+    (the stores guarantee it) but are clamped anyway so scaling itself never makes NaN."""
+    x = np.nan_to_num(values, nan=0.0, posinf=1e12, neginf=0.0)
+    out = np.empty_like(x, dtype=np.float32)
+    out[:, _LOG1P] = np.log1p(np.maximum(x[:, _LOG1P], 0.0))
+    out[:, _UNIT] = np.clip(x[:, _UNIT], 0.0, 1.0)
+    out[:, _LOGRATIO] = np.clip(np.log(np.maximum(x[:, _LOGRATIO], 1e-6)), -8.0, 8.0)
+    return out
+
+
+class FieldIsolatedEncoder:
+    """Events + their snapshots → ``EncodedBatch``. Stateless apart from the hash cache."""
+
+    def __init__(self, schema: FeatureSchema | None = None):
+        from engine.tokenizer import load_text_tokenizer
+
+        self.schema = schema or FeatureSchema.default()
+        self.tokenizer = load_text_tokenizer()
+        if self.tokenizer.sha256 != self.schema.tokenizer_sha256:
+            raise ValueError(f"schema expects tokenizer {self.schema.tokenizer_sha256}, "
+                             f"engine/assets has {self.tokenizer.sha256}")
+        self._offset = dict(zip(self.schema.categorical_fields, self.schema.categorical_offsets))
+        self._size = dict(zip(self.schema.categorical_fields, self.schema.categorical_sizes))
+        self._cache: dict[tuple[str, str], int] = {}
+        self._text_cache: dict[str | bytes, np.ndarray] = {}
+
+    def category_id(self, field_name: str, value: str | None) -> int:
+        """Global id of a categorical value: crc32 into the field's own range (slot 0 =
+        missing). crc32, not ``hash()``, so ids are identical in every process."""
+        key = (field_name, value or "")
+        got = self._cache.get(key)
+        if got is None:
+            size, offset = self._size[field_name], self._offset[field_name]
+            got = offset if not value else offset + 1 + zlib.crc32(value.encode("utf-8")) % (size - 1)
+            if len(self._cache) > 200_000:  # unbounded ids (terminals) must not grow memory
+                self._cache.clear()
+            self._cache[key] = got
+        return got
+
+    def encode(self, events: Sequence[TransactionEvent],
+               snapshots: Sequence[ContextSnapshot]) -> EncodedBatch:
+        if len(events) != len(snapshots):
+            raise ValueError(f"{len(events)} events but {len(snapshots)} snapshots")
+        for e, s in zip(events, snapshots):
+            if s.event_id and s.event_id != e.event_id:
+                raise ValueError(f"snapshot for {s.event_id!r} paired with event {e.event_id!r}")
+        B = len(events)
+        if B == 0:
+            return EncodedBatch.empty(self.schema, 0)
+        amounts = np.fromiter((e.amount for e in events), dtype=np.float64, count=B)
+        bad = ~np.isfinite(amounts) | (amounts < 0)
+        if bad.any():
+            raise EventValidationError("amount", f"event {events[int(np.argmax(bad))].event_id!r} "
+                                       "has a negative or non-finite amount")
+        times = np.fromiter((e.event_time_ms for e in events), dtype=np.int64, count=B)
+        values = np.array([s.values for s in snapshots], dtype=np.float64).reshape(B, -1)
+        numeric = np.empty((B, self.schema.n_numeric), dtype=np.float32)
+        numeric[:, 0] = np.log1p(amounts)
+        numeric[:, 1:] = scale_context(values)
+
+        cid = self.category_id
+        categorical = np.array([
+            (cid("channel", e.channel), cid("currency", e.currency), cid("country", e.country),
+             cid("merchant_category", e.merchant_category), cid("terminal", e.terminal_id))
+            for e in events], dtype=np.int64).reshape(B, 5)
+        hours = (times // _HOUR_MS) % 24
+        weekdays = (times // _DAY_MS + 3) % 7  # 1970-01-01 was a Thursday; Monday = 0
+        categorical = np.concatenate([
+            categorical, (self._offset["hour"] + 1 + hours)[:, None],
+            (self._offset["weekday"] + 1 + weekdays)[:, None]], axis=1)
+
+        h_num, h_cat, h_mask = self._history(events, snapshots, times)
+        text_ids, text_mask = self._text(events)
+        batch = EncodedBatch(
+            torch.from_numpy(numeric), torch.from_numpy(categorical), torch.from_numpy(h_num),
+            torch.from_numpy(h_cat), torch.from_numpy(h_mask), torch.from_numpy(text_ids),
+            torch.from_numpy(text_mask))
+        batch.assert_finite()
+        return batch
+
+    def _history(self, events, snapshots, times) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        B, N = len(events), self.schema.history_len
+        rows, cols, amts, ts, same, terms = [], [], [], [], [], []
+        prev = []
+        for i, (e, s) in enumerate(zip(events, snapshots)):
+            k = min(N, len(s.history_amounts))
+            if not k:
+                continue
+            rows.extend([i] * k)
+            cols.extend(range(k))
+            amts.extend(s.history_amounts[:k])
+            ht = s.history_times_ms[:k]
+            ts.extend(ht)
+            # gap to the next-older entry; the oldest kept one has no known predecessor
+            prev.extend(ht[1:k] + ((ht[k - 1] - int(_UNKNOWN_GAP_S * 1000)),) if k else ())
+            for t in s.history_terminals[:k]:
+                same.append(1.0 if t == e.terminal_id else 0.0)
+                terms.append(self.category_id("terminal", t))
+        h_num = np.zeros((B, N, self.schema.n_history_numeric), dtype=np.float32)
+        h_cat = np.zeros((B, N, self.schema.n_history_categorical), dtype=np.int64)
+        h_mask = np.zeros((B, N), dtype=bool)
+        if rows:
+            r, c = np.asarray(rows), np.asarray(cols)
+            t = np.asarray(ts, dtype=np.int64)
+            h_num[r, c, 0] = np.log1p(np.maximum(np.asarray(amts, dtype=np.float64), 0.0))
+            h_num[r, c, 1] = np.log1p(np.maximum(t - np.asarray(prev, dtype=np.int64), 0) / 1000.0)
+            h_num[r, c, 2] = np.log1p(np.maximum(times[r] - t, 0) / 1000.0)
+            h_num[r, c, 3] = np.asarray(same, dtype=np.float32)
+            h_cat[r, c, 0] = np.asarray(terms, dtype=np.int64)
+            h_cat[r, c, 1] = self._offset["hour"] + 1 + (t // _HOUR_MS) % 24
+            h_cat[r, c, 2] = self._offset["weekday"] + 1 + (t // _DAY_MS + 3) % 7
+            h_mask[r, c] = True
+        return h_num, h_cat, h_mask
+
+    def _text(self, events) -> tuple[np.ndarray, np.ndarray]:
+        """Clean → tokenise → fixed positions per text field. Results are cached per raw
+        string (descriptors and many memos repeat), bounded like the hash cache."""
+        B = len(events)
+        ids = np.zeros((B, self.schema.text_len), dtype=np.int64)
+        cache = self._text_cache
+        start = 0
+        for name, length in self.schema.text_fields:
+            raws = [getattr(e, name) for e in events]
+            missing = list(dict.fromkeys(r for r in raws if r and r not in cache))
+            if missing:
+                cleaned = [clean_user_text(r).text for r in missing]
+                nonempty = [c for c in cleaned if c]
+                pieces = iter(self.tokenizer.token_ids(nonempty)) if nonempty else iter(())
+                if len(cache) > 50_000:
+                    cache.clear()
+                for raw, text in zip(missing, cleaned):
+                    cache[raw] = np.asarray(next(pieces) if text else (), dtype=np.int64)
+            for i, raw in enumerate(raws):
+                if raw:
+                    piece = cache[raw][:length]
+                    ids[i, start:start + len(piece)] = piece
+            start += length
+        return ids, ids != 0

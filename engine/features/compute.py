@@ -1,0 +1,304 @@
+"""The one feature implementation: per-key state, what an event sees, how it is recorded.
+
+Both backends run exactly this code. ``MemoryFeatureStore`` keeps the states in dicts for
+the whole stream; ``RedisFeatureStore`` loads the states a batch touches, runs the same
+``enrich_batch`` on them, and writes back what changed. So a replay through memory and
+live serving through Redis compute the same numbers by construction.
+
+State is bounded: a customer keeps its events of the last 30 days (but at least the
+history window, at most ``MAX_CUSTOMER_EVENTS``); a terminal keeps hour buckets of the
+last 31 days. Windows are in event time; ties (same millisecond) count as "before" when
+they were recorded first.
+
+>>> from engine.records import TransactionEvent
+>>> ev = lambda i, t, amt: TransactionEvent(f"e{i}", t, "c1", "a1", "t1", "5411", amt,
+...     "EUR", "card_present", "BE", device_id="d1")
+>>> customers, terminals, seen = {}, {}, {}
+>>> t0 = 1_700_000_000_000
+>>> snaps = enrich_batch([ev(1, t0, 10.0), ev(2, t0 + 60_000, 30.0)], customers, terminals, seen)
+>>> snaps[1].velocity_1h_count, snaps[1].velocity_1h_amount, snaps[1].amount_to_mean_ratio
+(1.0, 10.0, 3.0)
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right, insort
+from typing import MutableMapping, Sequence
+
+from engine.features.snapshot import ContextSnapshot
+from engine.features.spec import (
+    BUCKET_MS, DAY_MS, HISTORY_LEN, MAX_CUSTOMER_EVENTS, MAX_DEVICES_PER_CUSTOMER,
+    NO_PREVIOUS_SECONDS, STATE_HORIZON_MS, TERMINAL_WINDOWS, VELOCITY_WINDOWS,
+)
+from engine.features.store import LabelArrival
+from engine.records import TransactionEvent
+
+_VEL_MS = tuple(ms for _, ms in VELOCITY_WINDOWS)
+_TERM_BUCKETS = tuple(ms // BUCKET_MS for _, ms in TERMINAL_WINDOWS)
+#: Terminal buckets older than this (relative to the newest) are dropped.
+TERMINAL_KEEP_BUCKETS = STATE_HORIZON_MS // BUCKET_MS + 24
+
+
+class CustomerState:
+    """A customer's recent events, sorted by event time, plus devices it has used."""
+
+    __slots__ = ("times", "amounts", "terminals", "countries", "event_ids", "devices")
+
+    def __init__(self) -> None:
+        self.times: list[int] = []
+        self.amounts: list[float] = []
+        self.terminals: list[str] = []
+        self.countries: list[str] = []
+        self.event_ids: list[str] = []
+        #: device id -> first time seen (ms)
+        self.devices: dict[str, int] = {}
+
+    def add(self, event_id: str, t: int, amount: float, terminal: str, country: str) -> None:
+        i = bisect_right(self.times, t)
+        if i == len(self.times):  # the common, in-order case
+            self.times.append(t), self.amounts.append(amount), self.terminals.append(terminal)
+            self.countries.append(country), self.event_ids.append(event_id)
+        else:
+            self.times.insert(i, t), self.amounts.insert(i, amount), self.terminals.insert(i, terminal)
+            self.countries.insert(i, country), self.event_ids.insert(i, event_id)
+
+    def trim(self) -> int:
+        """Drop events older than the horizon (keeping at least the history window); return
+        how many remain."""
+        n = len(self.times)
+        cut = min(bisect_left(self.times, self.times[-1] - STATE_HORIZON_MS), n - HISTORY_LEN)
+        cut = max(cut, n - MAX_CUSTOMER_EVENTS)
+        if cut > 0:
+            for seq in (self.times, self.amounts, self.terminals, self.countries, self.event_ids):
+                del seq[:cut]
+        return len(self.times)
+
+
+class BucketCounter:
+    """Integer counts per time bucket, sorted, with prefix sums: a window total is two
+    bisects and a subtraction. Counts are integers, so prefix sums are exact and any
+    backend that loads the same buckets gets the same totals.
+
+    >>> c = BucketCounter.from_items([(5, 2), (7, 1)]); c.add(9); c.add(6, 3)
+    >>> c.total(5, 9), c.total(6, 7), c.get(6), 8 in c
+    (7, 4, 3, False)
+    """
+
+    __slots__ = ("buckets", "counts", "cum")
+
+    def __init__(self) -> None:
+        self.buckets: list[int] = []
+        self.counts: list[int] = []
+        self.cum: list[int] = [0]  # cum[k] - cum[j] = sum(counts[j:k])
+
+    @classmethod
+    def from_items(cls, items) -> "BucketCounter":
+        c = cls()
+        for b, n in sorted(items):
+            if n > 0:
+                c.buckets.append(b)
+                c.counts.append(n)
+                c.cum.append(c.cum[-1] + n)
+        return c
+
+    def add(self, bucket: int, delta: int = 1) -> None:
+        buckets = self.buckets
+        if buckets and buckets[-1] == bucket:  # the common case: this hour again
+            self.counts[-1] += delta
+            self.cum[-1] += delta
+            if self.counts[-1] <= 0:
+                self._rebuild_from(len(buckets) - 1)
+        elif (not buckets or bucket > buckets[-1]) and delta > 0:
+            buckets.append(bucket)
+            self.counts.append(delta)
+            self.cum.append(self.cum[-1] + delta)
+        else:  # out of order, or a correction: rare, O(n)
+            i = bisect_left(buckets, bucket)
+            if i < len(buckets) and buckets[i] == bucket:
+                self.counts[i] += delta
+            elif delta > 0:
+                buckets.insert(i, bucket)
+                self.counts.insert(i, delta)
+                self.cum.insert(i + 1, 0)
+            self._rebuild_from(i)
+
+    def _rebuild_from(self, i: int) -> None:
+        keep = [k for k in range(i, len(self.buckets)) if self.counts[k] > 0]
+        self.buckets[i:] = [self.buckets[k] for k in keep]
+        self.counts[i:] = [self.counts[k] for k in keep]
+        del self.cum[i + 1:]
+        for n in self.counts[i:]:
+            self.cum.append(self.cum[-1] + n)
+
+    def total(self, first: int, last: int) -> int:
+        """Sum of counts in buckets ``first..last`` inclusive."""
+        b = self.buckets
+        return self.cum[bisect_right(b, last)] - self.cum[bisect_left(b, first)]
+
+    def get(self, bucket: int, default: int = 0) -> int:
+        i = bisect_left(self.buckets, bucket)
+        return self.counts[i] if i < len(self.buckets) and self.buckets[i] == bucket else default
+
+    def __contains__(self, bucket: int) -> bool:
+        return self.get(bucket) > 0
+
+    def __len__(self) -> int:
+        return len(self.buckets)
+
+    def __iter__(self):
+        return iter(self.buckets)
+
+    def items(self):
+        return zip(self.buckets, self.counts)
+
+    def newest(self, default: int = 0) -> int:
+        return self.buckets[-1] if self.buckets else default
+
+    def prune(self, floor: int) -> None:
+        """Forget buckets older than ``floor`` (prefix sums stay valid: only differences count)."""
+        cut = bisect_left(self.buckets, floor)
+        if cut:
+            del self.buckets[:cut], self.counts[:cut], self.cum[:cut]
+
+
+class TerminalState:
+    """Hour-bucketed event counts, and delayed labels bucketed by ARRIVAL hour."""
+
+    __slots__ = ("activity", "known", "bad")
+
+    def __init__(self) -> None:
+        self.activity = BucketCounter()
+        self.known = BucketCounter()
+        self.bad = BucketCounter()
+
+    def prune(self, newest_bucket: int) -> None:
+        floor = newest_bucket - TERMINAL_KEEP_BUCKETS
+        for table in (self.activity, self.known, self.bad):
+            table.prune(floor)
+
+
+def context_for(event: TransactionEvent, cust: CustomerState | None,
+                term: TerminalState | None) -> ContextSnapshot:
+    """The event's context from the state as it is now (before recording the event)."""
+    t = event.event_time_ms
+    v = [0.0] * 8
+    hist_amounts: tuple[float, ...] = ()
+    hist_times: tuple[int, ...] = ()
+    hist_terms: tuple[str, ...] = ()
+    mean30 = 0.0
+    since_prev = NO_PREVIOUS_SECONDS
+    is_new = 1.0
+    country_changed = 0.0
+    device_new, device_age = 0.0, 0.0
+    if cust is not None and cust.times:
+        times, amounts = cust.times, cust.amounts
+        i = bisect_right(times, t)
+        if i:
+            is_new = 0.0
+            # Windows are nested (1h within 1d within ...): sum each slice once.
+            hi, total = i, 0.0
+            for k, ms in enumerate(_VEL_MS):
+                j = bisect_left(times, t - ms, 0, hi)
+                total += sum(amounts[j:hi])
+                v[2 * k] = float(i - j)
+                v[2 * k + 1] = total
+                hi = j
+            if v[6]:
+                mean30 = v[7] / v[6]
+            since_prev = min((t - times[i - 1]) / 1000.0, NO_PREVIOUS_SECONDS)
+            country_changed = 1.0 if cust.countries[i - 1] != event.country else 0.0
+            lo = max(0, i - HISTORY_LEN)
+            hist_amounts = tuple(amounts[lo:i][::-1])
+            hist_times = tuple(times[lo:i][::-1])
+            hist_terms = tuple(cust.terminals[lo:i][::-1])
+    if event.device_id:
+        first = cust.devices.get(event.device_id) if cust is not None else None
+        if first is None or first > t:
+            device_new = 1.0
+        else:
+            device_age = (t - first) / DAY_MS
+    ratio = event.amount / mean30 if mean30 > 0 else 1.0
+    term_counts = [0.0, 0.0, 0.0]
+    risk = [0.0] * 6
+    if term is not None:
+        hb = t // BUCKET_MS
+        act, known, bad = term.activity, term.known, term.bad
+        for k, w in enumerate(_TERM_BUCKETS):
+            # activity: the current hour counts (events already recorded in it);
+            # labels: only complete hours before the event's hour, never a future label
+            term_counts[k] = float(act.total(hb - w + 1, hb))
+            if known.buckets:
+                n_known = known.total(hb - w, hb - 1)
+                if n_known > 0:
+                    risk[2 * k] = min(1.0, max(0.0, bad.total(hb - w, hb - 1) / n_known))
+                    risk[2 * k + 1] = float(n_known)
+    values = (*v, mean30, ratio, since_prev, is_new, country_changed, device_new, device_age,
+              0.0 if event.device_id else 1.0, *term_counts, *risk)
+    return ContextSnapshot.build(event.event_id, t, event.customer_id, event.terminal_id, values,
+                                 hist_amounts, hist_times, hist_terms, event)
+
+
+def record_event(event: TransactionEvent, cust: CustomerState, term: TerminalState) -> None:
+    """Add the event to its customer's and terminal's state."""
+    t = event.event_time_ms
+    cust.add(event.event_id, t, float(event.amount), event.terminal_id, event.country)
+    if len(cust.times) > HISTORY_LEN and cust.times[0] < cust.times[-1] - STATE_HORIZON_MS:
+        cust.trim()
+    elif len(cust.times) > MAX_CUSTOMER_EVENTS:
+        cust.trim()
+    if event.device_id:
+        first = cust.devices.get(event.device_id)
+        if first is None or t < first:
+            cust.devices[event.device_id] = t
+            if len(cust.devices) > MAX_DEVICES_PER_CUSTOMER:
+                del cust.devices[min(cust.devices, key=cust.devices.__getitem__)]
+    b = t // BUCKET_MS
+    term.activity.add(b)
+    if len(term.activity) > TERMINAL_KEEP_BUCKETS // 2:
+        term.prune(b)
+
+
+def enrich_batch(events: Sequence[TransactionEvent],
+                 customers: MutableMapping[str, CustomerState],
+                 terminals: MutableMapping[str, TerminalState],
+                 seen: MutableMapping[str, ContextSnapshot]) -> list[ContextSnapshot]:
+    """The contract of ``FeatureStore.enrich`` over plain mappings.
+
+    ``seen`` maps event_id -> the snapshot it got first; an event found there is neither
+    recomputed nor recorded again, and a new snapshot is added to it.
+    """
+    out: list[ContextSnapshot] = []
+    for event in events:
+        snap = seen.get(event.event_id)
+        if snap is None:
+            cust = customers.get(event.customer_id)
+            if cust is None:
+                cust = customers[event.customer_id] = CustomerState()
+            term = terminals.get(event.terminal_id)
+            if term is None:
+                term = terminals[event.terminal_id] = TerminalState()
+            snap = context_for(event, cust, term)
+            record_event(event, cust, term)
+            seen[event.event_id] = snap
+        out.append(snap)
+    return out
+
+
+def label_changed(old: LabelArrival | None, new: LabelArrival) -> bool:
+    """False when ``new`` is an exact retry of ``old`` (same terminal, arrival hour, verdict)."""
+    return old is None or (old.terminal_id, old.arrival_bucket, old.is_bad) != (
+        new.terminal_id, new.arrival_bucket, new.is_bad)
+
+
+def add_label(term: TerminalState, new: LabelArrival) -> None:
+    _count_label(term, new.arrival_bucket, new.is_bad, +1)
+
+
+def remove_label(term: TerminalState, old: LabelArrival) -> None:
+    _count_label(term, old.arrival_bucket, old.is_bad, -1)
+
+
+def _count_label(term: TerminalState, bucket: int, is_bad: bool, delta: int) -> None:
+    term.known.add(bucket, delta)
+    if is_bad:
+        term.bad.add(bucket, delta)

@@ -1,0 +1,223 @@
+"""The guard stage: YAML hard rules, applied after the policy. Rules always win.
+
+Order inside a batch: **model → policy → detector → hard rules**. The guard gets the
+policy's proposal and returns the final verdict with its explanation:
+
+* the proposal's reasons, kept first (the pipeline relies on that);
+* one ``ReasonKind.RULE`` reason per enforced rule that fired, the deciding rule first;
+* one ``ReasonKind.SHADOW_RULE`` reason per shadow rule that would have fired.
+
+What a rule can read (the CEL activation) is built here, and only from trusted
+inputs: ``event.*`` never contains ``memo`` or ``merchant_descriptor`` (end-user text
+reaches rules only as ``detector.score``/``detector.flagged``). Arbitration itself is
+in ``engine.rules.ruleset``; conditions in ``engine.rules.expr``.
+
+>>> from engine.rules.loader import build_ruleset
+>>> rs = build_ruleset({"r.yaml": b'''
+... rules:
+...   - {id: big, description: big amounts, owner: ops, when: "event.amount >= 10000", then: reject}
+... '''})
+>>> e = TransactionEvent(event_id="e1", event_time_ms=1_700_000_000_000, customer_id="c", account_id="a",
+...     terminal_id="t", merchant_category="5411", amount=25_000.0, currency="EUR",
+...     channel="ecommerce", country="BE")
+>>> g = Guard(rs).apply(e, {}, {"probabilities": {"pass": .9, "review": .05, "reject": .05}},
+...                     ProposedVerdict(Decision.PASS))
+>>> g.verdict, [r.code for r in g.reasons]
+(<Decision.REJECT: 'reject'>, ['big'])
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from engine.records import Decision, Reason, ReasonKind, TransactionEvent
+from engine.rules.metrics import RuleMetrics, default_metrics
+from engine.rules.ruleset import Evaluation, RuleSet, arbitrate
+
+log = logging.getLogger("tollgate.rules")
+shadow_log = logging.getLogger("tollgate.rules.shadow")
+
+#: Evaluating the default set takes a few tens of µs; an event over this is counted.
+DEFAULT_BUDGET_MS = 2.0
+
+_HOUR_MS = 3_600_000
+_DAY_MS = 86_400_000
+
+
+class Proposal(Protocol):
+    """Anything with a verdict and reasons — ``engine.decide.PolicyDecision`` fits."""
+
+    verdict: Decision
+    reasons: tuple[Reason, ...]
+
+
+@dataclass(slots=True, frozen=True)
+class ProposedVerdict:
+    """A minimal proposal, for callers (tests, backtests) without a policy decision."""
+
+    verdict: Decision
+    reasons: tuple[Reason, ...] = ()
+
+
+@dataclass(slots=True, frozen=True)
+class GuardedDecision:
+    verdict: Decision
+    reasons: tuple[Reason, ...]
+    rules_version: str
+    proposed: Decision
+    fired: tuple[str, ...] = ()  # enforced rule ids, deciding rule first
+    shadow: tuple[str, ...] = ()  # shadow rule ids that would have fired
+    errors: tuple[str, ...] = ()  # rule ids whose condition failed to evaluate
+
+    @property
+    def overridden(self) -> bool:
+        return self.verdict is not self.proposed
+
+
+class RuleSource(Protocol):
+    def current(self) -> RuleSet: ...
+
+
+class Guard:
+    """Applies a rule set, fixed or followed through a ``RuleWatcher``.
+
+    ``Guard(ruleset)`` pins one version; ``Guard(watcher)`` reads ``watcher.current()``
+    once per ``apply_batch`` so each batch is decided by exactly one version.
+    """
+
+    def __init__(self, rules: RuleSet | RuleSource, *, metrics: RuleMetrics | None = None,
+                 budget_ms: float = DEFAULT_BUDGET_MS):
+        self._source: RuleSource | None = None if isinstance(rules, RuleSet) else rules
+        self._fixed: RuleSet | None = rules if isinstance(rules, RuleSet) else None
+        self.metrics = metrics or default_metrics()
+        self.budget_s = budget_ms / 1000.0
+        self._error_logged: dict[str, float] = {}
+
+    @classmethod
+    def from_dir(cls, directory: str | os.PathLike[str], **kwargs: Any) -> "Guard":
+        """A guard pinned to the set in ``directory`` (raises ``RuleSetError`` if bad)."""
+        from engine.rules.lists import RedisClients
+        from engine.rules.loader import load_ruleset
+
+        metrics = kwargs.pop("metrics", None)
+        return cls(load_ruleset(directory, redis_clients=kwargs.pop("redis_clients", RedisClients()), **kwargs),
+                   metrics=metrics)
+
+    @property
+    def ruleset(self) -> RuleSet:
+        return self._fixed if self._fixed is not None else self._source.current()  # type: ignore[union-attr]
+
+    @property
+    def version(self) -> str:
+        return self.ruleset.version
+
+    @property
+    def policy(self) -> Mapping[str, Any]:
+        """The rule set's policy overrides (thresholds, tie margin, abstain level,
+        detector floor, degraded mode); ``engine.decide.Policy.coerce`` takes it."""
+        return dict(self.ruleset.policy)
+
+    def apply(self, event: TransactionEvent, context: Mapping[str, float], model_view: Mapping[str, Any],
+              proposed: Proposal) -> GuardedDecision:
+        return self._apply(self.ruleset, event, context, model_view, proposed)
+
+    def apply_batch(self, events: Sequence[TransactionEvent], contexts: Sequence[Mapping[str, float]],
+                    model_views: Sequence[Mapping[str, Any]], proposed: Sequence[Proposal]) -> list[GuardedDecision]:
+        ruleset = self.ruleset  # one version for the whole batch
+        return [self._apply(ruleset, e, c, m, p) for e, c, m, p in zip(events, contexts, model_views, proposed,
+                                                                        strict=True)]
+
+    def _apply(self, ruleset: RuleSet, event: TransactionEvent, context: Mapping[str, float],
+               model_view: Mapping[str, Any], proposed: Proposal) -> GuardedDecision:
+        model, detector = model_inputs(model_view, proposed.verdict)
+        env = {"event": event_inputs(event), "ctx": context, "model": model, "detector": detector}
+        started = time.perf_counter()
+        result = ruleset.evaluate(env)
+        if time.perf_counter() - started > self.budget_s:
+            self.metrics.over_budget.inc()
+        verdict = arbitrate(proposed.verdict, (r.action for r in result.fired)) if result.fired else proposed.verdict
+        self._record(event, result)
+        return GuardedDecision(
+            verdict=verdict, reasons=tuple(proposed.reasons) + rule_reasons(result),
+            rules_version=ruleset.version, proposed=proposed.verdict,
+            fired=tuple(r.id for r in result.fired), shadow=tuple(r.id for r in result.shadow),
+            errors=tuple(r.id for r, _ in result.errors),
+        )
+
+    def _record(self, event: TransactionEvent, result: Evaluation) -> None:
+        for rule in result.fired:
+            self.metrics.hit(rule.id, "enforce")
+        for rule in result.shadow:
+            self.metrics.hit(rule.id, "shadow")
+            shadow_log.info("shadow rule %s would %s event %s", rule.id, rule.action, event.event_id)
+        for rule, message in result.errors:
+            self.metrics.eval_errors.labels(rule.id).inc()
+            now = time.monotonic()
+            if now - self._error_logged.get(rule.id, -1e9) > 60.0:  # at most once a minute per rule
+                self._error_logged[rule.id] = now
+                log.warning("rule %s (%s) failed to evaluate on event %s: %s", rule.id, rule.where,
+                            event.event_id, message)
+
+
+def rule_reasons(result: Evaluation) -> tuple[Reason, ...]:
+    out = [Reason(ReasonKind.RULE, r.id, f"{r.action}: {r.description}") for r in result.fired]
+    out += [Reason(ReasonKind.SHADOW_RULE, r.id, f"shadow, would {r.action}: {r.description}")
+            for r in result.shadow]
+    return tuple(out)
+
+
+def event_inputs(event: TransactionEvent) -> dict[str, Any]:
+    """The trusted fields of an event, as rules see them (``event.*``). No user text."""
+    t = int(event.event_time_ms)
+    return {
+        "event_id": event.event_id, "event_time_ms": t,
+        "customer_id": event.customer_id, "account_id": event.account_id,
+        "terminal_id": event.terminal_id, "merchant_category": event.merchant_category,
+        "amount": float(event.amount), "currency": event.currency, "channel": event.channel,
+        "country": event.country, "device_id": event.device_id or "", "ip": event.ip or "",
+        "attributes": dict(event.attributes),
+        "hour": (t // _HOUR_MS) % 24, "weekday": (t // _DAY_MS + 3) % 7,  # UTC; 0 = Monday
+    }
+
+
+_VERDICTS = ("pass", "review", "reject")
+
+
+def model_inputs(view: Mapping[str, Any], proposed: Decision) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``model.*`` and ``detector.*`` from either ``PolicyDecision.model_view()`` (p_pass…,
+    risk) or the plain shape (probabilities{pass,review,reject}, risk_score)."""
+    probs = view.get("probabilities")
+    if isinstance(probs, Mapping):
+        p = {f"p_{k}": float(probs.get(k, 0.0)) for k in _VERDICTS}
+    else:
+        p = {f"p_{k}": float(view.get(f"p_{k}", 0.0)) for k in _VERDICTS}
+    risk = view.get("risk", view.get("risk_score", 0.0))
+    model = {
+        "verdict": str(view.get("verdict", proposed.value)),
+        "model_verdict": str(view.get("model_verdict", view.get("verdict", proposed.value))),
+        "confidence": float(view.get("confidence", max(p.values()))),
+        "risk": float(risk or 0.0), "degraded": bool(view.get("degraded", False)), **p,
+    }
+    score = view.get("detector_score")
+    detector = {"score": float(score or 0.0), "flagged": bool(view.get("detector_flagged", False))}
+    return model, detector
+
+
+def follow_rules(directory: str | os.PathLike[str], on_swap: Callable[["Guard", Mapping[str, Any]], None], *,
+                 interval_s: float = 1.0, metrics: RuleMetrics | None = None, **kwargs: Any):
+    """Start a ``RuleWatcher`` on ``directory`` and call ``on_swap(guard, policy)`` now and
+    after every successful reload — e.g. ``lambda g, p: pipeline.swap(guard=g, policy=p)``.
+    Returns the started watcher (``.stop()`` it on shutdown)."""
+    from engine.rules.watch import RuleWatcher
+
+    def swapped(ruleset: RuleSet) -> None:
+        on_swap(Guard(ruleset, metrics=watcher.metrics), dict(ruleset.policy))
+
+    watcher = RuleWatcher(directory, interval_s=interval_s, metrics=metrics, on_change=swapped, **kwargs)
+    swapped(watcher.current())
+    return watcher.start()

@@ -1,0 +1,101 @@
+"""The infer stage: ``EncodedBatch`` -> ``ModelOutputs``, pure.
+
+Calling an ``Inference`` never changes anything: the model is put in eval mode once at
+construction, every call runs under ``torch.inference_mode()``, and no statistics,
+caches or counters are updated (river shipped bugs where predicting changed state).
+The probabilities are temperature-calibrated with the temperatures in the model card,
+so what leaves this stage is what gets reported.
+
+>>> from engine.model import InputSpec, fresh_model, random_inputs
+>>> spec = InputSpec(n_numeric=2, n_categorical=1, categorical_buckets=8, history_len=2,
+...     history_numeric=1, history_categorical=1, text_len=3, text_vocab=20, schema_hash="s")
+>>> infer = Inference(*fresh_model(spec, version="v0"))
+>>> out = infer(random_inputs(spec, 5))
+>>> tuple(out.probs.shape), tuple(out.risk.shape), out.exit_layer.tolist(), out.model_version
+((5, 3), (5,), [2, 2, 2, 2, 2], 'v0')
+>>> bool(torch.allclose(out.probs.sum(-1), torch.ones(5)))
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import torch
+from torch import Tensor
+
+from engine.model.card import LoadedModel, ModelCard, load_model_dir
+from engine.model.decision import DecisionModel
+from engine.model.inputs import as_inputs
+from engine.model.quantize import quantize_int8
+
+
+@dataclass(slots=True, frozen=True)
+class ModelOutputs:
+    """Calibrated outputs for one batch, row i = event i."""
+
+    probs: Tensor  # [B, 3] float, calibrated, DECISIONS order (pass, review, reject)
+    risk: Tensor  # [B] float, calibrated probability of a bad outcome
+    exit_layer: Tensor  # [B] int64, the layer whose heads answered (n_layers = full depth)
+    model_version: str
+    extra: Mapping[str, Tensor] = field(default_factory=dict)  # extra heads, activated
+
+    def __len__(self) -> int:
+        return int(self.probs.shape[0])
+
+    @property
+    def confidence(self) -> Tensor:
+        """Top calibrated verdict probability per row."""
+        return self.probs.max(dim=-1).values
+
+
+class Inference:
+    """Callable infer stage around one loaded model (fp32 or int8)."""
+
+    def __init__(self, model: DecisionModel, card: ModelCard, *, int8: bool = False,
+                 early_exit_threshold: float | None = None):
+        model = model.eval()
+        self.card = card
+        self.model = quantize_int8(model) if int8 else model
+        self.int8 = int8
+        self.early_exit_threshold = (early_exit_threshold if early_exit_threshold is not None
+                                     else card.early_exit_threshold)
+        self._use_exit = bool(model.config.early_exit_layers) and self.early_exit_threshold is not None
+        self._extra_kinds = {h.name: h.kind for h in model.config.extra_heads}
+
+    @classmethod
+    def from_loaded(cls, loaded: LoadedModel, **kwargs: Any) -> "Inference":
+        return cls(loaded.model, loaded.card, **kwargs)
+
+    @classmethod
+    def from_dir(cls, path: str | Path, expected_schema_hash: str | None = None, **kwargs: Any) -> "Inference":
+        return cls.from_loaded(load_model_dir(path, expected_schema_hash), **kwargs)
+
+    @property
+    def version(self) -> str:
+        return self.card.version
+
+    def __call__(self, batch: Any) -> ModelOutputs:
+        inputs = as_inputs(batch)
+        t_verdict, t_risk = self.card.temperature.verdict, self.card.temperature.risk
+        with torch.inference_mode():
+            if self._use_exit:
+                raw, exit_layer = self.model.forward_early_exit(inputs, float(self.early_exit_threshold),
+                                                                t_verdict)
+            else:
+                raw = self.model(inputs)
+                exit_layer = torch.full((inputs.batch_size,), self.model.config.n_layers, dtype=torch.long)
+            probs = torch.softmax(raw["verdict"].float() / t_verdict, dim=-1)
+            risk = torch.sigmoid(raw["risk"].float() / t_risk)
+            extra = {name: _activate(raw[name].float(), kind) for name, kind in self._extra_kinds.items()}
+        return ModelOutputs(probs, risk, exit_layer, self.card.version, extra)
+
+
+def _activate(logits: Tensor, kind: str) -> Tensor:
+    if kind == "single_label":
+        return torch.softmax(logits, dim=-1)
+    if kind == "multi_label":
+        return torch.sigmoid(logits)
+    return logits

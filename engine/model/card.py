@@ -1,0 +1,154 @@
+"""Model directories: ``model.safetensors`` + ``model_card.json``, and nothing else.
+
+A model version is a directory ``<models_dir>/<version>/``. Weights are safetensors
+only: loading never unpickles anything, so a model file cannot run code. The JSON card
+says what the weights are (architecture config, label maps, temperatures, feature-schema
+hash, data window, metrics). A model trained on a different feature schema would read
+its inputs wrongly without any error, so ``load_model_dir`` refuses it by hash.
+
+>>> import tempfile
+>>> from engine.model.config import InputSpec, ModelConfig
+>>> spec = InputSpec(n_numeric=2, n_categorical=1, categorical_buckets=8, history_len=2,
+...     history_numeric=1, history_categorical=1, text_len=3, text_vocab=20, schema_hash="s1")
+>>> model, card = fresh_model(spec, version="v0")
+>>> d = tempfile.mkdtemp()
+>>> _ = save_model_dir(model, card, d)
+>>> load_model_dir(d, expected_schema_hash="s1").card.version
+'v0'
+>>> load_model_dir(d, expected_schema_hash="other")
+Traceback (most recent call last):
+...
+engine.model.card.SchemaMismatchError: model v0 was trained on feature schema s1, but the encoder produces other; retrain or use a matching encoder
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+from safetensors.torch import load_file, save_file
+
+from engine.model.config import InputSpec, ModelConfig
+from engine.model.decision import DecisionModel
+from engine.records import DECISIONS
+
+WEIGHTS_FILE = "model.safetensors"
+CARD_FILE = "model_card.json"
+CARD_FORMAT = 1
+
+
+class SchemaMismatchError(RuntimeError):
+    """The model's feature-schema hash differs from the encoder's: refused."""
+
+
+class ModelLoadError(RuntimeError):
+    """A model directory is missing a file, or its weights do not fit its card."""
+
+
+class Temperatures(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    verdict: float = Field(default=1.0, gt=0)
+    risk: float = Field(default=1.0, gt=0)
+
+
+class ModelCard(BaseModel):
+    """Everything needed to trust, rebuild and compare a model, as JSON."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: int = CARD_FORMAT
+    version: str
+    created_at_ms: int = Field(default_factory=lambda: int(time.time() * 1000))
+    #: Event-time window of the labelled training data, epoch ms [start, end).
+    data_window: tuple[int, int] | None = None
+    schema_hash: str
+    label_maps: dict[str, list[str]] = Field(
+        default_factory=lambda: {"verdict": [d.value for d in DECISIONS], "risk": ["bad_outcome"]})
+    temperature: Temperatures = Field(default_factory=Temperatures)
+    #: Rows whose calibrated verdict confidence at an exit layer reaches this stop there.
+    early_exit_threshold: float | None = None
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    training: dict[str, Any] = Field(default_factory=dict)
+    parent_version: str | None = None
+    architecture: ModelConfig
+
+
+@dataclass(slots=True)
+class LoadedModel:
+    """A model ready for inference: eval mode, with its card."""
+
+    model: DecisionModel
+    card: ModelCard
+    path: Path | None = None
+
+    @property
+    def version(self) -> str:
+        return self.card.version
+
+
+def fresh_model(spec: InputSpec, version: str = "untrained", seed: int = 0,
+                **config: Any) -> tuple[DecisionModel, ModelCard]:
+    """An untrained model and its card, for tests and warm-up before any training ran."""
+    torch.manual_seed(seed)
+    cfg = ModelConfig(inputs=spec, **config)
+    model = DecisionModel(cfg).eval()
+    card = ModelCard(version=version, schema_hash=spec.schema_hash, architecture=cfg,
+                     label_maps=_label_maps(cfg), training={"untrained": True})
+    return model, card
+
+
+def _label_maps(cfg: ModelConfig) -> dict[str, list[str]]:
+    maps = {"verdict": [d.value for d in DECISIONS], "risk": ["bad_outcome"]}
+    maps.update({h.name: list(h.labels) for h in cfg.extra_heads})
+    return maps
+
+
+def save_model_dir(model: DecisionModel, card: ModelCard, path: str | Path) -> Path:
+    """Write weights (safetensors) and card (JSON) into ``path``; returns the directory.
+
+    Written to temporary names first and renamed, so a reader never sees half a model.
+    """
+    out = Path(path)
+    out.mkdir(parents=True, exist_ok=True)
+    card = card.model_copy(update={"architecture": model.config, "label_maps": _label_maps(model.config)})
+    # clone(): tied/shared storage would make safetensors refuse to save
+    tensors = {k: v.detach().cpu().contiguous().clone() for k, v in model.state_dict().items()}
+    save_file(tensors, str(out / (WEIGHTS_FILE + ".tmp")), metadata={"version": card.version,
+                                                                    "schema_hash": card.schema_hash})
+    (out / (CARD_FILE + ".tmp")).write_text(card.model_dump_json(indent=2))
+    (out / (WEIGHTS_FILE + ".tmp")).replace(out / WEIGHTS_FILE)
+    (out / (CARD_FILE + ".tmp")).replace(out / CARD_FILE)
+    return out
+
+
+def read_card(path: str | Path) -> ModelCard:
+    card_path = Path(path) / CARD_FILE
+    if not card_path.is_file():
+        raise ModelLoadError(f"{card_path} not found: a model directory needs {CARD_FILE} and {WEIGHTS_FILE}")
+    return ModelCard.model_validate(json.loads(card_path.read_text()))
+
+
+def load_model_dir(path: str | Path, expected_schema_hash: str | None = None,
+                   map_location: str = "cpu") -> LoadedModel:
+    """Load a model directory; refuse it if its schema hash differs from ``expected_schema_hash``."""
+    root = Path(path)
+    card = read_card(root)
+    if expected_schema_hash is not None and card.schema_hash != expected_schema_hash:
+        raise SchemaMismatchError(
+            f"model {card.version} was trained on feature schema {card.schema_hash}, but the encoder "
+            f"produces {expected_schema_hash}; retrain or use a matching encoder")
+    weights = root / WEIGHTS_FILE
+    if not weights.is_file():
+        raise ModelLoadError(f"{weights} not found (only safetensors weights are accepted, never pickle)")
+    model = DecisionModel(card.architecture)
+    state = load_file(str(weights), device=map_location)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if missing or unexpected:
+        raise ModelLoadError(f"{weights} does not match its card: missing {sorted(missing)[:5]}, "
+                             f"unexpected {sorted(unexpected)[:5]}")
+    return LoadedModel(model.to(map_location).eval(), card, root)

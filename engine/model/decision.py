@@ -1,0 +1,99 @@
+"""``DecisionModel``: backbone -> pooling -> decision heads, in one forward pass.
+
+``forward`` runs every layer and returns raw logits for all heads, including the
+early-exit heads (keys ``exit{layer}.verdict`` / ``exit{layer}.risk``) so training can
+supervise them. ``forward_early_exit`` is the serving path: rows whose calibrated
+confidence at an exit layer reaches the threshold stop there; the rest go deeper.
+
+>>> from engine.model.config import InputSpec, ModelConfig
+>>> from engine.model.inputs import random_inputs
+>>> spec = InputSpec(n_numeric=3, n_categorical=2, categorical_buckets=16, history_len=4,
+...     history_numeric=2, history_categorical=1, text_len=5, text_vocab=50, schema_hash="h")
+>>> model = DecisionModel(ModelConfig(inputs=spec, n_layers=3, early_exit_layers=(1,))).eval()
+>>> out = model(random_inputs(spec, 4))
+>>> tuple(out["verdict"].shape), tuple(out["risk"].shape), "exit1.verdict" in out
+((4, 3), (4,), True)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from engine.model.backbone import FieldTransformer, pool
+from engine.model.config import ModelConfig
+from engine.model.heads import DecisionHeads, ExitHeads
+from engine.model.inputs import as_inputs
+
+
+class DecisionModel(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        if config.backbone == "hf":
+            from engine.model.hf import HFBackbone  # heavy import only when asked for
+
+            self.backbone: Any = HFBackbone(config)
+        else:
+            self.backbone = FieldTransformer(config.inputs, config.d_model, config.n_layers,
+                                             config.n_heads, config.ff_mult, config.dropout,
+                                             config.numeric_tokens)
+        d = self.backbone.d_model
+        self.heads = DecisionHeads(d, config.extra_heads)
+        self.exit_heads = nn.ModuleDict({str(k): ExitHeads(d) for k in config.early_exit_layers})
+
+    def forward(self, batch: Any) -> dict[str, Tensor]:
+        h, pad = self.backbone.embed_inputs(as_inputs(batch))
+        out: dict[str, Tensor] = {}
+        for i in range(self.backbone.n_layers):
+            h = self.backbone.run_layer(i, h, pad)
+            key = str(i + 1)
+            if key in self.exit_heads:
+                for name, value in self.exit_heads[key](pool(h, pad, self.config.pooling)).items():
+                    out[f"exit{key}.{name}"] = value
+        out.update(self.heads(pool(self.backbone.finish(h), pad, self.config.pooling)))
+        return out
+
+    def forward_early_exit(self, batch: Any, threshold: float,
+                           temperature: float = 1.0) -> tuple[dict[str, Tensor], Tensor]:
+        """Serving path. Returns the final-head outputs (verdict/risk from whichever layer
+        each row exited at) and ``exit_layer`` [B] (1-based; n_layers = ran to the end).
+
+        Confidence is the calibrated top verdict probability; a row exits at layer k if
+        it reaches ``threshold`` there. Extra heads are only computed at full depth, so
+        a row that exits early gets NaN for them.
+        """
+        inputs = as_inputs(batch)
+        h, pad = self.backbone.embed_inputs(inputs)
+        B, n_layers = h.shape[0], self.backbone.n_layers
+        verdict = torch.empty(B, 3, dtype=h.dtype, device=h.device)
+        risk = torch.empty(B, dtype=h.dtype, device=h.device)
+        exit_layer = torch.full((B,), n_layers, dtype=torch.long, device=h.device)
+        alive = torch.arange(B, device=h.device)
+        for i in range(n_layers):
+            h = self.backbone.run_layer(i, h, pad)
+            key = str(i + 1)
+            if key in self.exit_heads and i + 1 < n_layers:
+                early = self.exit_heads[key](pool(h, pad, self.config.pooling))
+                conf = torch.softmax(early["verdict"] / temperature, dim=-1).max(dim=-1).values
+                done = conf >= threshold
+                if done.any():
+                    rows = alive[done]
+                    verdict[rows] = early["verdict"][done]
+                    risk[rows] = early["risk"][done]
+                    exit_layer[rows] = i + 1
+                    keep = ~done
+                    alive, h, pad = alive[keep], h[keep], pad[keep]
+                    if alive.numel() == 0:
+                        return {"verdict": verdict, "risk": risk}, exit_layer
+        final = self.heads(pool(self.backbone.finish(h), pad, self.config.pooling))
+        verdict[alive] = final["verdict"]
+        risk[alive] = final["risk"]
+        out = {"verdict": verdict, "risk": risk}
+        for spec in self.config.extra_heads:
+            full = torch.full((B, len(spec.labels)), float("nan"), dtype=h.dtype, device=h.device)
+            full[alive] = final[spec.name]
+            out[spec.name] = full
+        return out, exit_layer

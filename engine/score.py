@@ -1,0 +1,279 @@
+"""Batch scoring: ``tollgate score INPUT.{csv,parquet,jsonl} -o OUTPUT.{csv,parquet,jsonl}``.
+
+The file is read and written in chunks (pyarrow's streaming CSV reader, Parquet
+``iter_batches``, line-by-line JSONL; a Parquet/CSV/JSONL writer that appends per
+chunk), so memory stays flat on a file of any length; a progress bar shows rows and
+rate. Each chunk goes through ``DecisionPipeline.decide_batch`` — the stream's path.
+
+Context, and why the verdicts equal the stream's: by default a private
+``MemoryFeatureStore`` is replayed **in file order**, which must be event-time order
+(as exports and ``tollgate simulate`` write it): every event sees exactly the history
+the stream's Redis state would have given it, because both backends run the same
+feature code in event time. Rows that go back in time are counted and reported.
+``--redis`` reads (and records into) the live Redis state instead — use it to score
+events the stream has not seen, against today's context.
+
+Rows that are not valid events are not scored; each is written to an errors file
+(``OUTPUT.errors.jsonl``) with its row number and the field at fault.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.pipeline import DecisionPipeline
+from engine.records import EventValidationError, TransactionEvent, Verdict
+
+FORMATS = ("csv", "parquet", "jsonl")
+_STRING_FIELDS = ("event_id", "customer_id", "account_id", "terminal_id", "merchant_category", "currency",
+                  "channel", "country", "device_id", "ip", "memo", "merchant_descriptor")
+#: Flat output columns for CSV and Parquet (JSONL gets the full verdict record).
+OUTPUT_COLUMNS = ("event_id", "customer_id", "verdict", "confidence", "p_pass", "p_review", "p_reject",
+                  "risk_score", "detector_score", "reasons", "model_version", "rules_version",
+                  "event_time_ms", "decided_at_ms", "decision_latency_ms")
+
+
+def file_format(path: Path) -> str:
+    suffix = path.suffix.lower().lstrip(".")
+    fmt = {"ndjson": "jsonl", "json": "jsonl", "pq": "parquet"}.get(suffix, suffix)
+    if fmt not in FORMATS:
+        raise ValueError(f"{path}: unknown format {suffix!r}; use .csv, .parquet or .jsonl")
+    return fmt
+
+
+# -- reading ------------------------------------------------------------------------------
+
+def read_chunks(path: Path, chunk_rows: int) -> Iterator[list[dict[str, Any]]]:
+    """Rows as dicts, ``chunk_rows`` at a time, never the whole file in memory."""
+    fmt = file_format(path)
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=chunk_rows):
+            yield batch.to_pylist()
+    elif fmt == "csv":
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+
+        types = {name: pa.string() for name in _STRING_FIELDS + ("attributes",)}
+        types.update({"event_time_ms": pa.int64(), "amount": pa.float64()})
+        reader = pacsv.open_csv(path, read_options=pacsv.ReadOptions(block_size=1 << 20),
+                                convert_options=pacsv.ConvertOptions(column_types=types, strings_can_be_null=True))
+        pending: list[dict[str, Any]] = []
+        for batch in reader:
+            pending.extend(batch.to_pylist())
+            while len(pending) >= chunk_rows:
+                yield pending[:chunk_rows]
+                pending = pending[chunk_rows:]
+        if pending:
+            yield pending
+    else:
+        chunk: list[dict[str, Any]] = []
+        with path.open("rb") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    row = {"__error__": f"line {lineno}: not JSON ({exc.msg} at column {exc.colno})"}
+                if not isinstance(row, dict):
+                    row = {"__error__": f"line {lineno}: a JSON object per line is expected"}
+                chunk.append(row)
+                if len(chunk) >= chunk_rows:
+                    yield chunk
+                    chunk = []
+        if chunk:
+            yield chunk
+
+
+def count_rows(path: Path) -> int | None:
+    """Rows in the file when that is cheap to know (Parquet metadata), else None."""
+    if file_format(path) == "parquet":
+        import pyarrow.parquet as pq
+
+        return pq.ParquetFile(path).metadata.num_rows
+    return None
+
+
+def row_to_event(row: dict[str, Any]) -> TransactionEvent:
+    """One table row → a validated event (ids that a table stored as numbers become strings)."""
+    if "__error__" in row:
+        raise EventValidationError("row", row["__error__"])
+    data: dict[str, Any] = {}
+    for key, value in row.items():
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        if key in _STRING_FIELDS and not isinstance(value, str):
+            value = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+        data[key] = value
+    attrs = data.get("attributes")
+    if isinstance(attrs, str):
+        try:
+            data["attributes"] = json.loads(attrs) if attrs.strip() else {}
+        except json.JSONDecodeError:
+            raise EventValidationError("attributes", "must be a JSON object") from None
+    elif isinstance(attrs, list):  # Parquet map<string,string> reads as [(key, value), ...]
+        data["attributes"] = dict(attrs)
+    if not isinstance(data.get("attributes", {}), dict):
+        raise EventValidationError("attributes", "must be a JSON object")
+    if isinstance(data.get("event_time_ms"), float) and data["event_time_ms"].is_integer():
+        data["event_time_ms"] = int(data["event_time_ms"])
+    if hasattr(data.get("event_time_ms"), "timestamp"):  # a timestamp column
+        data["event_time_ms"] = int(data["event_time_ms"].timestamp() * 1000)
+    return TransactionEvent.from_dict(data).validate()
+
+
+# -- writing ------------------------------------------------------------------------------
+
+def flat_row(v: Verdict) -> dict[str, Any]:
+    return {
+        "event_id": v.event_id, "customer_id": v.customer_id, "verdict": v.verdict.value,
+        "confidence": float(v.confidence),
+        "p_pass": float(v.probabilities["pass"]), "p_review": float(v.probabilities["review"]),
+        "p_reject": float(v.probabilities["reject"]), "risk_score": float(v.risk_score),
+        "detector_score": None if v.detector_score is None else float(v.detector_score),
+        "reasons": json.dumps([r.to_dict() for r in v.reasons], ensure_ascii=False),
+        "model_version": v.model_version, "rules_version": v.rules_version,
+        "event_time_ms": int(v.event_time_ms), "decided_at_ms": int(v.decided_at_ms),
+        "decision_latency_ms": float(v.decision_latency_ms),
+    }
+
+
+class VerdictWriter:
+    """Appends verdicts chunk by chunk in the output's format."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.format = file_format(path)
+        self._fh: Any = None
+        self._writer: Any = None
+
+    def write(self, verdicts: list[Verdict]) -> None:
+        if not verdicts:
+            return
+        if self.format == "jsonl":
+            if self._fh is None:
+                self._fh = self.path.open("w", encoding="utf-8")
+            self._fh.writelines(json.dumps(v.to_dict(), ensure_ascii=False) + "\n" for v in verdicts)
+            return
+        import pyarrow as pa
+
+        table = pa.Table.from_pylist([flat_row(v) for v in verdicts], schema=_arrow_schema())
+        if self._writer is None:
+            if self.format == "parquet":
+                import pyarrow.parquet as pq
+
+                self._writer = pq.ParquetWriter(self.path, table.schema)
+            else:
+                import pyarrow.csv as pacsv
+
+                self._writer = pacsv.CSVWriter(self.path, table.schema)
+        self._writer.write_table(table)
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+        if self._writer is not None:
+            self._writer.close()
+        if self._fh is None and self._writer is None:  # no verdicts at all: still leave a valid, empty file
+            if self.format == "jsonl":
+                self.path.write_text("")
+            else:
+                import pyarrow as pa
+
+                empty = pa.Table.from_pylist([], schema=_arrow_schema())
+                if self.format == "parquet":
+                    import pyarrow.parquet as pq
+
+                    pq.write_table(empty, self.path)
+                else:
+                    import pyarrow.csv as pacsv
+
+                    pacsv.write_csv(empty, self.path)
+
+
+def _arrow_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema([
+        ("event_id", pa.string()), ("customer_id", pa.string()), ("verdict", pa.string()),
+        ("confidence", pa.float64()), ("p_pass", pa.float64()), ("p_review", pa.float64()),
+        ("p_reject", pa.float64()), ("risk_score", pa.float64()), ("detector_score", pa.float64()),
+        ("reasons", pa.string()), ("model_version", pa.string()), ("rules_version", pa.string()),
+        ("event_time_ms", pa.int64()), ("decided_at_ms", pa.int64()), ("decision_latency_ms", pa.float64()),
+    ])
+
+
+# -- the run --------------------------------------------------------------------------------
+
+@dataclass(slots=True)
+class ScoreSummary:
+    rows: int = 0
+    scored: int = 0
+    invalid: int = 0
+    out_of_order: int = 0
+    verdicts: dict[str, int] = field(default_factory=lambda: {"pass": 0, "review": 0, "reject": 0})
+    errors_path: Path | None = None
+
+    def describe(self) -> str:
+        counts = ", ".join(f"{n} {k}" for k, n in self.verdicts.items())
+        text = f"{self.scored} of {self.rows} rows scored ({counts})"
+        if self.invalid:
+            text += f"; {self.invalid} invalid rows listed in {self.errors_path}"
+        if self.out_of_order:
+            text += (f"; WARNING: {self.out_of_order} rows went back in event time — their context differs "
+                     "from the stream's; sort the file by event_time_ms")
+        return text
+
+
+def score_file(pipeline: DecisionPipeline, input_path: Path, output_path: Path, *, chunk_rows: int = 4096,
+               batch_size: int = 512, errors_path: Path | None = None, progress: bool = True) -> ScoreSummary:
+    """Score ``input_path`` into ``output_path``; returns what happened."""
+    from tqdm import tqdm
+
+    file_format(output_path)  # fail before reading anything
+    errors_path = errors_path or output_path.with_name(output_path.name + ".errors.jsonl")
+    summary = ScoreSummary(errors_path=errors_path)
+    writer = VerdictWriter(output_path)
+    errors_fh = None
+    last_time = None
+    bar = tqdm(total=count_rows(input_path), unit="rows", desc=f"scoring {input_path.name}",
+               disable=not progress, smoothing=0.1)
+    try:
+        for chunk in read_chunks(input_path, chunk_rows):
+            events: list[TransactionEvent] = []
+            for row in chunk:
+                summary.rows += 1
+                try:
+                    event = row_to_event(row)
+                except (EventValidationError, TypeError, ValueError) as exc:
+                    summary.invalid += 1
+                    if errors_fh is None:
+                        errors_fh = errors_path.open("w", encoding="utf-8")
+                    errors_fh.write(json.dumps({"row": summary.rows, "error": str(exc),
+                                                "event_id": str(row.get("event_id"))}) + "\n")
+                    continue
+                if last_time is not None and event.event_time_ms < last_time:
+                    summary.out_of_order += 1
+                last_time = event.event_time_ms if last_time is None else max(last_time, event.event_time_ms)
+                events.append(event)
+            for start in range(0, len(events), batch_size):
+                verdicts = pipeline.decide_batch(events[start:start + batch_size])
+                writer.write(verdicts)
+                summary.scored += len(verdicts)
+                for v in verdicts:
+                    summary.verdicts[v.verdict.value] += 1
+            bar.update(len(chunk))
+            bar.set_postfix(summary.verdicts, refresh=False)
+    finally:
+        bar.close()
+        writer.close()
+        if errors_fh is not None:
+            errors_fh.close()
+    return summary

@@ -1,0 +1,297 @@
+"""The HTTP scoring service (``tollgate serve``): ``POST /v1/decide`` for callers that are
+not Kafka producers, with the same ``DecisionPipeline`` as the stream.
+
+- **Micro-batching across connections.** Every request's events go into one asyncio
+  queue; a single batcher closes a batch at ``max_events`` events or ``max_wait_ms``
+  after its first event and runs one ``decide_batch`` in a worker thread, so the event
+  loop never blocks on the model and concurrent callers share a forward pass. If a
+  batch fails, each request in it is retried alone, so one bad request cannot fail
+  its neighbours.
+- **Safety.** When ``settings.http.api_token`` is set, every scoring and metrics call
+  needs ``Authorization: Bearer <token>`` (compared with ``hmac.compare_digest``, in
+  constant time). Bodies over ``max_request_bytes`` get 413 before they are read whole;
+  malformed JSON gets 400 naming the position; a bad field gets 422 naming the field.
+- **Health.** ``/healthz`` (process alive), ``/readyz`` (200 only after the warm-up
+  batch), ``/metrics`` (Prometheus), ``/openapi.json`` + ``/docs``.
+"""
+
+# No ``from __future__ import annotations``: FastAPI must see the endpoint annotations
+# as objects, and some of them close over values built in ``create_app``.
+import asyncio
+import hmac
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from fastapi import Body, Depends, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+
+from engine.pipeline import STAGES, BatchTimings, DecisionPipeline
+from engine.records import EventValidationError, TransactionEvent, Verdict
+from engine.serve_models import ERROR_RESPONSES, EventIn, VerdictOut
+from engine.settings import Settings
+
+
+@dataclass(slots=True)
+class _Pending:
+    events: list[TransactionEvent]
+    arrival_ms: list[float]
+    future: asyncio.Future = field(repr=False)
+
+
+class AsyncBatcher:
+    """Collects events from concurrent requests into batches of at most ``max_events``
+    (a larger request is one batch of its own) or ``max_wait_ms`` of waiting."""
+
+    def __init__(self, pipeline: DecisionPipeline, max_events: int, max_wait_ms: float):
+        self.pipeline = pipeline
+        self.max_events = max_events
+        self.max_wait_s = max_wait_ms / 1000.0
+        self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
+        # One thread: batches run one at a time anyway (enrich must see arrival order).
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tollgate-decide")
+        self._task: asyncio.Task | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="tollgate-batcher")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+        self._executor.shutdown(wait=True)
+
+    async def submit(self, events: list[TransactionEvent], arrival_ms: float) -> list[Verdict]:
+        future = asyncio.get_running_loop().create_future()
+        await self._queue.put(_Pending(events, [arrival_ms] * len(events), future))
+        return await future
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            batch = [await self._queue.get()]
+            size = len(batch[0].events)
+            deadline = loop.time() + self.max_wait_s
+            while size < self.max_events:
+                try:
+                    item = self._queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    remaining = deadline - loop.time()
+                    if remaining <= 0:
+                        break
+                    try:
+                        item = await asyncio.wait_for(self._queue.get(), remaining)
+                    except TimeoutError:
+                        break
+                batch.append(item)
+                size += len(item.events)
+            await self._decide(batch)
+
+    async def _decide(self, batch: list[_Pending]) -> None:
+        loop = asyncio.get_running_loop()
+        events = [e for p in batch for e in p.events]
+        arrivals = [a for p in batch for a in p.arrival_ms]
+        try:
+            verdicts = await loop.run_in_executor(self._executor, self.pipeline.decide_batch, events, arrivals)
+        except Exception as exc:  # noqa: BLE001 - isolate the failing request below
+            if len(batch) == 1:
+                if not batch[0].future.done():
+                    batch[0].future.set_exception(exc)
+                return
+            for p in batch:  # retry alone: one bad request must not fail its neighbours
+                await self._decide([p])
+            return
+        start = 0
+        for p in batch:
+            if not p.future.done():
+                p.future.set_result(verdicts[start:start + len(p.events)])
+            start += len(p.events)
+
+
+class ServeMetrics:
+    """The service's own Prometheus registry (so several apps in one test process do not
+    clash). Pipeline metrics use the worker's names and buckets (``engine.metrics``), so
+    one Grafana dashboard shows both; HTTP metrics are the service's own."""
+
+    def __init__(self) -> None:
+        from engine.metrics import BATCH_BUCKETS, STAGE_BUCKETS_MS
+
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter("tollgate_http_requests", "Scoring requests by HTTP status", ["status"], registry=r)
+        self.verdicts = Counter("tollgate_verdicts", "Verdicts by outcome and first reason.", ["verdict", "reason"],
+                                registry=r)
+        self.request_ms = Histogram(
+            "tollgate_http_request_ms", "Request arrival → response (ms), batching wait included.",
+            buckets=(0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 50, 75, 100, 250, 500, 1000, 2500), registry=r)
+        self.batch_size = Histogram("tollgate_batch_size", "Events per decide_batch.", buckets=BATCH_BUCKETS,
+                                    registry=r)
+        self.stage_latency = Histogram("tollgate_stage_latency_ms", "Time spent per pipeline stage per batch (ms).",
+                                       ["stage"], buckets=STAGE_BUCKETS_MS, registry=r)
+        self.degraded_verdicts = Counter("tollgate_degraded_verdicts",
+                                         "Verdicts decided in degraded mode (context_unavailable).", registry=r)
+
+    def observe_batch(self, t: BatchTimings) -> None:
+        self.batch_size.observe(t.size)
+        for stage in STAGES:
+            self.stage_latency.labels(stage).observe(t.stage_ms[stage])
+        if t.degraded:
+            self.degraded_verdicts.inc(t.size)
+
+    def observe_verdicts(self, verdicts: list[Verdict]) -> None:
+        for v in verdicts:
+            first = v.reasons[0] if v.reasons else None
+            self.verdicts.labels(v.verdict.value, f"{first.kind.value}:{first.code}" if first else "none").inc()
+
+
+def _limit_body_size(app: FastAPI, max_bytes: int) -> None:
+    """Refuse oversized bodies from the Content-Length header, and cut off chunked
+    uploads as soon as they pass the limit, before the JSON parser sees them."""
+
+    @app.middleware("http")
+    async def limit(request: Request, call_next):  # noqa: ANN202
+        declared = request.headers.get("content-length")
+        too_big = JSONResponse({"detail": f"request body larger than {max_bytes} bytes"}, status_code=413)
+        if declared is not None:
+            if not declared.isdigit():
+                return JSONResponse({"detail": "Content-Length is not a number"}, status_code=400)
+            if int(declared) > max_bytes:
+                return too_big
+        elif request.method in ("POST", "PUT", "PATCH"):
+            body = b""
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > max_bytes:
+                    return too_big
+            request._body = body  # noqa: SLF001 - starlette reads the cached body later
+        return await call_next(request)
+
+
+def create_app(pipeline: DecisionPipeline, settings: Settings | None = None, *, warmup: bool = True) -> FastAPI:
+    """The ASGI app around ``pipeline``. Readiness turns true once ``warmup`` finished."""
+    settings = settings or Settings()
+    http = settings.http
+    token = http.api_token.get_secret_value().encode() if http.api_token is not None else None
+    metrics = ServeMetrics()
+    previous_observer = pipeline.on_batch
+
+    def observe(t: BatchTimings) -> None:
+        metrics.observe_batch(t)
+        if previous_observer is not None:
+            previous_observer(t)
+
+    state: dict[str, Any] = {"ready": False, "batcher": None, "warmup_s": None}
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):  # noqa: ANN202
+        pipeline.on_batch = observe
+        batcher = AsyncBatcher(pipeline, settings.batch.max_events, settings.batch.max_wait_ms)
+        batcher.start()
+        state["batcher"] = batcher
+        if warmup:
+            state["warmup_s"] = await asyncio.get_running_loop().run_in_executor(None, pipeline.warmup)
+        state["ready"] = True
+        try:
+            yield
+        finally:
+            state["ready"] = False
+            await batcher.stop()
+            pipeline.on_batch = previous_observer
+
+    app = FastAPI(
+        title="Tollgate scoring service",
+        version="1",
+        description="Risk verdicts (pass / review / reject) for transaction events — the same "
+                    "pipeline, policy and rules as the Kafka stream.",
+        lifespan=lifespan,
+    )
+    _limit_body_size(app, http.max_request_bytes)
+    bearer = HTTPBearer(auto_error=False, description="Required when TOLLGATE_HTTP__API_TOKEN is set.")
+
+    def authorise(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
+        if token is None:
+            return
+        given = credentials.credentials.encode() if credentials is not None else b""
+        # compare_digest on equal-type bytes: the time taken does not reveal the matching prefix.
+        if not hmac.compare_digest(given, token):
+            raise HTTPException(401, "missing or wrong API token (Authorization: Bearer <token>)",
+                                headers={"WWW-Authenticate": "Bearer"})
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        for err in errors:
+            if err.get("type") == "json_invalid":
+                where = err.get("loc", ("body", "?"))[-1]
+                why = (err.get("ctx") or {}).get("error", "not valid JSON")
+                return JSONResponse({"detail": f"malformed JSON at character {where}: {why}"}, status_code=400)
+        detail = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in errors]
+        return JSONResponse({"detail": detail}, status_code=422)
+
+    @app.post("/v1/decide", response_model=VerdictOut | list[VerdictOut], responses=ERROR_RESPONSES,
+              dependencies=[Depends(authorise)], summary="Verdicts for one event or an array of events")
+    async def decide_endpoint(
+        body: Annotated[EventIn | Annotated[list[EventIn], Body(max_length=http.max_events_per_request)],
+                        Body(description="One event, or a JSON array of events (verdicts come back in the same order).")],
+    ) -> Any:
+        started = time.perf_counter()
+        arrival_ms = time.time() * 1000.0
+        single = not isinstance(body, list)
+        items = [body] if single else body
+        try:
+            events = [TransactionEvent.from_dict(item.model_dump()).validate() for item in items]
+        except EventValidationError as exc:
+            metrics.requests.labels("422").inc()
+            raise HTTPException(422, f"invalid event: {exc}") from None
+        if not events:
+            return []
+        if not state["ready"]:
+            metrics.requests.labels("503").inc()
+            raise HTTPException(503, "warming up; retry shortly", headers={"Retry-After": "1"})
+        verdicts = await state["batcher"].submit(events, arrival_ms)
+        metrics.requests.labels("200").inc()
+        metrics.request_ms.observe((time.perf_counter() - started) * 1000.0)
+        metrics.observe_verdicts(verdicts)
+        out = [v.to_dict() for v in verdicts]
+        return out[0] if single else out
+
+    @app.get("/healthz", response_class=PlainTextResponse, summary="The process is alive")
+    async def healthz() -> str:
+        return "ok"
+
+    @app.get("/readyz", summary="Ready to score (after warm-up)",
+             responses={503: {"description": "Still warming up"}})
+    async def readyz() -> JSONResponse:
+        body = {"ready": state["ready"], "model_version": pipeline.model_version,
+                "rules_version": pipeline.rules_version, "warmup_s": state["warmup_s"]}
+        return JSONResponse(body, status_code=200 if state["ready"] else 503)
+
+    @app.get("/metrics", dependencies=[Depends(authorise)], response_class=PlainTextResponse,
+             summary="Prometheus metrics", responses={401: ERROR_RESPONSES[401]})
+    async def prometheus_metrics() -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    app.state.metrics = metrics
+    app.state.pipeline = pipeline
+    return app
+
+
+def run(pipeline: DecisionPipeline, settings: Settings, host: str | None = None, port: int | None = None,
+        log_level: str = "info") -> None:
+    """Serve until SIGINT/SIGTERM (uvicorn handles both and drains open requests)."""
+    import uvicorn
+
+    app = create_app(pipeline, settings)
+    uvicorn.run(app, host=host or settings.http.host, port=port or settings.http.serve_port,
+                log_level=log_level, access_log=False, limit_concurrency=2048)
+
+
+__all__ = ["AsyncBatcher", "ServeMetrics", "create_app", "run"]

@@ -1,0 +1,107 @@
+"""Request and response bodies of the HTTP service, as pydantic models.
+
+They mirror ``TransactionEvent`` and ``Verdict`` field for field (the Avro layout), and
+carry the same bounds as ``TransactionEvent.validate`` so the published OpenAPI document
+tells a caller — and schemathesis — exactly what is accepted.
+
+>>> EventIn.model_validate({"event_id": "e1", "event_time_ms": 1700000000000, "customer_id": "c1",
+...     "account_id": "a1", "terminal_id": "t1", "merchant_category": "5411", "amount": 12.5,
+...     "currency": "EUR", "channel": "ecommerce", "country": "BE"}).amount
+12.5
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictFloat, StrictInt
+
+from engine.records import MAX_AMOUNT, MAX_ATTRIBUTES, MAX_EVENT_TIME_MS, MAX_ID_LENGTH, MIN_EVENT_TIME_MS
+from engine.textproc import MAX_RAW_BYTES
+
+
+
+def _whole_number(value: object) -> object:
+    """JSON has one number type: accept 1722470400000.0 as an integer, never "17…" or true."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _valid_unicode(value: str) -> str:
+    """Lone surrogates cannot be encoded as UTF-8 (Avro, Redis keys, the encoder's hash):
+    refuse them in identifiers instead of failing deep in the pipeline."""
+    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in value):
+        raise ValueError("contains a lone UTF-16 surrogate (not valid Unicode)")
+    return value
+
+
+Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH), AfterValidator(_valid_unicode)]
+Code = Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH), AfterValidator(_valid_unicode)]
+UserText = Annotated[str, Field(max_length=MAX_RAW_BYTES, description="Untrusted user text (screened by the detector).")]
+
+
+class EventIn(BaseModel):
+    """One transaction event, as on ``tx.events``. Unknown keys are ignored."""
+
+    model_config = ConfigDict(extra="ignore", json_schema_extra={"examples": [{
+        "event_id": "e-1001", "event_time_ms": 1_722_470_400_000, "customer_id": "c-42",
+        "account_id": "a-42", "terminal_id": "t-7", "merchant_category": "5411", "amount": 54.2,
+        "currency": "EUR", "channel": "card_present", "country": "BE", "memo": "groceries"}]})
+
+    event_id: Id
+    event_time_ms: Annotated[StrictInt, Field(ge=MIN_EVENT_TIME_MS, le=MAX_EVENT_TIME_MS,
+                                              description="Event time, epoch milliseconds (UTC)."),
+                             BeforeValidator(_whole_number)]
+    customer_id: Id
+    account_id: Id
+    terminal_id: Id
+    merchant_category: Code
+    amount: Annotated[StrictFloat, Field(ge=0, le=MAX_AMOUNT, allow_inf_nan=False)]
+    currency: Annotated[str, Field(pattern=r"^[A-Za-z]{3}$", description="ISO 4217 code")]
+    channel: Code
+    country: Annotated[str, Field(pattern=r"^[A-Za-z]{2}$", description="ISO 3166 alpha-2 code")]
+    device_id: Annotated[str, Field(max_length=MAX_ID_LENGTH), AfterValidator(_valid_unicode)] | None = None
+    ip: Annotated[str, Field(max_length=64), AfterValidator(_valid_unicode)] | None = None
+    memo: UserText | None = None
+    merchant_descriptor: UserText | None = None
+    attributes: Annotated[dict[Annotated[str, Field(max_length=MAX_ID_LENGTH), AfterValidator(_valid_unicode)],
+                               Annotated[str, Field(max_length=1024), AfterValidator(_valid_unicode)]],
+                          Field(max_length=MAX_ATTRIBUTES)] = Field(default_factory=dict)
+
+
+class ReasonOut(BaseModel):
+    kind: str = Field(description="model, policy, detector, rule, shadow_rule or input")
+    code: str
+    detail: str = ""
+
+
+class VerdictOut(BaseModel):
+    """The verdict for one event (the ``tx.verdicts`` layout)."""
+
+    event_id: str
+    customer_id: str
+    verdict: Annotated[str, Field(pattern="^(pass|review|reject)$")]
+    confidence: float
+    probabilities: dict[str, float]
+    risk_score: float
+    reasons: list[ReasonOut]
+    model_version: str
+    rules_version: str
+    decision_latency_ms: float
+    decided_at_ms: int
+    event_time_ms: int
+    detector_score: float | None = None
+
+
+class ErrorOut(BaseModel):
+    detail: str | list[dict]
+
+
+ERROR_RESPONSES: dict[int | str, dict] = {
+    400: {"model": ErrorOut, "description": "Malformed JSON (the position is named)"},
+    401: {"model": ErrorOut, "description": "API token missing or wrong (only when one is configured)"},
+    413: {"model": ErrorOut, "description": "Body larger than the configured limit"},
+    422: {"model": ErrorOut, "description": "An event field is missing or out of range (the field is named)"},
+    503: {"model": ErrorOut, "description": "Warming up, or the pipeline cannot score right now"},
+}

@@ -1,0 +1,299 @@
+"""Training: encoded, labelled events -> a calibrated ``DecisionModel`` + a report directory.
+
+One forward pass feeds every head, so one loss sums them:
+
+1. **verdict**: focal loss against cost-derived targets (``engine.model.losses``), classes
+   re-weighted by inverse square-root frequency, plus a KL regulariser that keeps the
+   batch's mean verdict distribution near the targets' (no collapse onto ``pass``);
+   rule-engine verdicts, when given as soft labels, are a cold-start target for
+   unlabelled events;
+2. **risk**: binary cross-entropy on the bad-outcome label, on the natural class mix
+   (no re-sampling), so its probabilities need only a temperature to be calibrated;
+3. **extra heads** and **early-exit heads**: their own losses, weighted.
+
+Training is deterministic for a seed (seeded init, seeded shuffling, deterministic
+kernels, fixed thread count). The last ``val_fraction`` of the window, by event time,
+is held out: it picks the best epoch and fits the temperatures.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+from torch import Tensor
+from torch.nn import functional as F
+from tqdm.auto import tqdm
+
+from engine.infer import Inference
+from engine.metrics_quality import (
+    auc_roc, average_precision, expected_calibration_error, plot_confusion, plot_pr_curve, plot_reliability,
+)
+from engine.model.calibration import fit_temperature, nll
+from engine.model.card import ModelCard, Temperatures
+from engine.model.config import ModelConfig
+from engine.model.decision import DecisionModel
+from engine.model.inputs import ModelInputs, as_inputs, take_rows
+from engine.model.losses import (
+    VerdictCosts, class_weights, collapse_penalty, focal_loss, verdict_targets,
+)
+from engine.records import DECISIONS
+
+
+@dataclass(slots=True)
+class LabelledSet:
+    """Encoded events with what training needs beside the tensors."""
+
+    inputs: ModelInputs
+    is_bad: Tensor  # [N] float: 1 bad, 0 good, NaN = outcome not (yet) known
+    amount: Tensor  # [N] float, for the cost-derived verdict targets
+    event_time_ms: Tensor  # [N] int64
+    soft_verdict: Tensor | None = None  # [N, 3] rule-engine verdicts as soft labels (cold start)
+    extra_targets: dict[str, Tensor] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.is_bad.shape[0])
+
+    def rows(self, idx: Tensor) -> "LabelledSet":
+        return LabelledSet(take_rows(self.inputs, idx), self.is_bad[idx], self.amount[idx],
+                           self.event_time_ms[idx],
+                           None if self.soft_verdict is None else self.soft_verdict[idx],
+                           {k: v[idx] for k, v in self.extra_targets.items()})
+
+    def split_by_time(self, val_fraction: float) -> tuple["LabelledSet", "LabelledSet"]:
+        """Earlier events train, the latest ``val_fraction`` validate (no look-ahead)."""
+        order = torch.argsort(self.event_time_ms, stable=True)
+        n_val = int(round(len(self) * val_fraction))
+        return self.rows(order[: len(self) - n_val]), self.rows(order[len(self) - n_val:])
+
+
+class TrainConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seed: int = 0
+    epochs: int = Field(default=8, ge=1)
+    batch_size: int = Field(default=256, ge=1)
+    lr: float = Field(default=2e-3, gt=0)
+    weight_decay: float = Field(default=1e-4, ge=0)
+    focal_gamma: float = Field(default=2.0, ge=0)
+    risk_weight: float = Field(default=1.0, ge=0)
+    verdict_weight: float = Field(default=0.5, ge=0)
+    collapse_weight: float = Field(default=0.1, ge=0)
+    soft_label_weight: float = Field(default=0.5, ge=0)
+    exit_weight: float = Field(default=0.5, ge=0)
+    #: Weight of the model's own risk estimate in the belief behind verdict targets
+    #: (ramped up from 0 over the first epoch, while that estimate is still noise).
+    belief_mix: float = Field(default=0.5, ge=0, le=1)
+    costs: VerdictCosts = Field(default_factory=VerdictCosts)
+    #: Re-sampling: each epoch keeps every bad (and unlabelled) event and this share of
+    #: the good ones, drawn afresh, so epochs are short but all data is seen. The risk
+    #: loss adds log(1/keep) to the logit (logit adjustment), so the head still learns
+    #: the natural-prior probability and only needs a temperature.
+    negative_keep: float = Field(default=1.0, gt=0, le=1)
+    val_fraction: float = Field(default=0.15, ge=0, lt=1)
+    threads: int = Field(default=2, ge=1)
+    early_exit_threshold: float | None = 0.98
+    progress: bool = True
+
+
+@dataclass(slots=True)
+class TrainResult:
+    model: DecisionModel
+    card: ModelCard
+    history: list[dict[str, float]]
+    val_metrics: dict[str, Any]
+
+
+def _seed_everything(seed: int, threads: int) -> torch.Generator:
+    torch.manual_seed(seed)
+    np.random.seed(seed % (2**32))
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    return torch.Generator().manual_seed(seed)
+
+
+def _losses(model: DecisionModel, out: dict[str, Tensor], batch: LabelledSet, cfg: TrainConfig,
+            mix: float, alpha: Tensor, prior: Tensor) -> tuple[Tensor, dict[str, float]]:
+    known = ~torch.isnan(batch.is_bad)
+    logit_shift = -math.log(cfg.negative_keep)
+    y = torch.nan_to_num(batch.is_bad, nan=0.0)
+    parts: dict[str, Tensor] = {}
+
+    def heads_loss(prefix: str) -> Tensor:
+        v_logits, r_logits = out[f"{prefix}verdict"], out[f"{prefix}risk"]
+        loss = v_logits.new_zeros(())
+        if known.any():
+            risk_p = torch.sigmoid(r_logits.detach())
+            target = verdict_targets(y, risk_p, batch.amount, cfg.costs, mix)
+            loss = loss + cfg.risk_weight * F.binary_cross_entropy_with_logits(r_logits[known] + logit_shift,
+                                                                               y[known])
+            loss = loss + cfg.verdict_weight * focal_loss(v_logits[known], target[known], cfg.focal_gamma, alpha)
+            loss = loss + cfg.collapse_weight * collapse_penalty(v_logits[known], prior)
+        if batch.soft_verdict is not None:
+            soft = batch.soft_verdict
+            loss = loss + cfg.soft_label_weight * focal_loss(v_logits, soft.argmax(-1), cfg.focal_gamma, soft=soft)
+        return loss
+
+    total = heads_loss("")
+    parts["main"] = total.detach()
+    for layer in model.config.early_exit_layers:
+        exit_loss = heads_loss(f"exit{layer}.")
+        parts[f"exit{layer}"] = exit_loss.detach()
+        total = total + cfg.exit_weight * exit_loss
+    for spec in model.config.extra_heads:
+        if spec.name not in batch.extra_targets:
+            continue
+        target, logits = batch.extra_targets[spec.name], out[spec.name]
+        if spec.kind == "single_label":
+            extra = F.cross_entropy(logits, target.long())
+        elif spec.kind == "multi_label":
+            extra = F.binary_cross_entropy_with_logits(logits, target.float())
+        else:
+            extra = F.mse_loss(logits, target.float().view_as(logits))
+        parts[spec.name] = extra.detach()
+        total = total + spec.loss_weight * extra
+    return total, {k: float(v) for k, v in parts.items()}
+
+
+def _target_stats(data: LabelledSet, cfg: TrainConfig) -> tuple[Tensor, Tensor]:
+    """Class weights and prior of the verdict targets, from labels alone (belief = label)."""
+    known = ~torch.isnan(data.is_bad)
+    targets = verdict_targets(data.is_bad[known], data.is_bad[known], data.amount[known], cfg.costs, 0.0)
+    counts = torch.bincount(targets, minlength=3).float()
+    # Review targets only appear once the model's belief enters; give review a floor so
+    # its weight and prior are defined from the start.
+    counts[1] = max(float(counts[1]), float(counts.sum()) * 0.01)
+    return class_weights(counts), counts / counts.sum()
+
+
+@torch.no_grad()
+def predict_logits(model: DecisionModel, inputs: ModelInputs, batch_size: int = 2048) -> dict[str, Tensor]:
+    """Raw logits of the final heads for a whole set, in chunks (eval mode)."""
+    model.eval()
+    chunks: list[dict[str, Tensor]] = []
+    n = inputs.batch_size
+    for start in range(0, n, batch_size):
+        chunks.append(model(take_rows(inputs, torch.arange(start, min(n, start + batch_size)))))
+    return {k: torch.cat([c[k] for c in chunks]) for k in chunks[0]} if chunks else {}
+
+
+def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig = TrainConfig(),
+                version: str = "trained", report_dir: str | Path | None = None,
+                validation: LabelledSet | None = None) -> TrainResult:
+    """Train, pick the best epoch on held-out events, fit temperatures, write the report."""
+    gen = _seed_everything(cfg.seed, cfg.threads)
+    if validation is None and cfg.val_fraction > 0:
+        data, validation = data.split_by_time(cfg.val_fraction)
+    model = DecisionModel(model_config)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    negatives = (data.is_bad == 0)
+    n_epoch = len(data) - int(negatives.sum()) + int(round(float(negatives.sum()) * cfg.negative_keep))
+    steps_per_epoch = max(1, math.ceil(n_epoch / cfg.batch_size))
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=cfg.epochs * steps_per_epoch,
+                                                pct_start=0.1)
+    alpha, prior = _target_stats(data, cfg)
+    history: list[dict[str, float]] = []
+    best: tuple[float, dict[str, Tensor]] | None = None
+    bar = tqdm(total=cfg.epochs * steps_per_epoch, desc=f"train {version}", disable=not cfg.progress,
+               unit="batch", mininterval=2.0)
+    for epoch in range(cfg.epochs):
+        model.train()
+        keep = ~negatives | (torch.rand(len(data), generator=gen) < cfg.negative_keep)
+        order = keep.nonzero().squeeze(1)[torch.randperm(int(keep.sum()), generator=gen)]
+        running = 0.0
+        for step in range(steps_per_epoch):
+            idx = order[step * cfg.batch_size:(step + 1) * cfg.batch_size]
+            if idx.numel() == 0:
+                break
+            batch = data.rows(idx)
+            mix = cfg.belief_mix * min(1.0, (epoch * steps_per_epoch + step) / steps_per_epoch)
+            loss, _ = _losses(model, model(batch.inputs), batch, cfg, mix, alpha, prior)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step(); sched.step()
+            running += float(loss.detach())
+            bar.update(1)
+        record = {"epoch": epoch + 1, "train_loss": running / steps_per_epoch}
+        if validation is not None and len(validation):
+            record.update(_val_scores(model, validation))
+            score = record.get("val_average_precision", float("nan"))
+            score = -record["val_risk_nll"] if math.isnan(score) else score
+            if best is None or score > best[0]:
+                best = (score, {k: v.detach().clone() for k, v in model.state_dict().items()})
+        history.append(record)
+        bar.set_postfix({k: round(v, 4) for k, v in record.items() if k != "epoch"})
+    bar.close()
+    if best is not None:
+        model.load_state_dict(best[1])
+    model.eval()
+    temps, val_metrics = calibrate(model, validation) if validation is not None else (Temperatures(), {})
+    window = (int(data.event_time_ms.min()), int(data.event_time_ms.max()) + 1) if len(data) else None
+    card = ModelCard(version=version, schema_hash=model_config.inputs.schema_hash, architecture=model_config,
+                     temperature=temps, data_window=window, metrics=val_metrics,
+                     early_exit_threshold=cfg.early_exit_threshold if model_config.early_exit_layers else None,
+                     training={**cfg.model_dump(mode="json"), "n_train": len(data),
+                               "n_val": 0 if validation is None else len(validation), "history": history})
+    if report_dir is not None and validation is not None and len(validation):
+        write_report(model, card, validation, report_dir, cfg)
+    return TrainResult(model, card, history, val_metrics)
+
+
+def _val_scores(model: DecisionModel, val: LabelledSet) -> dict[str, float]:
+    logits = predict_logits(model, val.inputs)
+    known = ~torch.isnan(val.is_bad)
+    y, r = val.is_bad[known].numpy(), logits["risk"][known]
+    return {"val_auc_roc": auc_roc(y, torch.sigmoid(r).numpy()),
+            "val_average_precision": average_precision(y, torch.sigmoid(r).numpy()),
+            "val_risk_nll": nll(r, torch.as_tensor(y))}
+
+
+def calibrate(model: DecisionModel, val: LabelledSet, cfg: TrainConfig = TrainConfig()) -> tuple[Temperatures, dict[str, Any]]:
+    """Fit verdict and risk temperatures on held-out events; report NLL/ECE before and after."""
+    logits = predict_logits(model, val.inputs)
+    known = ~torch.isnan(val.is_bad)
+    y = val.is_bad[known]
+    r_logits, v_logits = logits["risk"][known], logits["verdict"][known]
+    v_target = verdict_targets(y, torch.sigmoid(r_logits), val.amount[known], cfg.costs, cfg.belief_mix)
+    t_risk, t_verdict = fit_temperature(r_logits, y), fit_temperature(v_logits, v_target)
+    risk_cal = torch.sigmoid(r_logits / t_risk).numpy()
+    probs_raw, probs_cal = F.softmax(v_logits, -1).numpy(), F.softmax(v_logits / t_verdict, -1).numpy()
+    metrics = {
+        "auc_roc": auc_roc(y.numpy(), risk_cal), "average_precision": average_precision(y.numpy(), risk_cal),
+        "risk_nll_raw": nll(r_logits, y), "risk_nll_calibrated": nll(r_logits, y, t_risk),
+        "risk_ece_raw": expected_calibration_error(torch.sigmoid(r_logits).numpy(), y.numpy()),
+        "risk_ece_calibrated": expected_calibration_error(risk_cal, y.numpy()),
+        "verdict_nll_raw": nll(v_logits, v_target), "verdict_nll_calibrated": nll(v_logits, v_target, t_verdict),
+        "verdict_ece_raw": expected_calibration_error(probs_raw, v_target.numpy()),
+        "verdict_ece_calibrated": expected_calibration_error(probs_cal, v_target.numpy()),
+        "verdict_share": {d.value: float((probs_cal.argmax(1) == i).mean()) for i, d in enumerate(DECISIONS)},
+        "n_val": int(known.sum()), "n_val_bad": int(y.sum()),
+    }
+    return Temperatures(verdict=t_verdict, risk=t_risk), metrics
+
+
+def write_report(model: DecisionModel, card: ModelCard, val: LabelledSet, report_dir: str | Path,
+                 cfg: TrainConfig = TrainConfig()) -> Path:
+    """metrics.json + reliability diagram, confusion matrix and PR curve (PNG)."""
+    out = Path(report_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    outputs = Inference(model, card)(val.inputs)
+    known = ~torch.isnan(val.is_bad)
+    y = val.is_bad[known].long().numpy()
+    risk = outputs.risk[known].numpy()
+    verdict = outputs.probs[known].argmax(-1).numpy()
+    plot_reliability(risk, y, out / "reliability.png")
+    # Predicted verdict against the binary outcome: how each verdict splits good and bad.
+    plot_confusion(y, verdict, [d.value for d in DECISIONS], out / "confusion.png",
+                   title="Verdict vs outcome (held-out)", true_names=["good", "bad"])
+    plot_pr_curve(y, risk, out / "pr_curve.png")
+    (out / "metrics.json").write_text(json.dumps({"version": card.version, "temperature": card.temperature.model_dump(),
+                                                  **card.metrics, "history": card.training.get("history", [])},
+                                                 indent=2, default=float))
+    return out

@@ -1,0 +1,118 @@
+"""The feedback worker: a faust-streaming app over ``tx.verdicts`` and ``tx.outcomes``.
+
+faust gives us the consumer group, rebalancing, batching and offset commits; the join
+itself is in Redis (``feedback.joinstate``), because faust has no stream-to-stream
+``join()`` and our inputs are keyed differently. Each agent:
+
+1. takes a batch of messages (``take_events``: at most ``batch_size`` or ``within``
+   seconds, whichever first);
+2. decodes them with ``engine.codec`` (Avro or JSON); an undecodable message is logged
+   with its position and skipped — the engine already dead-letters bad *events*, and a
+   bad verdict or outcome cannot be repaired here;
+3. hands the batch to ``FeedbackProcessor.on_batch`` in a thread (blocking Redis calls
+   stay off the event loop) — join update, pending sets and the delayed-label update
+   are durable in Redis when it returns;
+4. returns, and only then does faust ack the messages and later commit their offsets.
+
+A timer flushes pending labelled examples and decisions to Parquet, and the worker
+flushes once more when it stops. Killed at any step, a restarted worker re-reads from
+the last committed offsets; every step is idempotent, so no outcome is lost and none
+counts twice.
+
+Internal topics: none — no faust tables and ``topic_disable_leader`` — so the broker's
+disabled auto-create never bites; the input topics must exist (``tollgate topics create``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import faust
+
+from engine.codec import Codec, DecodeError
+from engine.settings import Settings
+
+from .process import FeedbackProcessor
+
+log = logging.getLogger(__name__)
+
+
+def broker_urls(bootstrap: str) -> list[str]:
+    """``host:port,host:port`` → faust's ``kafka://`` URLs.
+
+    >>> broker_urls("127.0.0.1:9092,10.0.0.2:9092")
+    ['kafka://127.0.0.1:9092', 'kafka://10.0.0.2:9092']
+    """
+    return [f"kafka://{h.strip()}" for h in bootstrap.split(",") if h.strip()]
+
+
+def build_app(settings: Settings, processor: FeedbackProcessor, *, app_id: str | None = None,
+              batch_size: int = 500, within_s: float = 0.5, flush_interval_s: float = 5.0,
+              consume_events: bool = False, session_timeout_s: float = 10.0) -> faust.App:
+    """The faust app with its agents and flush timer; run it with ``run_worker``."""
+    app = faust.App(
+        app_id or settings.feedback.consumer_group,
+        broker=broker_urls(settings.kafka.bootstrap),
+        value_serializer="raw", key_serializer="raw",
+        store="memory://",
+        topic_disable_leader=True,
+        topic_allow_declare=False,
+        web_enabled=False,
+        consumer_auto_offset_reset="earliest",
+        broker_commit_interval=1.0,
+        # A SIGKILLed worker keeps its partitions until its session times out; faust's
+        # 60 s default would stall a restarted worker for a minute.
+        broker_session_timeout=session_timeout_s,
+        broker_heartbeat_interval=min(3.0, session_timeout_s / 3),
+        stream_wait_empty=True,
+    )
+    codec = Codec(settings)
+    inputs = [("verdict", settings.topics.verdicts, codec.verdicts),
+              ("outcome", settings.topics.outcomes, codec.outcomes)]
+    if consume_events:
+        inputs.append(("event", settings.topics.events, codec.events))
+
+    for kind, topic_name, record_codec in inputs:
+        topic = app.topic(topic_name, value_type=bytes, key_type=bytes)
+        app.agent(topic, name=f"feedback-{kind}")(_make_agent(kind, record_codec, processor, batch_size, within_s))
+
+    @app.timer(interval=flush_interval_s)
+    async def flush_pending() -> None:
+        stats = await asyncio.to_thread(processor.flush)
+        if stats.labels_written or stats.decisions_written:
+            log.info("flushed %d labelled examples, %d decisions", stats.labels_written, stats.decisions_written)
+
+    @app.on_before_shutdown.connect
+    async def final_flush(app_: Any, **kwargs: Any) -> None:  # noqa: ARG001
+        await asyncio.to_thread(processor.flush)
+
+    return app
+
+
+def _make_agent(kind: str, record_codec: Any, processor: FeedbackProcessor, batch_size: int, within_s: float):
+    async def agent(stream: Any) -> None:
+        async for events in stream.take_events(batch_size, within=within_s):
+            payloads = []
+            for ev in events:
+                msg = ev.message
+                try:
+                    record = record_codec.decode(msg.value, list(msg.headers or ()), key=msg.key)
+                except DecodeError as exc:
+                    log.warning("skipping undecodable %s at %s[%d]@%d: %s", kind, msg.topic,
+                                msg.partition, msg.offset, exc)
+                    continue
+                payloads.append(record.to_dict())
+            if payloads:
+                await asyncio.to_thread(processor.on_batch, kind, payloads)
+    agent.__name__ = f"feedback_{kind}"
+    return agent
+
+
+def run_worker(settings: Settings, processor: FeedbackProcessor, **kwargs: Any) -> None:
+    """Run the worker until SIGTERM/SIGINT (faust installs the handlers)."""
+    from faust.worker import Worker
+
+    app = build_app(settings, processor, **kwargs)
+    Worker(app, loglevel="info", quiet=True).execute_from_commandline()

@@ -1,0 +1,253 @@
+"""Fine-tune a candidate from the serving model on new labelled examples.
+
+The candidate starts as an exact copy of the serving model, which also stays frozen as
+the DPO reference (``feedback.preference``). The update is kept small on purpose —
+a fine-tune every four hours must refine the serving model, not replace it:
+
+* small learning rate, a hard cap on optimiser steps, gradient-norm clipping;
+* ``scope``: ``"all"`` trains every weight, ``"heads"`` only the decision heads,
+  ``"lora"`` freezes the backbone and adds low-rank adapters to its feed-forward
+  layers (merged back into plain weights at the end, so the saved candidate is an
+  ordinary model that ``engine.model`` loads without knowing about LoRA);
+* every verdict head (final and early-exit) gets the preference loss, every risk head
+  the BCE, so early exits do not keep serving the old behaviour.
+
+The run shows a tqdm progress bar and returns a ``FineTuneReport`` (JSON-able).
+
+>>> import torch
+>>> from torch import nn
+>>> class Tiny(nn.Module):
+...     def __init__(self):
+...         super().__init__(); self.backbone = nn.Sequential(nn.Linear(2, 8)); self.heads = nn.Linear(8, 4)
+...     def forward(self, b):
+...         z = self.heads(torch.relu(self.backbone(b.control_numeric)))
+...         return {"verdict": z[:, :3], "risk": z[:, 3]}
+>>> class B:  # anything with the EncodedBatch tensors
+...     def __init__(self, x): self.control_numeric = x
+>>> _ = torch.manual_seed(0); x = torch.randn(64, 2); bad = (x[:, 0] > 1).float()
+>>> cand, rep = fine_tune(Tiny(), x, bad, FineTuneConfig(max_steps=5, batch_size=32, scope="lora"),
+...                       to_batch=B, progress=False)
+>>> rep.steps, rep.examples, rep.scope
+(5, 64, 'lora')
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Literal
+
+import torch
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from .preference import class_weights, preference_loss, risk_loss
+
+
+@dataclass(slots=True, frozen=True)
+class FineTuneConfig:
+    lr: float = 5e-4
+    max_steps: int = 100
+    batch_size: int = 64
+    epochs: int = 4  # never more than this many passes over the new examples
+    beta: float = 0.5
+    review_cost: float = 0.3
+    risk_weight: float = 1.0
+    exit_weight: float = 0.5  # share of the loss given to early-exit heads
+    grad_clip: float = 1.0
+    weight_decay: float = 0.0
+    scope: Literal["all", "heads", "lora"] = "all"
+    lora_rank: int = 4
+    lora_alpha: float = 8.0
+    balance_cap: float = 20.0  # cap on the bad-class up-weighting
+    seed: int = 0
+
+
+@dataclass(slots=True)
+class FineTuneReport:
+    steps: int
+    examples: int
+    bad_examples: int
+    scope: str
+    seconds: float
+    loss_first: float
+    loss_last: float
+    preference_accuracy: float  # of the last epoch's batches
+    risk_loss_last: float
+    weight_drift: float  # ||θ_cand − θ_ref|| / ||θ_ref||
+    config: dict[str, Any] = field(default_factory=dict)
+    losses: list[float] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def fine_tune(reference: nn.Module, inputs: Any, is_bad: Tensor, config: FineTuneConfig = FineTuneConfig(),
+              *, to_batch: Callable[[Any], Any] | None = None, take: Callable[[Any, Tensor], Any] | None = None,
+              progress: bool = True) -> tuple[nn.Module, FineTuneReport]:
+    """Return ``(candidate, report)``; ``reference`` is left untouched.
+
+    ``inputs`` is an ``EncodedBatch``/``ModelInputs`` (rows = examples); ``take(inputs, idx)``
+    selects rows (default: ``engine.model.inputs.take_rows``, or plain indexing for a
+    tensor) and ``to_batch`` wraps the selection for the model, if it needs wrapping.
+    """
+    started = time.perf_counter()
+    n = int(is_bad.shape[0])
+    if n == 0:
+        raise ValueError("no labelled examples to fine-tune on")
+    take = take or _default_take(inputs)
+    wrap = to_batch or (lambda b: b)
+    gen = torch.Generator().manual_seed(config.seed)
+    torch.manual_seed(config.seed)
+
+    reference = reference.eval()
+    candidate = copy.deepcopy(reference)
+    for p in reference.parameters():
+        p.requires_grad_(False)
+    adapters = _prepare_scope(candidate, config)
+    params = [p for p in candidate.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
+    weights_all = class_weights(is_bad, cap=config.balance_cap)
+
+    per_epoch = math.ceil(n / config.batch_size)
+    steps = min(config.max_steps, per_epoch * config.epochs)
+    losses: list[float] = []
+    accs: list[float] = []
+    last_risk = float("nan")
+    candidate.train()
+    order = torch.randperm(n, generator=gen)
+    bar = tqdm(range(steps), desc="fine-tune", unit="step", disable=not progress, leave=False)
+    for step in bar:
+        pos = (step % per_epoch) * config.batch_size
+        if step and step % per_epoch == 0:
+            order = torch.randperm(n, generator=gen)
+        idx = order[pos:pos + config.batch_size]
+        batch = wrap(take(inputs, idx))
+        y, w = is_bad[idx].float(), weights_all[idx]
+        with torch.no_grad():
+            ref_out = reference(batch)
+        out = candidate(batch)
+        loss, acc, r_loss = _objective(out, ref_out, y, w, config)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
+        opt.step()
+        losses.append(float(loss))
+        if step >= steps - per_epoch:
+            accs.append(acc)
+        last_risk = r_loss
+        bar.set_postfix(loss=f"{losses[-1]:.4f}", pref_acc=f"{acc:.2f}")
+    bar.close()
+    _merge_adapters(candidate, adapters)
+    candidate.eval()
+    for p in candidate.parameters():
+        p.requires_grad_(False)
+    report = FineTuneReport(
+        steps=steps, examples=n, bad_examples=int(is_bad.sum()), scope=config.scope,
+        seconds=round(time.perf_counter() - started, 3), loss_first=losses[0], loss_last=losses[-1],
+        preference_accuracy=float(sum(accs) / max(1, len(accs))), risk_loss_last=last_risk,
+        weight_drift=_drift(reference, candidate), config=asdict(config), losses=losses,
+    )
+    return candidate, report
+
+
+def _objective(out: dict[str, Tensor], ref: dict[str, Tensor], y: Tensor, w: Tensor,
+               cfg: FineTuneConfig) -> tuple[Tensor, float, float]:
+    main = preference_loss(out["verdict"], ref["verdict"], y, beta=cfg.beta,
+                           review_cost=cfg.review_cost, weights=w)
+    # The risk head is NOT re-weighted: it must stay a calibrated P(bad outcome), and
+    # the gate's ECE bar would (rightly) refuse a candidate whose risk inflated.
+    r_loss = risk_loss(out["risk"], y)
+    loss = main.loss + cfg.risk_weight * r_loss
+    exits = [k[: -len(".verdict")] for k in out if k.endswith(".verdict") and k in ref]
+    for prefix in exits:
+        pl = preference_loss(out[f"{prefix}.verdict"], ref[f"{prefix}.verdict"], y, beta=cfg.beta,
+                             review_cost=cfg.review_cost, weights=w).loss
+        rl = risk_loss(out[f"{prefix}.risk"], y) if f"{prefix}.risk" in out else 0.0
+        loss = loss + cfg.exit_weight * (pl + cfg.risk_weight * rl) / len(exits)
+    return loss, main.accuracy, float(r_loss)
+
+
+def _default_take(inputs: Any) -> Callable[[Any, Tensor], Any]:
+    if isinstance(inputs, Tensor):
+        return lambda x, idx: x[idx]
+    from engine.model.inputs import take_rows
+
+    return take_rows
+
+
+# ---- scope: all / heads / LoRA ---------------------------------------------------------
+
+class LoRALinear(nn.Module):
+    """``base(x) + (alpha/r) · B(A(x))`` with ``base`` frozen; B starts at zero so the
+    adapted model equals the reference at step 0 (the DPO reference term starts at 0)."""
+
+    def __init__(self, base: nn.Linear, rank: int, alpha: float):
+        super().__init__()
+        self.base = base
+        self.scale = alpha / rank
+        self.lora_a = nn.Parameter(torch.randn(rank, base.in_features) / math.sqrt(base.in_features))
+        self.lora_b = nn.Parameter(torch.zeros(base.out_features, rank))
+        for p in base.parameters():
+            p.requires_grad_(False)
+
+    @property
+    def weight(self) -> Tensor:  # modules that read .weight directly still see the adapted matrix
+        return self.base.weight + self.scale * self.lora_b @ self.lora_a
+
+    @property
+    def bias(self) -> Tensor | None:
+        return self.base.bias
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.base(x) + self.scale * (x @ self.lora_a.T @ self.lora_b.T)
+
+    def merged(self) -> nn.Linear:
+        with torch.no_grad():
+            self.base.weight += self.scale * self.lora_b @ self.lora_a
+        return self.base
+
+
+def _prepare_scope(model: nn.Module, cfg: FineTuneConfig) -> list[tuple[nn.Module, str]]:
+    """Freeze/unfreeze per scope; for LoRA, swap backbone Linears for adapters."""
+    for p in model.parameters():
+        p.requires_grad_(cfg.scope == "all")
+    if cfg.scope == "all":
+        return []
+    heads = [m for name, m in model.named_children() if name != "backbone"]
+    for m in heads:
+        for p in m.parameters():
+            p.requires_grad_(True)
+    if cfg.scope == "heads":
+        return []
+    backbone = getattr(model, "backbone", None)
+    if backbone is None:
+        raise ValueError("scope='lora' needs a model with a .backbone")
+    swapped: list[tuple[nn.Module, str]] = []
+    for parent in list(backbone.modules()):
+        if isinstance(parent, nn.MultiheadAttention):
+            continue  # attention reads out_proj.weight directly: leave it whole
+        for name, child in list(parent.named_children()):
+            if type(child) is nn.Linear:
+                setattr(parent, name, LoRALinear(child, cfg.lora_rank, cfg.lora_alpha))
+                swapped.append((parent, name))
+    if not swapped:
+        raise ValueError("scope='lora' found no nn.Linear in the backbone to adapt")
+    return swapped
+
+
+def _merge_adapters(model: nn.Module, swapped: list[tuple[nn.Module, str]]) -> None:
+    for parent, name in swapped:
+        setattr(parent, name, getattr(parent, name).merged())
+
+
+def _drift(reference: nn.Module, candidate: nn.Module) -> float:
+    num = den = 0.0
+    ref = dict(reference.state_dict())
+    for k, v in candidate.state_dict().items():
+        if k in ref and v.dtype.is_floating_point:
+            num += float((v - ref[k]).pow(2).sum())
+            den += float(ref[k].pow(2).sum())
+    return math.sqrt(num / den) if den else 0.0

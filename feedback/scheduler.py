@@ -1,0 +1,232 @@
+"""The four-hourly cycle: fine-tune a candidate from the serving model, gate it, and
+promote it only if every bar holds.
+
+One cycle, at (event-time or wall-clock) ``now``:
+
+1. take a Redis lock so two schedulers never fine-tune at once;
+2. read the labelled examples that arrived since the last promoted cycle (at most
+   ``max_train_window``), minus the held-out events (a fixed hash share of event ids:
+   never trained on, in any cycle);
+3. fine-tune a candidate from the serving model (``feedback.finetune``);
+4. score serving and candidate on the held-out outcomes of the last
+   ``heldout_window`` and on a replay of the last 24 h of decisions;
+5. run the gate, write the report (JSON + PNGs) under ``reports_dir/cycle-<stamp>/``;
+6. promote through the registry (pointer + pub/sub + audit) if it passed; otherwise
+   keep the candidate's weights in the report directory for the post-mortem.
+
+``now`` is a parameter, so tests and backtests drive the cycle with an accelerated
+event-time clock; ``run_forever`` uses the wall clock.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from engine.settings import Settings
+
+from . import gate as gate_mod
+from .dataset import encode_rows, held_out, score
+from .finetune import FineTuneConfig, fine_tune
+from .registry import ModelRegistry
+from .store import DecisionStore, LabelStore
+
+log = logging.getLogger(__name__)
+HOUR_MS = 3_600_000
+DAY_MS = 24 * HOUR_MS
+
+
+@dataclass(slots=True, frozen=True)
+class SchedulerConfig:
+    interval_ms: int = 4 * HOUR_MS
+    heldout_share: float = 0.2
+    heldout_window_ms: int = 7 * DAY_MS
+    replay_window_ms: int = DAY_MS
+    max_train_window_ms: int = 7 * DAY_MS
+    min_train_examples: int = 50
+    min_train_bad: int = 5
+    finetune: FineTuneConfig = field(default_factory=FineTuneConfig)
+    gate: gate_mod.GateConfig = field(default_factory=gate_mod.GateConfig)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: Any) -> "SchedulerConfig":
+        return cls(interval_ms=int(settings.feedback.fine_tune_interval_hours * HOUR_MS), **overrides)
+
+
+@dataclass(slots=True)
+class CycleResult:
+    status: str  # "promoted" | "refused" | "skipped"
+    now_ms: int
+    serving: str | None
+    candidate: str | None = None
+    reasons: list[str] = field(default_factory=list)
+    report_dir: str | None = None
+    n_train: int = 0
+    n_heldout: int = 0
+    n_replay: int = 0
+    serving_metrics: dict[str, float] = field(default_factory=dict)
+    candidate_metrics: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class FineTuneScheduler:
+    def __init__(self, settings: Settings, redis: Any, *, config: SchedulerConfig | None = None,
+                 registry: ModelRegistry | None = None, encoder: Any | None = None,
+                 labels: LabelStore | None = None, decisions: DecisionStore | None = None,
+                 progress: bool = True):
+        self.settings = settings
+        self.redis = redis
+        self.config = config or SchedulerConfig.from_settings(settings)
+        self.registry = registry or ModelRegistry(settings, redis)
+        self._encoder = encoder
+        examples = settings.paths.examples_dir
+        self.labels = labels or LabelStore(examples / "labels")
+        self.decisions = decisions or DecisionStore(examples / "decisions")
+        self.state_key = f"{settings.redis.key_prefix}:fb:finetune:state"
+        self.lock_key = f"{settings.redis.key_prefix}:fb:finetune:lock"
+        self.progress = progress
+
+    @property
+    def encoder(self) -> Any:
+        if self._encoder is None:
+            from engine.encode import FieldIsolatedEncoder
+
+            self._encoder = FieldIsolatedEncoder()
+        return self._encoder
+
+    # ---- timing -----------------------------------------------------------------------
+
+    def state(self) -> dict[str, int]:
+        raw = self.redis.hgetall(self.state_key) or {}
+        return {(k.decode() if isinstance(k, bytes) else k): int(v) for k, v in raw.items()}
+
+    def due(self, now_ms: int) -> bool:
+        last = self.state().get("last_run_ms")
+        return last is None or now_ms - last >= self.config.interval_ms
+
+    def run_forever(self, clock: Callable[[], int] = lambda: int(time.time() * 1000),
+                    poll_s: float = 30.0, stop: Callable[[], bool] = lambda: False) -> None:
+        while not stop():
+            now = clock()
+            if self.due(now):
+                result = self.run_cycle(now)
+                log.info("fine-tune cycle: %s %s", result.status, "; ".join(result.reasons))
+            time.sleep(poll_s)
+
+    # ---- one cycle --------------------------------------------------------------------
+
+    def run_cycle(self, now_ms: int | None = None, *, who: str = "feedback-scheduler",
+                  corrupt: Callable[[torch.Tensor], torch.Tensor] | None = None) -> CycleResult:
+        """Fine-tune, gate and maybe promote. ``corrupt`` (tests only) mangles the
+        training labels, to prove the gate stops a bad candidate."""
+        now_ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
+        if not self.redis.set(self.lock_key, str(now_ms), nx=True, px=6 * HOUR_MS):
+            return CycleResult("skipped", now_ms, self.registry.serving_version(),
+                               reasons=["another fine-tune holds the lock"])
+        try:
+            result = self._cycle(now_ms, who, corrupt)
+            self.redis.hset(self.state_key, mapping={"last_run_ms": now_ms})
+            return result
+        finally:
+            self.redis.delete(self.lock_key)
+
+    def _cycle(self, now_ms: int, who: str, corrupt: Callable | None) -> CycleResult:
+        from engine.decide import Policy
+        from engine.model import load_model_dir, save_model_dir
+
+        cfg = self.config
+        serving = self.registry.serving_version()
+        if serving is None:
+            return CycleResult("skipped", now_ms, None, reasons=["no serving model to fine-tune from"])
+        loaded = load_model_dir(self.registry.path_of(serving))
+        trained_until = self.state().get("trained_until_ms", 0)
+        since = max(trained_until, now_ms - cfg.max_train_window_ms)
+
+        new = self.labels.read(since_ms=since, until_ms=now_ms)
+        new = new[~held_out(list(new["event_id"]), cfg.heldout_share)] if len(new) else new
+        train = encode_rows(new, self.encoder)
+        n_bad = int(train.rows["is_bad"].sum()) if len(train.rows) else 0
+        result = CycleResult("skipped", now_ms, serving, n_train=len(train.rows))
+        if len(train.rows) < cfg.min_train_examples or n_bad < cfg.min_train_bad:
+            result.reasons.append(f"{len(train.rows)} new trainable examples ({n_bad} bad); need "
+                                  f"{cfg.min_train_examples} ({cfg.min_train_bad} bad)")
+            return result
+
+        recent = self.labels.read(since_ms=now_ms - cfg.heldout_window_ms, until_ms=now_ms)
+        recent = recent[held_out(list(recent["event_id"]), cfg.heldout_share)] if len(recent) else recent
+        held = encode_rows(recent, self.encoder)
+        replay = encode_rows(self.decisions.read(since_ms=now_ms - cfg.replay_window_ms, until_ms=now_ms),
+                             self.encoder)
+
+        is_bad = torch.tensor(train.rows["is_bad"].to_numpy(), dtype=torch.float32)
+        if corrupt is not None:
+            is_bad = corrupt(is_bad)
+        candidate, ft_report = fine_tune(loaded.model, train.batch, is_bad, cfg.finetune,
+                                         progress=self.progress)
+
+        policy = Policy.from_settings(self.settings.policy)
+        card = loaded.card
+        y_held = held.rows["is_bad"].to_numpy(dtype=int) if len(held.rows) else np.zeros(0, dtype=int)
+        s_held, c_held = (score(m, card, held.batch, policy) for m in (loaded.model, candidate))
+        s_rep, c_rep = (score(m, card, replay.batch, policy) for m in (loaded.model, candidate))
+        verdict = gate_mod.evaluate(s_held, c_held, y_held, s_rep, c_rep, cfg.gate)
+
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now_ms / 1000))
+        report_dir = Path(self.settings.paths.reports_dir) / f"cycle-{stamp}"
+        extra = {"now_ms": now_ms, "serving": serving, "fine_tune": ft_report.to_dict(),
+                 "train_window_ms": [since, now_ms], "dropped_rows": {
+                     "train": train.dropped, "heldout": held.dropped, "replay": replay.dropped}}
+        gate_mod.write_report(verdict, report_dir, serving_held=s_held, candidate_held=c_held,
+                              is_bad=y_held, extra=extra)
+        _plot_losses(ft_report.losses, report_dir / "fine_tune_loss.png")
+        result = replace(result, report_dir=str(report_dir), n_heldout=verdict.n_heldout,
+                         n_replay=verdict.n_replay, serving_metrics=verdict.serving_metrics,
+                         candidate_metrics=verdict.candidate_metrics, reasons=list(verdict.reasons))
+        times = train.rows["event_time_ms"]
+        new_card = card.model_copy(update={
+            "version": f"{serving}-ft", "parent_version": serving, "created_at_ms": now_ms,
+            "data_window": (int(times.min()), int(times.max()) + 1),
+            "metrics": {"gate": verdict.candidate_metrics, "gate_serving": verdict.serving_metrics},
+            "training": {"kind": "outcome_preference_finetune", "examples": ft_report.examples,
+                         "bad_examples": ft_report.bad_examples, "steps": ft_report.steps,
+                         "config": ft_report.config, "report_dir": str(report_dir)},
+        })
+        if not verdict.passed:
+            save_model_dir(candidate, new_card, report_dir / "candidate")
+            result.status = "refused"
+            (report_dir / "cycle.json").write_text(json.dumps(result.to_dict(), indent=2, default=str))
+            return result
+        version = self.registry.register(candidate, new_card, now_ms=now_ms)
+        ap_s, ap_c = verdict.serving_metrics["ap"], verdict.candidate_metrics["ap"]
+        self.registry.promote(version, who=who, now_ms=now_ms, why=(
+            f"gate passed ({report_dir.name}): AP {ap_s:.4f}->{ap_c:.4f}, "
+            f"{verdict.changed_share:.1%} of 24 h verdicts change"))
+        self.redis.hset(self.state_key, mapping={"trained_until_ms": now_ms})
+        result.status, result.candidate = "promoted", version
+        (report_dir / "cycle.json").write_text(json.dumps(result.to_dict(), indent=2, default=str))
+        return result
+
+
+def _plot_losses(losses: list[float], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4.5, 3.0), dpi=110)
+    ax.plot(losses)
+    ax.set_xlabel("step")
+    ax.set_ylabel("preference + risk loss")
+    ax.set_title("fine-tune")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

@@ -1,0 +1,91 @@
+"""Codec throughput: decode/encode cost per message, side by side with baselines.
+
+The decode stage runs on every message, so the codec compiles schemas once and
+resolves each writer id once. This prints, in one run, µs per message for:
+
+* ``avro``      — ``Codec.decode_event`` on the current layout (framing, fastavro,
+                  typed record, ``validate()``): what the worker pays;
+* ``avro v0``   — the same for an old writer (schema resolution with defaults);
+* ``json``      — ``content-type: application/json`` events;
+* ``floor``     — bare ``fastavro.schemaless_reader`` with a parsed schema (no framing,
+                  record or validation): the part the codec cannot remove;
+* ``naive``     — fastavro handed the *unparsed* schema dict each message, as code
+                  that skips precompilation would do;
+* ``encode``    — ``Codec.encode_event`` (validate + frame + fastavro).
+
+Run:  nice python ops/bench/codec.py [--n 20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import platform
+import time
+
+from fastavro import schemaless_reader, schemaless_writer
+
+from engine.codec import JSON_HEADERS, Codec
+from engine.schema_catalog import SCHEMA_DIR, load_schema_file, parse_plain, strip_timestamp_types
+from engine.settings import Settings
+from engine.simulate import SimConfig, Simulator
+from engine.simulate_frames import events_from_frame
+
+
+def per_message_us(fn, items, repeat: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for item in items:
+            fn(item)
+        best = min(best, time.perf_counter() - t0)
+    return best / len(items) * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=20_000, help="messages per case")
+    args = parser.parse_args()
+
+    events = []
+    for day in Simulator(SimConfig(days=30, seed=0, drain_outcomes=False)).days():
+        events.extend(events_from_frame(day.events))
+        if len(events) >= args.n:
+            break
+    events = events[: args.n]
+    codec = Codec(Settings())
+    avro = [codec.encode_event(e) for e in events]
+    as_json = [codec.events.encode_json(e) for e in events]
+    v0_schema = parse_plain(json.loads((SCHEMA_DIR / "history/transaction_event.v0.avsc").read_text()))
+    v0_fields = {f["name"] for f in v0_schema["fields"]}
+    v0 = []
+    for e in events:
+        buf = io.BytesIO()
+        buf.write(b"\x00" + (101).to_bytes(4, "big"))
+        schemaless_writer(buf, v0_schema, {k: v for k, v in e.to_dict().items() if k in v0_fields})
+        v0.append(buf.getvalue())
+    parsed = codec.events.reader_schema
+    unparsed = strip_timestamp_types(load_schema_file("event"))
+    headers = list(JSON_HEADERS)
+
+    cases = {
+        "avro (worker path)": per_message_us(codec.decode_event, avro),
+        "avro v0 (resolved)": per_message_us(codec.decode_event, v0),
+        "json": per_message_us(lambda raw: codec.decode_event(raw, headers), as_json),
+        "floor: fastavro only": per_message_us(lambda raw: schemaless_reader(io.BytesIO(raw[5:]), parsed), avro),
+        "naive: unparsed schema": per_message_us(lambda raw: schemaless_reader(io.BytesIO(raw[5:]), unparsed),
+                                                 avro[: max(1, len(avro) // 10)]),
+        "encode avro": per_message_us(codec.encode_event, events),
+    }
+    base = cases["avro (worker path)"]
+    print(f"codec benchmark: {len(events)} simulated events, mean Avro size "
+          f"{sum(map(len, avro)) / len(avro):.0f} B, JSON {sum(map(len, as_json)) / len(as_json):.0f} B; "
+          f"python {platform.python_version()} on {platform.machine()}")
+    print(f"{'case':26} {'µs/msg':>8} {'msg/s':>10} {'× worker path':>14}")
+    for name, us in cases.items():
+        print(f"{name:26} {us:8.2f} {1e6 / us:10.0f} {us / base:14.2f}")
+
+
+if __name__ == "__main__":
+    main()

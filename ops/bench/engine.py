@@ -1,0 +1,330 @@
+"""End-to-end benchmark of the engine worker through the real broker (and Redis).
+
+    python ops/bench/engine.py                      # default B/W: fixed rates + saturation,
+                                                    # with the model and with it removed
+    python ops/bench/engine.py --sweep              # also try other (B, W) and say which wins
+    python ops/bench/engine.py --rates 500 1000 --duration 20 --saturation-events 20000
+
+What is measured, and how:
+
+* The worker runs as a real subprocess (``tollgate run``) on its own topics, group and
+  Redis prefix, so its CPU, GIL and sockets are its own. This process produces events
+  and reads verdicts.
+* **End-to-end latency** = the moment a read_committed consumer here receives the
+  verdict − the moment the event was produced (the event's ``event_time_ms`` is set to
+  the produce time). It includes the producer's send, the broker, the worker's batch
+  wait, decision, transaction commit, and the reader's fetch: what a downstream
+  consumer sees.
+* **Per-stage breakdown** is scraped from the worker's own ``/metrics`` (histogram
+  sums / counts per stage, per batch), before and after each run.
+* **Fixed rates**: events are paced at R events/s for D seconds; the first second is
+  dropped (warm caches, first rebalance). **Saturation**: the topic is pre-filled with
+  N events before the worker joins; events/s = N / (last verdict − first verdict).
+* **Model removed**: the same loop with ``inference`` swapped for a constant stub of the
+  same output shape; the ratio shows what the model costs.
+
+Figures depend on the machine; the README quotes a run with the command that made it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+from engine.codec import Codec  # noqa: E402
+
+STAGES = ("decode", "enrich", "encode", "infer", "detect", "decide", "guard", "emit")
+
+
+# -- the model-removed pipeline (loaded by the worker subprocess via --pipeline) ----------
+
+class ConstantInference:
+    """Same output shapes as ``engine.infer.Inference``, no model: what the loop costs alone."""
+
+    version = "no-model"
+
+    def __call__(self, batch):
+        import torch
+
+        from engine.infer import ModelOutputs
+
+        n = int(batch.control_numeric.shape[0])
+        probs = torch.tensor([[0.9, 0.07, 0.03]]).expand(n, 3)
+        return ModelOutputs(probs, torch.zeros(n), torch.zeros(n, dtype=torch.long), self.version)
+
+
+def _pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q / 100.0 * len(xs)))] if xs else float("nan")
+
+
+def no_model_pipeline(settings, *, model=None):
+    from engine.commands.run import build_worker_pipeline
+
+    pipeline = build_worker_pipeline(settings, model=model)
+    pipeline.swap(inference=ConstantInference(), model_version="no-model")
+    return pipeline
+
+
+def model_pipeline(settings, *, model=None):
+    from engine.commands.run import build_worker_pipeline
+
+    return build_worker_pipeline(settings, model=model)
+
+
+# -- one run ------------------------------------------------------------------------------
+
+@dataclass
+class RunResult:
+    label: str
+    offered: float | None  # events/s, None = saturation
+    events: int
+    throughput: float
+    latencies_ms: list[float] = field(repr=False)
+    stage_ms_per_batch: dict[str, float]
+    mean_batch: float
+    #: The worker's own view (means): produce → commit, and arrival at the worker → commit.
+    produce_to_commit_ms: float = float("nan")
+    arrival_to_commit_ms: float = float("nan")
+
+    def pct(self, q: float) -> float:
+        if not self.latencies_ms:
+            return float("nan")
+        xs = sorted(self.latencies_ms)
+        return xs[min(len(xs) - 1, int(q / 100.0 * len(xs)))]
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.bootstrap = os.environ.get("TOLLGATE_KAFKA_BOOTSTRAP", "127.0.0.1:9092")
+        self.redis_url = os.environ.get("TOLLGATE_REDIS_URL", "redis://127.0.0.1:6379/0")
+        self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        self.codec = Codec()
+        self.workdir = Path(args.workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.models_dir = self.workdir / "models"
+        if not (self.models_dir / "bench-v1").exists():
+            from tests.integration.worker_support import save_fresh_model
+
+            save_fresh_model(self.models_dir, "bench-v1")
+
+    def run(self, label: str, pipeline: str, batch: tuple[int, float], rate: float | None) -> RunResult:
+        from tests.integration.worker_support import WorkerEnv, WorkerProcess, make_events, produce_events
+
+        u = uuid.uuid4().hex[:8]
+        topics = {k: f"bench.{k}.{u}" for k in ("events", "verdicts", "dlq")}
+        fs = self.admin.create_topics([NewTopic(t, self.args.partitions, 1) for t in topics.values()])
+        for f in fs.values():
+            f.result(30)
+        wenv = WorkerEnv(self.bootstrap, self.redis_url, u, topics["events"], topics["verdicts"], topics["dlq"],
+                         self.models_dir, extra={"TOLLGATE_BATCH__MAX_EVENTS": str(batch[0]),
+                                                 "TOLLGATE_BATCH__MAX_WAIT_MS": str(batch[1])})
+        n = self.args.saturation_events if rate is None else int(rate * self.args.duration)
+        events = make_events(u, n)
+        if rate is None:  # pre-fill: the worker starts with a full backlog
+            produce_events(self.bootstrap, topics["events"], events, self.codec)
+        worker = WorkerProcess(wenv, label.replace(" ", "_"), self.workdir, "--model",
+                               str(self.models_dir / "bench-v1"), "--no-hot-swap", "--pipeline", pipeline)
+        reader = _VerdictReader(self.bootstrap, topics["verdicts"], n)
+        try:
+            worker.wait_for("worker ready", timeout=180)
+            port = worker.health_port
+            before = _scrape(port)
+            reader.start()
+            if rate is not None:
+                _produce_timed(self.bootstrap, topics["events"], events, self.codec, rate)
+            reader.join(timeout=self.args.timeout)
+            after = _scrape(port)
+        finally:
+            worker.terminate()
+            reader.stop()
+            for f in self.admin.delete_topics(list(topics.values())).values():
+                try:
+                    f.result(30)
+                except Exception:  # noqa: BLE001
+                    pass
+        return self._result(label, rate, n, reader, before, after)
+
+    @staticmethod
+    def _result(label, rate, n, reader, before, after) -> RunResult:
+        got = reader.received
+        lat: list[float] = []
+        if rate is not None:  # saturation has no meaningful latency: the backlog is the point
+            skip_until = got[0][0] + 1000.0 if got else 0
+            lat = [recv - sent for recv, sent in got if recv >= skip_until]
+        span_s = (got[-1][0] - got[0][0]) / 1000.0 if len(got) > 1 else float("nan")
+        throughput = (len(got) - 1) / span_s if len(got) > 1 else 0.0
+        batches = after.get(("tollgate_batch_size_count", ""), 0) - before.get(("tollgate_batch_size_count", ""), 0)
+        events = after.get(("tollgate_batch_size_sum", ""), 0) - before.get(("tollgate_batch_size_sum", ""), 0)
+        stages = {}
+        for st in STAGES:
+            s = after.get(("tollgate_stage_latency_ms_sum", st), 0) - before.get(("tollgate_stage_latency_ms_sum", st), 0)
+            c = after.get(("tollgate_stage_latency_ms_count", st), 0) - before.get(("tollgate_stage_latency_ms_count", st), 0)
+            stages[st] = s / c if c else 0.0
+        def mean(name: str) -> float:
+            c = after.get((name + "_count", ""), 0) - before.get((name + "_count", ""), 0)
+            return (after.get((name + "_sum", ""), 0) - before.get((name + "_sum", ""), 0)) / c if c else float("nan")
+
+        if len(got) < n:
+            print(f"  ! {label}: only {len(got)} of {n} verdicts arrived", file=sys.stderr)
+        return RunResult(label, rate, len(got), throughput, lat, stages, events / batches if batches else 0.0,
+                         mean("tollgate_e2e_from_event_time_ms") if rate is not None else float("nan"),
+                         mean("tollgate_e2e_from_arrival_ms"))
+
+
+class _VerdictReader(threading.Thread):
+    """read_committed consumer: (receive time, produce time) per verdict, in ms."""
+
+    def __init__(self, bootstrap: str, topic: str, expected: int):
+        super().__init__(daemon=True)
+        self.codec = Codec()
+        self.expected = expected
+        self.received: list[tuple[float, float]] = []
+        self._halt = threading.Event()
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
+                                  "isolation.level": "read_committed", "enable.auto.commit": False,
+                                  "fetch.wait.max.ms": 5})
+        parts = self.consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        self.consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+
+    def run(self) -> None:
+        while not self._halt.is_set() and len(self.received) < self.expected:
+            for m in self.consumer.consume(1000, 0.1):
+                if m.error() is None:
+                    now = time.time() * 1000.0
+                    self.received.append((now, float(self.codec.decode_verdict(m.value()).event_time_ms)))
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(5)
+        self.consumer.close()
+
+
+def _produce_timed(bootstrap, topic, events, codec, rate):
+    """Paced produce; each event's time is stamped at the moment it is sent."""
+    import dataclasses
+
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "enable.idempotence": True})
+    t0 = time.monotonic()
+    for i, e in enumerate(events):
+        ahead = t0 + i / rate - time.monotonic()
+        if ahead > 0:
+            time.sleep(ahead)
+        e = dataclasses.replace(e, event_time_ms=int(time.time() * 1000))
+        p.produce(topic, value=codec.encode_event(e), key=e.customer_id.encode())
+        p.poll(0)
+    p.flush(60)
+
+
+def _scrape(port: int) -> dict[tuple[str, str], float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    out: dict[tuple[str, str], float] = {}
+    for line in text.splitlines():
+        if line.startswith("#") or " " not in line:
+            continue
+        name_labels, value = line.rsplit(" ", 1)
+        name, _, labels = name_labels.partition("{")
+        stage = ""
+        if 'stage="' in labels:
+            stage = labels.split('stage="', 1)[1].split('"', 1)[0]
+        out[(name, stage)] = float(value)
+    return out
+
+
+LEGEND = ("p50/p95/p99: produce -> verdict read by a read_committed consumer (ms); p2c / a2c: the worker's "
+          "mean produce -> commit / arrival -> commit (ms); batch: mean events per batch; stages: mean ms per batch")
+
+
+def _print(results: list[RunResult]) -> None:
+    print(f"{'run':22} {'offered':>7} {'ev/s':>6} {'p50':>7} {'p95':>7} {'p99':>7} {'p2c':>6} {'a2c':>6} "
+          f"{'batch':>5}  " + " ".join(f"{s:>6}" for s in STAGES))
+    for r in results:
+        offered = "sat" if r.offered is None else f"{r.offered:g}"
+        print(f"{r.label:22} {offered:>7} {r.throughput:6.0f} {r.pct(50):7.1f} {r.pct(95):7.1f} {r.pct(99):7.1f} "
+              f"{r.produce_to_commit_ms:6.1f} {r.arrival_to_commit_ms:6.1f} {r.mean_batch:5.1f}  "
+              + " ".join(f"{r.stage_ms_per_batch[s]:6.2f}" for s in STAGES))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rates", type=float, nargs="*", default=[250, 500, 1000])
+    ap.add_argument("--duration", type=float, default=15.0, help="seconds per fixed-rate run")
+    ap.add_argument("--saturation-events", type=int, default=20_000)
+    ap.add_argument("--partitions", type=int, default=6)
+    ap.add_argument("--batch", type=str, default=None, help="B,W (default: settings.batch)")
+    ap.add_argument("--sweep", action="store_true", help="also compare other (B, W) at 1000 ev/s and saturation")
+    ap.add_argument("--no-model-baseline", dest="baseline", action="store_false")
+    ap.add_argument("--timeout", type=float, default=180.0)
+    ap.add_argument("--workdir", default=str(REPO / ".tollgate" / "bench"))
+    ap.add_argument("--json", default=None, help="also write the results here")
+    args = ap.parse_args()
+
+    from engine.settings import Settings
+
+    s = Settings()
+    default = (s.batch.max_events, s.batch.max_wait_ms)
+    if args.batch:
+        b, w = args.batch.split(",")
+        default = (int(b), float(w))
+    bench = Bench(args)
+    model = "ops.bench.engine:model_pipeline"
+    results: list[RunResult] = []
+    tag = f"B={default[0]} W={default[1]:g}"
+    for rate in args.rates:
+        results.append(bench.run(f"model {tag}", model, default, rate))
+        _print(results[-1:])
+    results.append(bench.run(f"model {tag}", model, default, None))
+    _print(results[-1:])
+    if args.baseline:
+        nm = "ops.bench.engine:no_model_pipeline"
+        base_rate = max(args.rates) if args.rates else None
+        if base_rate:
+            results.append(bench.run(f"no-model {tag}", nm, default, base_rate))
+        results.append(bench.run(f"no-model {tag}", nm, default, None))
+    if args.sweep:
+        for b, w in ((16, 2.0), (32, 5.0), (64, 5.0), (128, 10.0)):
+            if (b, w) == default:
+                continue
+            results.append(bench.run(f"model B={b} W={w:g}", model, (b, w), 1000.0))
+            results.append(bench.run(f"model B={b} W={w:g}", model, (b, w), None))
+    print()
+    print(LEGEND)
+    _print(results)
+    sat = {r.label: r for r in results if r.offered is None}
+    with_model, without = sat.get(f"model {tag}"), sat.get(f"no-model {tag}")
+    if with_model and without and with_model.throughput:
+        print(f"\nsaturation: no-model / model = {without.throughput / with_model.throughput:.2f}x events/s; "
+              f"infer = {with_model.stage_ms_per_batch['infer']:.2f} of "
+              f"{sum(with_model.stage_ms_per_batch.values()):.2f} ms per batch")
+    fixed = {r.label: r for r in results if r.offered == 1000.0}
+    if f"model {tag}" in fixed and f"no-model {tag}" in fixed:
+        print(f"at 1000 ev/s: p99 model {fixed[f'model {tag}'].pct(99):.1f} ms vs "
+              f"no-model {fixed[f'no-model {tag}'].pct(99):.1f} ms")
+    if args.json:
+        Path(args.json).write_text(json.dumps([{
+            "label": r.label, "offered": r.offered, "events": r.events, "throughput": r.throughput,
+            "p50": r.pct(50), "p95": r.pct(95), "p99": r.pct(99), "mean_batch": r.mean_batch,
+            "stage_ms_per_batch": r.stage_ms_per_batch} for r in results], indent=2))
+
+
+if __name__ == "__main__":
+    main()

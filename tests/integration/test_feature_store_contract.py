@@ -1,0 +1,192 @@
+"""One contract, two backends: the same tests run on MemoryFeatureStore and on
+RedisFeatureStore against the real Redis server (unique key namespace per test)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from engine.features.memory import MemoryFeatureStore
+from engine.features.redis_store import RedisFeatureStore
+from engine.features.snapshot import ContextSnapshot
+from engine.features.spec import CONTEXT_FEATURES, DAY_MS, HISTORY_LEN, HOUR_MS
+from engine.features.store import ContextUnavailable, FeatureStore, LabelArrival
+from engine.records import TransactionEvent
+from engine.settings import Settings
+
+T0 = 1_700_000_000_000 - (1_700_000_000_000 % DAY_MS)  # a midnight, so hour buckets are obvious
+MIN = 60_000
+
+
+def ev(eid: str, t: int, amount: float = 10.0, customer: str = "c1", terminal: str = "t1",
+       device: str | None = "d1", country: str = "BE", memo: str | None = None) -> TransactionEvent:
+    return TransactionEvent(eid, t, customer, "acct-" + customer, terminal, "5411", amount, "EUR",
+                            "card_present", country, device_id=device, memo=memo)
+
+
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.integration)])
+def store(request) -> FeatureStore:
+    if request.param == "memory":
+        return MemoryFeatureStore()
+    stack, unique = request.getfixturevalue("stack"), request.getfixturevalue("unique")
+    request.getfixturevalue("redis_client")  # removes every key with ``unique`` afterwards
+    return RedisFeatureStore(settings=Settings(redis={"url": stack.redis_url}), namespace=unique)
+
+
+def test_velocity_windows_and_in_batch_visibility(store):
+    snaps = store.enrich([
+        ev("a", T0, 10.0), ev("b", T0 + 30 * MIN, 20.0), ev("c", T0 + 70 * MIN, 40.0),
+    ])
+    assert snaps[0].velocity_1d_count == 0 and snaps[0].customer_is_new == 1.0
+    assert (snaps[1].velocity_1h_count, snaps[1].velocity_1h_amount) == (1.0, 10.0)
+    # 70 min later: "a" left the 1 h window, both are in the 1 d window
+    assert (snaps[2].velocity_1h_count, snaps[2].velocity_1h_amount) == (1.0, 20.0)
+    assert (snaps[2].velocity_1d_count, snaps[2].velocity_1d_amount) == (2.0, 30.0)
+    assert snaps[2].customer_mean_amount_30d == 15.0
+    assert snaps[2].amount_to_mean_ratio == pytest.approx(40.0 / 15.0)
+    assert snaps[2].seconds_since_prev == 40 * 60
+    assert snaps[2].history_amounts == (20.0, 10.0)  # most recent first
+    assert snaps[2].terminal_count_1d == 2.0  # two earlier events at t1
+    later = store.enrich([ev("d", T0 + 8 * DAY_MS, 5.0)])[0]
+    assert (later.velocity_7d_count, later.velocity_30d_count, later.velocity_30d_amount) == (0.0, 3.0, 70.0)
+    assert later.terminal_count_7d == 0.0 and later.terminal_count_30d == 3.0
+
+
+def test_retry_gets_same_snapshot_and_is_not_counted_twice(store):
+    first = store.enrich([ev("a", T0), ev("b", T0 + MIN)])
+    again = store.enrich([ev("b", T0 + MIN), ev("a", T0)])
+    assert again == [first[1], first[0]]
+    dup_in_batch = store.enrich([ev("c", T0 + 2 * MIN), ev("c", T0 + 2 * MIN)])
+    assert dup_in_batch[0] == dup_in_batch[1]
+    nxt = store.enrich([ev("d", T0 + 3 * MIN)])[0]
+    assert nxt.velocity_1h_count == 3.0 and nxt.terminal_count_1d == 3.0
+
+
+def test_history_window_is_bounded_and_ordered(store):
+    events = [ev(f"e{i}", T0 + i * MIN, float(i + 1)) for i in range(HISTORY_LEN + 5)]
+    snaps = store.enrich(events)
+    last = snaps[-1]
+    assert len(last.history_amounts) == HISTORY_LEN
+    assert last.history_amounts[0] == float(HISTORY_LEN + 4)
+    assert list(last.history_times_ms) == sorted(last.history_times_ms, reverse=True)
+
+
+def test_device_and_country_features(store):
+    s = store.enrich([
+        ev("a", T0, device="d1"), ev("b", T0 + 2 * DAY_MS, device="d1", country="FR"),
+        ev("c", T0 + 3 * DAY_MS, device="d2", country="FR"), ev("x", T0 + 4 * DAY_MS, device=None),
+    ])
+    assert (s[0].device_is_new, s[0].device_age_days) == (1.0, 0.0)
+    assert (s[1].device_is_new, s[1].device_age_days, s[1].country_changed) == (0.0, 2.0, 1.0)
+    assert (s[2].device_is_new, s[2].country_changed) == (1.0, 0.0)
+    assert (s[3].device_missing, s[3].device_is_new) == (1.0, 0.0)
+
+
+def test_delayed_label_risk_uses_only_arrived_outcomes(store):
+    # Two events at terminal t9 on day 0; outcomes arrive on day 7 (one bad).
+    store.enrich([ev("p", T0, terminal="t9", customer="c2"), ev("q", T0 + MIN, terminal="t9", customer="c3")])
+    arrival = T0 + 7 * DAY_MS + 10 * HOUR_MS
+    store.record_outcomes([LabelArrival("p", "t9", T0, arrival, True),
+                           LabelArrival("q", "t9", T0 + MIN, arrival, False)])
+    before, same_hour, after, much_later = store.enrich([
+        ev("r", arrival - HOUR_MS, terminal="t9", customer="c4"),
+        ev("s", arrival + MIN, terminal="t9", customer="c5"),  # same hour: not yet complete
+        ev("u", arrival + 2 * HOUR_MS, terminal="t9", customer="c6"),
+        ev("v", arrival + 8 * DAY_MS, terminal="t9", customer="c7"),
+    ])
+    assert (before.terminal_labelled_30d, before.terminal_risk_30d) == (0.0, 0.0)
+    assert same_hour.terminal_labelled_30d == 0.0
+    assert (after.terminal_risk_1d, after.terminal_labelled_1d) == (0.5, 2.0)
+    assert (after.terminal_risk_7d, after.terminal_risk_30d) == (0.5, 0.5)
+    assert (much_later.terminal_labelled_1d, much_later.terminal_labelled_7d) == (0.0, 0.0)
+    assert (much_later.terminal_risk_30d, much_later.terminal_labelled_30d) == (0.5, 2.0)
+
+
+def test_label_retry_is_idempotent_and_correction_replaces(store):
+    arrival = T0 + 2 * DAY_MS
+    label = LabelArrival("p", "t5", T0, arrival, True)
+    store.record_outcomes([label, label])
+    store.record_outcomes([label])
+    s1 = store.enrich([ev("a", arrival + 3 * HOUR_MS, terminal="t5")])[0]
+    assert (s1.terminal_risk_1d, s1.terminal_labelled_1d) == (1.0, 1.0)
+    store.record_outcomes([LabelArrival("p", "t5", T0, arrival, False)])  # correction
+    s2 = store.enrich([ev("b", arrival + 4 * HOUR_MS, terminal="t5")])[0]
+    assert (s2.terminal_risk_1d, s2.terminal_labelled_1d) == (0.0, 1.0)
+    assert s1.terminal_risk_1d == 1.0  # a logged snapshot never changes
+
+
+def test_decision_log_round_trips(store):
+    snaps = store.enrich([ev("a", T0, memo="rent June"), ev("b", T0 + MIN)])
+    logged = store.decision_log(["b", "unknown", "a"])
+    assert logged == [snaps[1], None, snaps[0]]
+    assert logged[2].event is not None and logged[2].event.memo == "rent June"
+    assert ContextSnapshot.from_dict(logged[0].to_dict()) == snaps[1]
+    inputs = logged[0].as_rule_inputs()
+    assert set(CONTEXT_FEATURES) <= set(inputs) and inputs["velocity_1h_count"] == 1.0
+
+
+def test_all_features_finite_on_random_stream(store):
+    rng = random.Random(3)
+    events = [ev(f"r{i}", T0 + rng.randrange(0, 40 * DAY_MS), rng.choice([0.0, 0.01, 1e9, 42.0]),
+                 customer=f"c{rng.randrange(5)}", terminal=f"t{rng.randrange(4)}",
+                 device=rng.choice([None, "d1", "d2"])) for i in range(200)]
+    for k in range(0, 200, 50):
+        for s in store.enrich(events[k:k + 50]):
+            assert len(s.values) == len(CONTEXT_FEATURES)
+            assert all(math.isfinite(v) for v in s.values)
+
+
+@pytest.mark.integration
+def test_redis_and_memory_compute_identical_snapshots(stack, unique, redis_client):
+    """Replay = live: a random stream (out-of-order events, retries, labels and their
+    corrections interleaved, uneven batches) gives equal snapshots on both backends."""
+    rng = random.Random(11)
+    memory = MemoryFeatureStore()
+    red = RedisFeatureStore(settings=Settings(redis={"url": stack.redis_url}), namespace=unique)
+    t = T0
+    produced: list[TransactionEvent] = []
+    for step in range(25):
+        batch = []
+        for _ in range(rng.randrange(1, 40)):
+            t += rng.randrange(1, 3 * HOUR_MS)
+            jitter = -rng.randrange(0, 2 * HOUR_MS) if rng.random() < 0.1 else 0  # late events
+            batch.append(ev(f"s{len(produced) + len(batch)}", t + jitter, round(rng.uniform(1, 300), 2),
+                            customer=f"c{rng.randrange(12)}", terminal=f"t{rng.randrange(6)}",
+                            device=rng.choice([None, "d1", "d2", "d3"]), country=rng.choice(["BE", "FR"])))
+        if produced and rng.random() < 0.3:
+            batch.insert(rng.randrange(len(batch) + 1), rng.choice(produced))  # a retry
+        produced.extend(e for e in batch if e not in produced)
+        assert memory.enrich(batch) == red.enrich(batch), f"batch {step} differs"
+        labels = [LabelArrival(e.event_id, e.terminal_id, e.event_time_ms, t + rng.randrange(0, DAY_MS),
+                               rng.random() < 0.3) for e in rng.sample(produced, min(5, len(produced)))]
+        memory.record_outcomes(labels)
+        red.record_outcomes(labels)
+    ids = [e.event_id for e in produced]
+    assert memory.decision_log(ids) == red.decision_log(ids)
+
+
+@pytest.mark.integration
+def test_redis_batch_costs_two_round_trips(stack, unique, redis_client, monkeypatch):
+    red = RedisFeatureStore(settings=Settings(redis={"url": stack.redis_url}), namespace=unique)
+    red.enrich([ev("warm", T0)])  # loads the scripts once
+    calls = []
+    original = red.client.execute_command
+    monkeypatch.setattr(red.client, "execute_command", lambda *a, **k: calls.append(a[0]) or original(*a, **k))
+    batch = [ev(f"b{i}", T0 + (i + 1) * MIN, customer=f"c{i % 7}", terminal=f"t{i % 5}") for i in range(64)]
+    red.enrich(batch)
+    assert calls == ["EVALSHA", "EVALSHA"]  # one read script, one write script
+    calls.clear()
+    red.enrich(batch)  # a retried batch only reads
+    assert calls == ["EVALSHA"]
+
+
+def test_redis_down_raises_context_unavailable():
+    dead = RedisFeatureStore(settings=Settings(redis={"url": "redis://127.0.0.1:1/0", "socket_timeout_s": 0.2}))
+    with pytest.raises(ContextUnavailable):
+        dead.enrich([ev("a", T0)])
+    with pytest.raises(ContextUnavailable):
+        dead.record_outcomes([LabelArrival("a", "t1", T0, T0 + DAY_MS, True)])
+    with pytest.raises(ContextUnavailable):
+        dead.decision_log(["a"])

@@ -1,0 +1,108 @@
+"""The feedback join against the real Redis: outcome before verdict, duplicates,
+corrections, the delayed-label update the engine reads, and crash-safe flushing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.features.redis_store import RedisFeatureStore
+from engine.records import TransactionEvent
+from engine.settings import PathSettings, RedisSettings, Settings
+from feedback.process import FeedbackProcessor
+
+pytestmark = pytest.mark.integration
+
+T0 = 1_780_000_000_000
+DAY = 86_400_000
+
+
+def _settings(stack, unique, tmp_path) -> Settings:
+    return Settings(redis=RedisSettings(url=stack.redis_url, key_prefix=f"tgfb{unique}"),
+                    paths=PathSettings(state_dir=tmp_path, models_dir=tmp_path / "models",
+                                       reports_dir=tmp_path / "reports", examples_dir=tmp_path / "examples"))
+
+
+def _event(i: int, terminal: str = "T1") -> TransactionEvent:
+    return TransactionEvent(event_id=f"e{i}", event_time_ms=T0 + i * 60_000, customer_id=f"c{i % 3}",
+                            account_id="a", terminal_id=terminal, merchant_category="5411", amount=10.0 + i,
+                            currency="EUR", channel="ecommerce", country="BE")
+
+
+def _verdict(ev: TransactionEvent, verdict: str = "pass") -> dict:
+    return {"event_id": ev.event_id, "customer_id": ev.customer_id, "verdict": verdict, "confidence": 0.9,
+            "probabilities": {"pass": 0.9, "review": 0.05, "reject": 0.05}, "risk_score": 0.1,
+            "reasons": [], "model_version": "v1", "rules_version": "r1", "decision_latency_ms": 1.0,
+            "decided_at_ms": ev.event_time_ms + 5, "event_time_ms": ev.event_time_ms, "detector_score": None}
+
+
+def _outcome(ev: TransactionEvent, kind: str, at: int) -> dict:
+    return {"event_id": ev.event_id, "kind": kind, "outcome_time_ms": at, "source": "issuer",
+            "customer_id": None, "terminal_id": None}
+
+
+def test_join_handles_order_duplicates_corrections(stack, unique, redis_client, tmp_path):
+    s = _settings(stack, unique, tmp_path)
+    features = RedisFeatureStore(redis_client, s)
+    proc = FeedbackProcessor.from_settings(s, redis_client, features)
+    events = [_event(i) for i in range(4)]
+    features.enrich(events)  # what the engine does: writes the decision log
+
+    # e0: normal order. e1: outcome before verdict. e2: duplicate outcome, then a correction.
+    proc.on_batch("verdict", [_verdict(events[0]), _verdict(events[2]), _verdict(events[3])])
+    proc.on_batch("outcome", [_outcome(events[0], "chargeback", T0 + 7 * DAY),
+                              _outcome(events[1], "confirmed_fraud", T0 + 7 * DAY)])
+    assert proc.join.pending_count("labels") == 1  # e1 waits for its verdict
+    proc.on_batch("verdict", [_verdict(events[1]), _verdict(events[1])])  # redelivered twice
+    dup = _outcome(events[2], "confirmed_fraud", T0 + 8 * DAY)
+    proc.on_batch("outcome", [dup, dup])
+    stats = proc.flush(now_ms=T0 + 8 * DAY)
+    assert stats.labels_written == 3 and stats.decisions_written == 4 and stats.labels_without_inputs == 0
+
+    # A correction, plus a stale replay of the original outcome after it: correction wins.
+    proc.on_batch("outcome", [_outcome(events[2], "confirmed_legitimate", T0 + 9 * DAY)])
+    proc.on_batch("outcome", [dup])
+    proc.flush(now_ms=T0 + 9 * DAY)
+
+    labels = proc.labels.read()
+    by_id = labels.set_index("event_id")
+    assert sorted(by_id.index) == ["e0", "e1", "e2"]
+    assert by_id.loc["e2", "outcome_kind"] == "confirmed_legitimate" and by_id.loc["e2", "outcome_rev"] == 2
+    assert by_id.loc["e2", "is_bad"] == 0 and by_id.loc["e1", "preferred"] == "reject"
+    # The exact model inputs travel with the label: the event and its context snapshot.
+    assert json.loads(by_id.loc["e1", "event_json"])["terminal_id"] == "T1"
+    assert json.loads(by_id.loc["e1", "snapshot_json"])["event_id"] == "e1"
+    # The window query excludes e2's first label (it was corrected after the window).
+    early = proc.labels.read(since_ms=T0 + 7 * DAY, until_ms=T0 + 9 * DAY)
+    assert sorted(early["event_id"]) == ["e0", "e1"]
+    assert len(proc.decisions.read()) == 4
+    assert proc.join.pending_count("labels") == 0 and proc.join.pending_count("decisions") == 0
+
+    # The delayed-label state the engine reads now counts e0 and e1 bad, e2 good.
+    for eid, bad in (("e0", 1), ("e1", 1), ("e2", 0)):
+        raw = redis_client.get(f"{s.redis.key_prefix}:lab:{eid}")
+        assert raw is not None, eid
+        assert str(bad) in raw.decode()
+
+
+def test_crash_between_parquet_and_mark_rewrites_but_never_loses(stack, unique, redis_client, tmp_path):
+    s = _settings(stack, unique, tmp_path)
+    features = RedisFeatureStore(redis_client, s)
+    proc = FeedbackProcessor.from_settings(s, redis_client, features)
+    ev = _event(7)
+    features.enrich([ev])
+    proc.on_batch("verdict", [_verdict(ev)])
+    proc.on_batch("outcome", [_outcome(ev, "chargeback", T0 + 7 * DAY)])
+
+    original = proc.join.mark_labels_written
+    proc.join.mark_labels_written = lambda revs: (_ for _ in ()).throw(SystemExit("killed"))
+    with pytest.raises(SystemExit):
+        proc.flush()
+    proc.join.mark_labels_written = original
+    # A fresh worker finds the label still pending and writes it again; reads dedup.
+    again = FeedbackProcessor.from_settings(s, redis_client, features)
+    assert again.join.pending_count("labels") == 1
+    again.flush()
+    assert len(again.labels.read(dedup=False)) == 2
+    assert list(again.labels.read()["event_id"]) == ["e7"]

@@ -1,0 +1,123 @@
+"""The faust feedback worker against the real broker and Redis: killed with SIGKILL in
+the middle of a run and restarted, it loses no outcome and counts none twice."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from engine.codec import Codec
+from engine.features.redis_store import RedisFeatureStore
+from engine.records import Decision, Outcome, OutcomeKind, TransactionEvent, Verdict
+from engine.settings import KafkaSettings, PathSettings, RedisSettings, Settings, TopicSettings
+from feedback.store import DecisionStore, LabelStore
+
+pytestmark = pytest.mark.integration
+
+T0 = 1_780_000_000_000
+DAY = 86_400_000
+N = 400
+
+
+def _event(i: int) -> TransactionEvent:
+    return TransactionEvent(event_id=f"w{i}", event_time_ms=T0 + i * 1000, customer_id=f"c{i % 17}",
+                            account_id="a", terminal_id=f"T{i % 11}", merchant_category="5411",
+                            amount=5.0 + i % 50, currency="EUR", channel="ecommerce", country="BE")
+
+
+def _verdict(ev: TransactionEvent) -> Verdict:
+    return Verdict(ev.event_id, ev.customer_id, Decision.PASS, 0.9, {"pass": 0.9, "review": 0.05, "reject": 0.05},
+                   0.1, (), "v1", "r1", 1.0, ev.event_time_ms + 3, ev.event_time_ms)
+
+
+def _outcome(i: int, kind: OutcomeKind, at: int) -> Outcome:
+    return Outcome(f"w{i}", kind, at, "issuer")
+
+
+def _worker(env: dict[str, str], log: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", "from engine.cli import main; main()", "feedback", "worker",
+                             "--flush-interval-s", "0.5", "--batch-size", "50"],
+                            env=env, stdout=open(log, "ab"), stderr=subprocess.STDOUT)
+
+
+def _wait(pred, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_worker_killed_mid_run_loses_no_outcome(stack, unique, kafka_topics, redis_client, tmp_path):
+    verdicts_t, outcomes_t = kafka_topics("tx.verdicts", 3), kafka_topics("tx.outcomes", 2)
+    prefix = f"tgfbw{unique}"
+    s = Settings(kafka=KafkaSettings(bootstrap=stack.kafka_bootstrap),
+                 topics=TopicSettings(verdicts=verdicts_t, outcomes=outcomes_t),
+                 redis=RedisSettings(url=stack.redis_url, key_prefix=prefix),
+                 paths=PathSettings(state_dir=tmp_path, examples_dir=tmp_path / "examples"))
+    env = dict(os.environ, TOLLGATE_KAFKA_BOOTSTRAP=stack.kafka_bootstrap, TOLLGATE_REDIS_URL=stack.redis_url,
+               TOLLGATE_TOPICS__VERDICTS=verdicts_t, TOLLGATE_TOPICS__OUTCOMES=outcomes_t,
+               TOLLGATE_REDIS__KEY_PREFIX=prefix, TOLLGATE_PATHS__EXAMPLES_DIR=str(tmp_path / "examples"),
+               TOLLGATE_FEEDBACK__CONSUMER_GROUP=f"tollgate-feedback-{unique}", PYTHONUNBUFFERED="1")
+    events = [_event(i) for i in range(N)]
+    RedisFeatureStore(redis_client, s).enrich(events)  # the engine's decision log
+    codec = Codec(s)
+    producer = Producer({"bootstrap.servers": stack.kafka_bootstrap, "linger.ms": 5})
+
+    def send_verdicts(idx):
+        for i in idx:
+            producer.produce(verdicts_t, codec.encode_verdict(_verdict(events[i]), verdicts_t),
+                             key=events[i].customer_id.encode())
+        producer.flush(30)
+
+    def send_outcomes(items):
+        for o in items:
+            producer.produce(outcomes_t, codec.encode_outcome(o, outcomes_t), key=o.event_id.encode())
+        producer.flush(30)
+
+    expected: dict[str, str] = {}
+    # Half the outcomes arrive before their verdicts; every 5th is delivered twice.
+    first = [_outcome(i, OutcomeKind.CHARGEBACK if i % 3 == 0 else OutcomeKind.CONFIRMED_LEGITIMATE, T0 + 7 * DAY + i)
+             for i in range(0, N, 2)]
+    send_outcomes(first + first[::5])
+    expected.update({o.event_id: o.kind.value for o in first})
+    send_verdicts(range(0, N // 2))
+
+    log = tmp_path / "worker.log"
+    proc = _worker(env, log)
+    labels = LabelStore(tmp_path / "examples" / "labels")
+    try:
+        _wait(lambda: len(labels.read()) > 0, 90, "the first labelled examples")
+        # More traffic while the worker runs, then SIGKILL it mid-stream.
+        send_verdicts(range(N // 2, N))
+        corrections = [_outcome(i, OutcomeKind.CONFIRMED_FRAUD, T0 + 9 * DAY + i) for i in range(0, N, 8)]
+        send_outcomes(corrections)
+        expected.update({o.event_id: o.kind.value for o in corrections})
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        assert len(labels.read()) < len(expected), "worker finished before the kill; the test proves nothing"
+
+        proc = _worker(env, log)
+        _wait(lambda: len(labels.read()) == len(expected) and
+              dict(zip(labels.read()["event_id"], labels.read()["outcome_kind"])) == expected,
+              120, f"all {len(expected)} outcomes after the restart")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    got = labels.read()
+    assert dict(zip(got["event_id"], got["outcome_kind"])) == expected
+    assert got["snapshot_json"].notna().all() and got["event_json"].notna().all()
+    assert len(DecisionStore(tmp_path / "examples" / "decisions").read()) == N
+    # Delayed-label state: one label per outcome event, none counted twice.
+    assert sum(1 for _ in redis_client.scan_iter(f"{prefix}:lab:*")) == len(expected)

@@ -1,0 +1,149 @@
+"""FieldIsolatedEncoder, EncodedBatch and FeatureSchema (no servers)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+import torch
+
+from engine.encode import EncodedBatch, FeatureSchema, FieldIsolatedEncoder
+from engine.features.memory import MemoryFeatureStore
+from engine.features.snapshot import ContextSnapshot
+from engine.records import EventValidationError, TransactionEvent
+from engine.tokenizer import FORBIDDEN_TOKENS, PAD_ID, UNK_ID, load_text_tokenizer
+
+T0 = 1_700_000_000_000
+MIN = 60_000
+
+
+def ev(eid, t, amount=10.0, customer="c1", terminal="t1", memo=None, descriptor=None, **kw):
+    return TransactionEvent(eid, t, customer, "a1", terminal, "5411", amount, "EUR", "card_present",
+                            "BE", device_id="d1", memo=memo, merchant_descriptor=descriptor, **kw)
+
+
+@pytest.fixture(scope="module")
+def encoder() -> FieldIsolatedEncoder:
+    return FieldIsolatedEncoder()
+
+
+def enriched(events):
+    return events, MemoryFeatureStore().enrich(events)
+
+
+def test_shapes_and_dtypes_follow_the_schema(encoder):
+    s = encoder.schema
+    events, snaps = enriched([ev(f"e{i}", T0 + i * MIN, 5.0 * (i + 1), memo="rent June" if i % 2 else None)
+                              for i in range(5)])
+    b = encoder.encode(events, snaps)
+    assert b.control_numeric.shape == (5, s.n_numeric) and b.control_numeric.dtype == torch.float32
+    assert b.control_categorical.shape == (5, s.n_categorical) and b.control_categorical.dtype == torch.int64
+    assert b.history_numeric.shape == (5, s.history_len, s.n_history_numeric)
+    assert b.history_categorical.shape == (5, s.history_len, s.n_history_categorical)
+    assert b.history_mask.dtype == torch.bool and b.text_mask.dtype == torch.bool
+    assert b.text_ids.shape == (5, s.text_len)
+    assert b.history_mask.sum(1).tolist() == [0, 1, 2, 3, 4]
+    assert b.text_mask[0].sum() == 0 and b.text_mask[1, :48].sum() > 0 and b.text_mask[1, 48:].sum() == 0
+
+
+def test_numbers_are_numbers(encoder):
+    events, snaps = enriched([ev("a", T0, 99.0), ev("b", T0 + MIN, 1.0)])
+    b = encoder.encode(events, snaps)
+    assert b.control_numeric[0, 0].item() == pytest.approx(math.log1p(99.0))
+    vel = encoder.schema.numeric_fields.index("velocity_1h_amount")
+    assert b.control_numeric[1, vel].item() == pytest.approx(math.log1p(99.0))
+    # history of "b": one past event, amount 99, one minute old, same terminal
+    assert b.history_numeric[1, 0, 0].item() == pytest.approx(math.log1p(99.0))
+    assert b.history_numeric[1, 0, 2].item() == pytest.approx(math.log1p(60.0))
+    assert b.history_numeric[1, 0, 3].item() == 1.0
+
+
+def test_categorical_ids_stay_in_their_field_range(encoder):
+    s = encoder.schema
+    events, snaps = enriched([ev(f"e{i}", T0 + i * MIN, terminal=f"t{i}") for i in range(50)])
+    b = encoder.encode(events, snaps)
+    for j, (off, size) in enumerate(zip(s.categorical_offsets, s.categorical_sizes)):
+        col = b.control_categorical[:, j]
+        assert bool(((col >= off) & (col < off + size)).all()), s.categorical_fields[j]
+    assert int(b.history_categorical.max()) < s.categorical_buckets
+    # ids are process-independent (crc32), not Python's salted hash
+    assert FieldIsolatedEncoder().category_id("terminal", "t7") == encoder.category_id("terminal", "t7")
+
+
+def test_hour_and_weekday(encoder):
+    # 2023-11-14 22:13:20 UTC is a Tuesday
+    events, snaps = enriched([ev("a", T0)])
+    b = encoder.encode(events, snaps)
+    s = encoder.schema
+    hour = b.control_categorical[0, s.categorical_fields.index("hour")] - s.categorical_offsets[-2] - 1
+    weekday = b.control_categorical[0, s.categorical_fields.index("weekday")] - s.categorical_offsets[-1] - 1
+    assert (int(hour), int(weekday)) == (22, 1)
+
+
+def test_bad_input_gets_typed_errors(encoder):
+    events, snaps = enriched([ev("a", T0)])
+    with pytest.raises(EventValidationError, match="amount"):
+        encoder.encode([dataclasses.replace(events[0], amount=float("nan"))], snaps)
+    with pytest.raises(EventValidationError, match="amount"):
+        encoder.encode([dataclasses.replace(events[0], amount=-1.0)], snaps)
+    with pytest.raises(ValueError, match="paired"):
+        encoder.encode([ev("other", T0)], snaps)
+    with pytest.raises(ValueError, match="snapshots"):
+        encoder.encode(events, [])
+
+
+def test_non_finite_context_never_reaches_the_model(encoder):
+    events, snaps = enriched([ev("a", T0)])
+    poisoned = dataclasses.replace(snaps[0], values=(float("nan"), float("inf")) + snaps[0].values[2:])
+    b = encoder.encode(events, [poisoned])
+    assert bool(torch.isfinite(b.control_numeric).all())
+    with pytest.raises(AssertionError, match="NaN"):
+        dataclasses.replace(b, control_numeric=b.control_numeric * float("nan")).assert_finite()
+
+
+def test_degraded_empty_snapshot_encodes(encoder):
+    e = ev("a", T0)
+    b = encoder.encode([e], [ContextSnapshot.empty(e)])
+    assert len(b) == 1 and not b.history_mask.any()
+
+
+def test_batch_slicing_concat_and_device(encoder):
+    events, snaps = enriched([ev(f"e{i}", T0 + i * MIN) for i in range(6)])
+    b = encoder.encode(events, snaps)
+    assert len(b[2]) == 1 and torch.equal(b[2].control_numeric, b.control_numeric[2:3])
+    assert len(b[-1]) == 1 and torch.equal(b[-1].history_mask, b.history_mask[5:6])
+    assert len(b[1:4]) == 3 and len(b[[0, 5]]) == 2 and len(b[torch.tensor([1, 2])]) == 2
+    whole = EncodedBatch.concat([b[:2], b[2:]])
+    assert all(torch.equal(x, y) for x, y in zip(whole.tensors().values(), b.tensors().values()))
+    assert b.to("cpu").text_ids.device.type == "cpu"
+    assert len(encoder.encode([], [])) == 0
+
+
+def test_schema_hash_is_stable_and_sensitive():
+    a, b = FeatureSchema.default(), FeatureSchema.default()
+    assert a.schema_hash() == b.schema_hash() and len(a.schema_hash()) == 16
+    assert FeatureSchema.from_dict(a.to_dict()) == a
+    assert dataclasses.replace(a, history_len=8).schema_hash() != a.schema_hash()
+    assert dataclasses.replace(a, tokenizer_sha256="x").schema_hash() != a.schema_hash()
+    assert len(a.field_types()) == a.n_numeric + a.n_categorical + 1 + len(a.text_fields)
+
+
+def test_tokenizer_vocabulary_has_no_control_tokens():
+    tok = load_text_tokenizer()
+    vocab = tok._tok.get_vocab()
+    assert not tok._tok.get_added_tokens_decoder()
+    assert not any(t in vocab for t in FORBIDDEN_TOKENS)
+    specials = [t for t, i in vocab.items() if t.startswith("[") and t.endswith("]") and len(t) > 2]
+    assert sorted(specials) == ["[PAD]", "[UNK]"] and vocab["[PAD]"] == PAD_ID and vocab["[UNK]"] == UNK_ID
+    ids, mask = tok.encode(["[PAD] [UNK] [PAD]", "\u2028decision: pass", "日本語のメモ 🚀"], 32)
+    assert bool((ids[mask] > UNK_ID).all())  # literal specials become plain byte pieces
+
+
+def test_tokenizer_training_is_reproducible(tmp_path):
+    from engine.tokenizer import TextTokenizer, train_text_tokenizer
+
+    out = train_text_tokenizer(tmp_path / "tok.json", vocab_size=400, n_synthetic=2000)
+    again = train_text_tokenizer(tmp_path / "tok2.json", vocab_size=400, n_synthetic=2000)
+    assert out.read_bytes() == again.read_bytes()
+    assert TextTokenizer(out).vocab_size == 400

@@ -1,0 +1,127 @@
+"""``tollgate rules check|test|backtest`` — and the default set's own cases, run in CI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from engine.commands.rules import register
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def cli() -> typer.Typer:
+    app = typer.Typer()
+    register(app)
+
+    @app.callback()
+    def _root() -> None:  # keep `rules` a sub-command
+        pass
+    return app
+
+
+def invoke(cli: typer.Typer, *args: str):
+    return CliRunner().invoke(cli, list(args))
+
+
+def test_default_rule_set_passes_its_own_cases(cli) -> None:
+    """CI gate: `tollgate rules test rules/` must pass."""
+    result = invoke(cli, "rules", "test", str(REPO / "rules"))
+    assert result.exit_code == 0, result.output
+    assert " passed, 0 failed (rules-" in result.output
+
+
+def test_check_reports_a_valid_set(cli) -> None:
+    result = invoke(cli, "rules", "check", str(REPO / "rules"))
+    assert result.exit_code == 0, result.output
+    assert "is valid, version rules-" in result.output and "list sanctioned_countries: 4 value(s), yaml" in result.output
+
+
+def test_check_names_file_line_and_rule_and_fails(cli, tmp_path: Path) -> None:
+    shutil.copytree(REPO / "rules", tmp_path / "r")
+    path = tmp_path / "r" / "card_payments.yaml"
+    path.write_text(path.read_text().replace("when: event.amount >= 2500", "when: event.amount >= 2500 &&"))
+    result = invoke(cli, "rules", "check", str(tmp_path / "r"))
+    assert result.exit_code == 1
+    assert ("card_payments.yaml:17: rule 'large-amount': `when` does not compile: CEL syntax error at line 1, "
+            "column 22: near '&&'") in result.output
+
+
+def test_failing_case_is_reported(cli, tmp_path: Path) -> None:
+    shutil.copytree(REPO / "rules", tmp_path / "r")
+    path = tmp_path / "r" / "card_payments.yaml"
+    path.write_text(path.read_text().replace("when: event.amount >= 10000", "when: event.amount >= 30000"))
+    result = invoke(cli, "rules", "test", str(tmp_path / "r"))
+    assert result.exit_code == 1
+    assert "FAIL tests/card_payments.yaml:" in result.output
+    assert "a very large amount is rejected even when the model says pass" in result.output
+    assert "verdict review, expected reject" in result.output
+
+
+def test_malformed_case_file_is_an_error(cli, tmp_path: Path) -> None:
+    shutil.copytree(REPO / "rules", tmp_path / "r")
+    (tmp_path / "r" / "tests" / "bad.yaml").write_text("cases:\n  - name: x\n    expect: {verdict: maybe}\n")
+    result = invoke(cli, "rules", "test", str(tmp_path / "r"))
+    assert result.exit_code == 1
+    assert "tests/bad.yaml:3: cases.0.expect.verdict: Input should be 'pass', 'review' or 'reject'" in result.output
+
+
+@pytest.fixture(scope="module")
+def sim_data(tmp_path_factory) -> Path:
+    from engine.simulate import SimConfig, Simulator
+    from engine.simulate_sinks import ParquetSink
+
+    path = tmp_path_factory.mktemp("sim") / "week.parquet"
+    sink = ParquetSink(path)
+    for day in Simulator(SimConfig(customers=150, terminals=300, days=6, seed=5)).days():
+        sink.write(day)
+    sink.close()
+    return path
+
+
+def test_backtest_prints_hits_migration_and_fraud_caught(cli, sim_data: Path, tmp_path: Path) -> None:
+    shutil.copytree(REPO / "rules", tmp_path / "proposed")
+    rules = tmp_path / "proposed" / "card_payments.yaml"
+    # the proposal: scenario-1 fraud (amount > 220) goes to review
+    rules.write_text(rules.read_text().replace("when: event.amount >= 2500", "when: event.amount >= 220"))
+    out_json = tmp_path / "report.json"
+    result = invoke(cli, "rules", "backtest", str(REPO / "rules"), "--data", str(sim_data),
+                    "--proposed", str(tmp_path / "proposed"), "--json", str(out_json))
+    assert result.exit_code == 0, result.output
+    text = result.output
+    assert "verdict migration (rows: current, columns: proposed)" in text
+    assert "fraud caught" in text and "good hurt" in text
+    report = json.loads(out_json.read_text())
+    hits = report["hits"]
+    assert hits["proposed"].get("large-amount", 0) > hits["current"].get("large-amount", 0)
+    assert report["migration"].get("pass->review", 0) > 0
+    assert report["fraud_caught"]["proposed"] > report["fraud_caught"]["current"]
+    import pandas as pd
+
+    frame = pd.read_parquet(sim_data)
+    assert report["events"] == len(frame) and report["bad"] == int(frame.tx_fraud.sum())
+
+
+def test_backtest_uses_model_columns_when_present(cli, sim_data: Path, tmp_path: Path) -> None:
+    import pandas as pd
+
+    frame = pd.read_parquet(sim_data).head(300)
+    frame["p_pass"], frame["p_review"], frame["p_reject"] = 0.1, 0.1, 0.8
+    frame["risk"], frame["proposed"] = 0.95, "reject"
+    path = tmp_path / "scored.jsonl"
+    frame.to_json(path, orient="records", lines=True)
+    result = invoke(cli, "rules", "backtest", str(REPO / "rules"), "--data", str(path))
+    assert result.exit_code == 0, result.output
+    assert "model outputs from the data file" in result.output
+    assert "verdicts: model 0/0/300" in result.output
+
+
+def test_backtest_missing_file(cli, tmp_path: Path) -> None:
+    result = invoke(cli, "rules", "backtest", str(REPO / "rules"), "--data", str(tmp_path / "nope.parquet"))
+    assert result.exit_code == 2 and "does not exist" in result.output
