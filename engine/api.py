@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, overload
 
-from engine.assemble import ContextSource, build_pipeline, make_store
+from engine.assemble import ContextSource, build_pipeline
 from engine.pipeline import DecisionPipeline
 from engine.records import Decision, TransactionEvent, Verdict
 from engine.settings import Settings, get_settings
@@ -116,7 +116,7 @@ class TollgateModel:
         """Forget every event scored so far (memory context only)."""
         if self._context != "memory":
             raise RuntimeError("reset_context only applies to context='memory'; the Redis state is the stream's")
-        self.pipeline.swap(store=make_store(self.settings, "memory"))
+        self.pipeline.swap(store=type(self.pipeline.components.store)())  # a fresh, empty store of the same kind
 
     def __repr__(self) -> str:
         p = self.policy

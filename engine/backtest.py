@@ -21,7 +21,6 @@ arrival time is before the micro-batch being enriched.
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -111,18 +110,46 @@ class Window:
         return self.test_start_ms + self.test_days * DAY_MS
 
 
+def delayed_truth_arrivals(frame: pd.DataFrame, delay_ms: int) -> pd.DataFrame:
+    """Every event's ground truth (good or bad) arriving ``delay_ms`` after it (the handbook
+    protocol: all labels of a day are known a fixed delay later)."""
+    return pd.DataFrame({"event_id": frame["event_id"].to_numpy(), "terminal_id": frame["terminal_id"].to_numpy(),
+                         "event_time_ms": frame["event_time_ms"].to_numpy(),
+                         "arrival_time_ms": frame["event_time_ms"].to_numpy() + delay_ms,
+                         "is_bad": frame["tx_fraud"].to_numpy().astype(bool)})
+
+
+def outcome_arrivals(frame: pd.DataFrame, outcomes: pd.DataFrame) -> pd.DataFrame:
+    """Real outcomes (``tollgate simulate`` writes them) joined to their events by event id;
+    each arrives at its ``outcome_time_ms``. A later outcome for an event replaces an earlier one."""
+    from engine.records import OutcomeKind
+
+    joined = outcomes.merge(frame[["event_id", "terminal_id", "event_time_ms"]], on="event_id",
+                            how="inner", suffixes=("_outcome", ""))
+    bad = joined["kind"].map(lambda k: OutcomeKind(k).is_bad)
+    return pd.DataFrame({"event_id": joined["event_id"].to_numpy(), "terminal_id": joined["terminal_id"].to_numpy(),
+                         "event_time_ms": joined["event_time_ms"].to_numpy(),
+                         "arrival_time_ms": joined["outcome_time_ms"].to_numpy().astype(np.int64),
+                         "is_bad": bad.to_numpy().astype(bool)})
+
+
 @dataclass
 class Replay:
     """Drives enrich -> encode (-> infer) over a time-ordered event frame, revealing each
-    label ``delay_ms`` after its event. One instance = one pass of one stream."""
+    label (``arrivals``: event_id, terminal_id, event_time_ms, arrival_time_ms, is_bad)
+    once stream time passes its arrival. One instance = one pass of one stream."""
 
     frame: pd.DataFrame
-    delay_ms: int
+    arrivals: pd.DataFrame
     encoder: Any
     store: MemoryFeatureStore = field(default_factory=lambda: MemoryFeatureStore(snapshot_retention_ms=DAY_MS))
     batch_size: int = 512
-    _pending: list = field(default_factory=list)
     _pos: int = 0
+    _next_label: int = 0
+
+    def __post_init__(self) -> None:
+        self.arrivals = self.arrivals.sort_values("arrival_time_ms", kind="stable").reset_index(drop=True)
+        self._arrival_times = self.arrivals["arrival_time_ms"].to_numpy()
 
     def run_until(self, end_ms: int, on_batch: Callable[[np.ndarray, list[TransactionEvent], Any], None] | None,
                   desc: str = "replay") -> None:
@@ -133,26 +160,24 @@ class Replay:
             while self._pos < stop:
                 hi = min(stop, self._pos + self.batch_size)
                 rows = np.arange(self._pos, hi)
-                chunk = self.frame.iloc[self._pos:hi]
                 self._reveal(int(times[self._pos]))
-                events = events_from_frame(chunk)
-                snaps = self.store.enrich(events)
-                encoded = self.encoder.encode(events, snaps)
+                events = events_from_frame(self.frame.iloc[self._pos:hi])
+                encoded = self.encoder.encode(events, self.store.enrich(events))
                 if on_batch is not None:
                     on_batch(rows, events, encoded)
-                for e, bad in zip(events, chunk["tx_fraud"].to_numpy()):
-                    heapq.heappush(self._pending, (e.event_time_ms + self.delay_ms, e.event_id,
-                                                   e.terminal_id, e.event_time_ms, bool(bad)))
                 bar.update(hi - self._pos)
                 self._pos = hi
 
     def _reveal(self, now_ms: int) -> None:
-        arrived: list[LabelArrival] = []
-        while self._pending and self._pending[0][0] <= now_ms:
-            arrival, event_id, terminal, t, bad = heapq.heappop(self._pending)
-            arrived.append(LabelArrival(event_id, terminal, t, arrival, bad))
-        if arrived:
-            self.store.record_outcomes(arrived)
+        """Record every label that arrived at or before ``now_ms`` (and no other)."""
+        upto = int(np.searchsorted(self._arrival_times, now_ms, side="right"))
+        if upto > self._next_label:
+            chunk = self.arrivals.iloc[self._next_label:upto]
+            self.store.record_outcomes([
+                LabelArrival(str(e), str(t), int(et), int(at), bool(b)) for e, t, et, at, b in zip(
+                    chunk["event_id"], chunk["terminal_id"], chunk["event_time_ms"],
+                    chunk["arrival_time_ms"], chunk["is_bad"])])
+            self._next_label = upto
 
 
 def known_compromised_mask(frame: pd.DataFrame, window: Window) -> np.ndarray:
@@ -192,7 +217,7 @@ def run_backtest(frame: pd.DataFrame, window: Window, models: Sequence[str] = ("
     frame = frame[(frame["event_time_ms"] >= window.history_start_ms)
                   & (frame["event_time_ms"] < window.test_end_ms)].reset_index(drop=True)
     times = frame["event_time_ms"].to_numpy()
-    replay = Replay(frame, window.delay_days * DAY_MS, FieldIsolatedEncoder())
+    replay = Replay(frame, delayed_truth_arrivals(frame, window.delay_days * DAY_MS), FieldIsolatedEncoder())
     train_rows: list[np.ndarray] = []
     train_batches: list[Any] = []
 

@@ -36,7 +36,6 @@ from pathlib import Path
 
 from engine.detector.features import featurize_views
 from engine.detector.model import DetectorWeights
-from engine.detector.signals import matched_snippets
 from engine.records import Reason, ReasonKind, TransactionEvent
 from engine.textproc import MAX_RAW_BYTES, CleanText
 
@@ -84,13 +83,31 @@ def verdict_reasons(result: DetectorResult | None) -> tuple[Reason, ...]:
     return (head, *result.reasons)
 
 
-class InjectionDetector:
-    """Scores untrusted text. Stateless after construction: safe to share across threads."""
+@dataclass(slots=True, frozen=True)
+class _Analysis:
+    """Everything about one text that does not depend on which field it came from."""
 
-    def __init__(self, weights: DetectorWeights, threshold: float | None = None):
+    score: float
+    flagged: bool
+    signals: tuple[str, ...]
+    issues: tuple[tuple[str, str], ...]  # (issue, detail) from cleaning
+    evidence: tuple[tuple[str, str], ...]  # (signal, evidence) when flagged
+
+
+#: Texts up to this long are memoised: memos and descriptors repeat a lot in a payment
+#: stream ("NETFLIX.COM", "rent June"), and a repeat then costs a dictionary lookup.
+CACHE_MAX_CHARS = 512
+
+
+class InjectionDetector:
+    """Scores untrusted text. Stateless after construction (the memo cache is a pure
+    function's memo, bounded by ``cache_size``): safe to share across threads."""
+
+    def __init__(self, weights: DetectorWeights, threshold: float | None = None, cache_size: int = 4096):
         self.weights = weights
         self.threshold = float(weights.threshold if threshold is None else threshold)
         self.version = str(weights.card.get("version", "unversioned"))
+        self._cached = lru_cache(maxsize=cache_size)(self._analyse) if cache_size > 0 else self._analyse
 
     @classmethod
     def from_path(cls, directory: Path | None = None, threshold: float | None = None) -> "InjectionDetector":
@@ -106,24 +123,31 @@ class InjectionDetector:
     def score_text(self, value: str | bytes | None, field: str = "text") -> DetectorResult:
         if value is None or (isinstance(value, (str, bytes, bytearray)) and len(value) == 0):
             return DetectorResult(0.0, False, self.threshold, field=None)
-        if not isinstance(value, (str, bytes, bytearray)):
+        if isinstance(value, bytearray):
+            value = bytes(value)
+        elif not isinstance(value, (str, bytes)):
             value = str(value)
+        a = self._cached(value) if len(value) <= CACHE_MAX_CHARS else self._analyse(value)
+        reasons = [Reason(ReasonKind.INPUT, f"{field}_{issue}", detail) for issue, detail in a.issues]
+        reasons += [Reason(ReasonKind.DETECTOR, name, f"{field}: {evidence}") for name, evidence in a.evidence]
+        return DetectorResult(a.score, a.flagged, self.threshold, a.signals, tuple(reasons), field)
+
+    def _analyse(self, value: str | bytes) -> _Analysis:
         cleaned, views = featurize_views(value)
-        reasons = [Reason(ReasonKind.INPUT, f"{field}_{issue}", _issue_detail(issue, cleaned))
-                   for issue in cleaned.issues]
+        issues = tuple((issue, _issue_detail(issue, cleaned)) for issue in cleaned.issues)
         if not views:
-            return DetectorResult(0.0, False, self.threshold, (), tuple(reasons), field)
+            return _Analysis(0.0, False, (), issues, ())
         scores = [self.weights.probability(v) for v in views]
         score = max(scores)
         features = views[scores.index(score)]
         fired = tuple(name for name, v in features.signals.items() if v > 0)
         flagged = score >= self.threshold
+        evidence: tuple[tuple[str, str], ...] = ()
         if flagged:
-            snippets = matched_snippets(cleaned.text)
-            for name in fired or ("learned_ngrams",):
-                detail = f"{field}: {snippets[name]!r}" if name in snippets else f"{field}: {_signal_detail(name, features.signals)}"
-                reasons.append(Reason(ReasonKind.DETECTOR, name, detail))
-        return DetectorResult(score, flagged, self.threshold, fired, tuple(reasons), field)
+            snippets = features.evidence
+            evidence = tuple((name, repr(snippets[name]) if name in snippets else _signal_detail(name, features.signals))
+                             for name in fired or ("learned_ngrams",))
+        return _Analysis(score, flagged, fired, issues, evidence)
 
     def score_texts(self, texts: Sequence[str | bytes | None]) -> list[DetectorResult]:
         """One result per text, in order (the contract in ``docs/architecture.md``)."""

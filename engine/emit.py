@@ -38,7 +38,6 @@ log = logging.getLogger("tollgate.emit")
 
 #: How long one transactional call may block before we treat it as a timeout (retriable).
 CALL_TIMEOUT_S = 10.0
-MAX_RETRIES = 8
 
 
 class BatchAborted(RuntimeError):
@@ -82,6 +81,9 @@ class TransactionalEmitter:
         self._encode_verdict = encode_verdict
         self._encode_dead_letter = encode_dead_letter
         self._sleep = sleep
+        # Retriable errors (broker away, coordinator moving) are retried for as long as the
+        # transaction could still commit; after that the broker has aborted it anyway.
+        self._retry_for_s = settings.kafka.transaction_timeout_ms / 1000.0
         self._producer = Producer(producer_config(settings, worker_id), logger=log)
         self._in_transaction = False
 
@@ -145,20 +147,23 @@ class TransactionalEmitter:
                 self._raise_classified("produce", exc)
 
     def _call(self, what: str, fn: Callable[[], Any]) -> Any:
-        delay = 0.05
-        for attempt in range(MAX_RETRIES):
+        delay, attempt = 0.05, 0
+        give_up_at = time.monotonic() + self._retry_for_s
+        while True:
             try:
                 return fn()
             except KafkaException as exc:
                 err = _kafka_error(exc)
-                if err is not None and err.retriable() and not err.fatal() and not err.txn_requires_abort():
-                    log.warning("retrying transactional call",
-                                extra={"call": what, "attempt": attempt + 1, "error": err.str()})
-                    self._sleep(delay)
-                    delay = min(delay * 2, 2.0)
-                    continue
-                self._raise_classified(what, exc)
-        raise _Abortable(f"{what}: still failing after {MAX_RETRIES} retries")
+                retriable = err is not None and err.retriable() and not err.fatal() and not err.txn_requires_abort()
+                if not retriable:
+                    self._raise_classified(what, exc)
+                if time.monotonic() >= give_up_at:
+                    raise _Abortable(f"{what}: still failing after {self._retry_for_s:g} s: {err.str()}") from exc
+                attempt += 1
+                log.warning("retrying transactional call",
+                            extra={"call": what, "attempt": attempt, "error": err.str(), "backoff_s": delay})
+                self._sleep(delay)
+                delay = min(delay * 2, 2.0)
 
     @staticmethod
     def _raise_classified(what: str, exc: KafkaException) -> None:

@@ -40,7 +40,9 @@ from torch import Tensor
 
 from engine.features.snapshot import ContextSnapshot
 from engine.features.spec import CONTEXT_FEATURES, FEATURE_SCALING, HISTORY_LEN, SPEC_FINGERPRINT
-from engine.records import EventValidationError, TransactionEvent
+from engine.records import (
+    MAX_AMOUNT, MAX_EVENT_TIME_MS, MIN_EVENT_TIME_MS, EventValidationError, TransactionEvent,
+)
 from engine.textproc import clean_user_text
 
 #: Categorical control fields and their id-range sizes (slot 0 of each range = missing).
@@ -231,6 +233,29 @@ def scale_context(values: np.ndarray) -> np.ndarray:
     return out
 
 
+def _checked_numbers(events: Sequence[TransactionEvent]) -> tuple[np.ndarray, np.ndarray]:
+    """Amounts and times as arrays, with a typed error naming the first bad event."""
+    for e in events:  # numpy would happily parse "12" or True; the contract says float
+        if type(e.amount) not in (float, int) or type(e.event_time_ms) is not int:
+            name = "amount" if type(e.amount) not in (float, int) else "event_time_ms"
+            raise EventValidationError(name, f"event {e.event_id!r}: {getattr(e, name)!r} has the wrong type")
+    amounts = np.fromiter((e.amount for e in events), dtype=np.float64, count=len(events))
+    bad = ~np.isfinite(amounts) | (amounts < 0) | (amounts > MAX_AMOUNT)
+    if bad.any():
+        e = events[int(np.argmax(bad))]
+        raise EventValidationError("amount", f"event {e.event_id!r}: {e.amount!r} is not a finite "
+                                   f"amount in [0, {MAX_AMOUNT:g}]")
+    try:
+        times = np.fromiter((e.event_time_ms for e in events), dtype=np.int64, count=len(events))
+    except OverflowError:
+        raise EventValidationError("event_time_ms", "is outside 2000..2100") from None
+    bad = (times < MIN_EVENT_TIME_MS) | (times > MAX_EVENT_TIME_MS)
+    if bad.any():
+        e = events[int(np.argmax(bad))]
+        raise EventValidationError("event_time_ms", f"event {e.event_id!r}: {e.event_time_ms} is outside 2000..2100")
+    return amounts, times
+
+
 class FieldIsolatedEncoder:
     """Events + their snapshots → ``EncodedBatch``. Stateless apart from the hash cache."""
 
@@ -270,12 +295,7 @@ class FieldIsolatedEncoder:
         B = len(events)
         if B == 0:
             return EncodedBatch.empty(self.schema, 0)
-        amounts = np.fromiter((e.amount for e in events), dtype=np.float64, count=B)
-        bad = ~np.isfinite(amounts) | (amounts < 0)
-        if bad.any():
-            raise EventValidationError("amount", f"event {events[int(np.argmax(bad))].event_id!r} "
-                                       "has a negative or non-finite amount")
-        times = np.fromiter((e.event_time_ms for e in events), dtype=np.int64, count=B)
+        amounts, times = _checked_numbers(events)
         values = np.array([s.values for s in snapshots], dtype=np.float64).reshape(B, -1)
         numeric = np.empty((B, self.schema.n_numeric), dtype=np.float32)
         numeric[:, 0] = np.log1p(amounts)

@@ -212,7 +212,9 @@ def follow_rules(directory: str | os.PathLike[str], on_swap: Callable[["Guard", 
                  interval_s: float = 1.0, metrics: RuleMetrics | None = None, **kwargs: Any):
     """Start a ``RuleWatcher`` on ``directory`` and call ``on_swap(guard, policy)`` now and
     after every successful reload — e.g. ``lambda g, p: pipeline.swap(guard=g, policy=p)``.
-    Returns the started watcher (``.stop()`` it on shutdown)."""
+    A change is loaded once it has held still for one poll (``settle_s``), so an edit
+    is live within about two intervals. Returns the started watcher (``.stop()`` it)."""
+    kwargs.setdefault("settle_s", interval_s)
     from engine.rules.watch import RuleWatcher
 
     def swapped(ruleset: RuleSet) -> None:

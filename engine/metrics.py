@@ -4,6 +4,8 @@ Why it looks like this:
 
 * Each worker owns one ``CollectorRegistry`` (not the process-global default), so two
   workers in one test process, or a benchmark that runs the loop twice, never collide.
+  ``/metrics`` serves it followed by the process-global registry, which holds what
+  other stages register there (rule hits and reloads, process CPU and memory).
 * Latency histograms use millisecond buckets dense around the 30 ms target; the
   end-to-end histograms go to minutes because "from event time" includes upstream
   delay (and a replay of an old day is legitimately hours late: +Inf counts it).
@@ -26,7 +28,7 @@ import sys
 import time
 from typing import Iterable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, generate_latest
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, Info, generate_latest
 
 from engine.records import Verdict
 
@@ -39,8 +41,9 @@ BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 class EngineMetrics:
     """Every metric the worker exports, on its own registry."""
 
-    def __init__(self, registry: CollectorRegistry | None = None):
+    def __init__(self, registry: CollectorRegistry | None = None, include_global: bool = True):
         self.registry = registry or CollectorRegistry(auto_describe=True)
+        self.include_global = include_global
         r = self.registry
         self.stage_latency = Histogram(
             "tollgate_stage_latency_ms", "Time spent per pipeline stage per batch (ms).",
@@ -108,11 +111,14 @@ class EngineMetrics:
             self.rules_info.info({"version": rules_version})
 
     def set_lag(self, lag: dict[tuple[str, int], int]) -> None:
+        """Replace the lag series: partitions that moved away must not keep a stale value."""
+        self.consumer_lag.clear()
         for (_topic, partition), value in lag.items():
             self.consumer_lag.labels(str(partition)).set(value)
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        own = generate_latest(self.registry)
+        return own + generate_latest(REGISTRY) if self.include_global else own
 
 
 class JsonFormatter(logging.Formatter):

@@ -153,7 +153,7 @@ class DecisionPipeline:
         decided_at = time.time() * 1000.0
         rules_version = str(getattr(c.guard, "version", "none")) if c.guard is not None else "none"
         verdicts = []
-        for i, (event, proposal, detection, (final_verdict, rule_reasons)) in enumerate(
+        for i, (event, proposal, detection, (final_verdict, rule_reasons, guarded_version)) in enumerate(
                 zip(events, proposals, detections, finals)):
             arrived = float(arrival_ms[i]) if arrival_ms is not None else start_wall_ms
             verdicts.append(Verdict(
@@ -165,7 +165,7 @@ class DecisionPipeline:
                 risk_score=proposal.risk_score,
                 reasons=_input_reasons(event, detection) + proposal.reasons + rule_reasons,
                 model_version=c.model_version,
-                rules_version=rules_version,
+                rules_version=guarded_version or rules_version,  # the set that really decided
                 decision_latency_ms=max(0.0, decided_at - arrived),
                 decided_at_ms=int(decided_at),
                 event_time_ms=event.event_time_ms,
@@ -221,7 +221,7 @@ class _StageClock:
 
 
 def _score(c: Components, events: Sequence[TransactionEvent], snapshots: Sequence[Any], degraded: bool,
-           clock: _StageClock) -> tuple[list[Any], list[PolicyDecision], list[tuple[Any, tuple[Reason, ...]]]]:
+           clock: _StageClock) -> tuple[list[Any], list[PolicyDecision], list[tuple[Any, tuple[Reason, ...], str | None]]]:
     """encode → infer → detect → decide → guard, each timed."""
     with clock("encode"):
         encoded = c.encoder.encode(events, snapshots)
@@ -297,10 +297,11 @@ def _detect(detector: Any | None, events: Sequence[TransactionEvent]) -> list[An
 
 
 def _guard(guard: Any | None, events: Sequence[TransactionEvent], snapshots: Sequence[Any],
-           proposals: Sequence[PolicyDecision]) -> list[tuple[Any, tuple[Reason, ...]]]:
-    """Hard rules last: they always win. Returns (final verdict, rule reasons) per event."""
+           proposals: Sequence[PolicyDecision]) -> list[tuple[Any, tuple[Reason, ...], str | None]]:
+    """Hard rules last: they always win. Returns (final verdict, rule reasons, rule-set
+    version if the guard reports one) per event."""
     if guard is None:
-        return [(p.verdict, ()) for p in proposals]
+        return [(p.verdict, (), None) for p in proposals]
     contexts = [_rule_inputs(s) for s in snapshots]
     views = [p.model_view() for p in proposals]
     apply_batch = getattr(guard, "apply_batch", None)
@@ -316,12 +317,14 @@ def _rule_inputs(snapshot: Any) -> dict[str, float]:
     return dict(as_inputs()) if as_inputs is not None else dict(snapshot or {})
 
 
-def _unpack_guarded(guarded: Any, proposal: PolicyDecision) -> tuple[Any, tuple[Reason, ...]]:
-    """The guard's verdict, and the reasons it *added* (the proposal's are kept first)."""
+def _unpack_guarded(guarded: Any, proposal: PolicyDecision) -> tuple[Any, tuple[Reason, ...], str | None]:
+    """The guard's verdict, the reasons it *added* (the proposal's are kept first), and
+    the version of the rule set that decided (a reload may land between batches)."""
     reasons = tuple(getattr(guarded, "reasons", ()) or ())
     already = set(proposal.reasons)
     added = tuple(r for r in reasons if r not in already)
-    return guarded.verdict, added
+    version = getattr(guarded, "rules_version", None)
+    return guarded.verdict, added, (str(version) if version else None)
 
 
 def _input_reasons(event: TransactionEvent, detection: Any | None) -> tuple[Reason, ...]:

@@ -30,6 +30,8 @@ from engine.pipeline import DecisionPipeline
 from engine.records import EventValidationError, TransactionEvent, Verdict
 
 FORMATS = ("csv", "parquet", "jsonl")
+#: Columns ``attr_<name>`` are folded into ``attributes`` (how tables flatten the map).
+ATTRIBUTE_PREFIX = "attr_"
 _STRING_FIELDS = ("event_id", "customer_id", "account_id", "terminal_id", "merchant_category", "currency",
                   "channel", "country", "device_id", "ip", "memo", "merchant_descriptor")
 #: Flat output columns for CSV and Parquet (JSONL gets the full verdict record).
@@ -106,8 +108,12 @@ def row_to_event(row: dict[str, Any]) -> TransactionEvent:
     if "__error__" in row:
         raise EventValidationError("row", row["__error__"])
     data: dict[str, Any] = {}
+    flat_attrs: dict[str, str] = {}
     for key, value in row.items():
         if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        if key.startswith(ATTRIBUTE_PREFIX):  # flattened attributes (``tollgate simulate`` files)
+            flat_attrs[key[len(ATTRIBUTE_PREFIX):]] = str(value)
             continue
         if key in _STRING_FIELDS and not isinstance(value, str):
             value = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
@@ -122,6 +128,8 @@ def row_to_event(row: dict[str, Any]) -> TransactionEvent:
         data["attributes"] = dict(attrs)
     if not isinstance(data.get("attributes", {}), dict):
         raise EventValidationError("attributes", "must be a JSON object")
+    if flat_attrs:
+        data["attributes"] = {**flat_attrs, **data.get("attributes", {})}
     if isinstance(data.get("event_time_ms"), float) and data["event_time_ms"].is_integer():
         data["event_time_ms"] = int(data["event_time_ms"])
     if hasattr(data.get("event_time_ms"), "timestamp"):  # a timestamp column

@@ -160,6 +160,9 @@ class KafkaSink:
         self._errors: list[str] = []
         self._producer = Producer(settings.librdkafka(**{
             "enable.idempotence": True, "acks": "all", "linger.ms": 20, "compression.type": "lz4",
+            # Fail a delivery after a minute instead of librdkafka's five: a user waiting on
+            # `tollgate simulate --kafka` against a dead broker should hear about it.
+            "message.timeout.ms": 60_000, "log_level": 0,
         }))
 
     def _delivered(self, err, msg) -> None:  # noqa: ANN001 - librdkafka callback

@@ -9,6 +9,8 @@ string plus the reasons why, which end up in the verdict.
 'rent June'
 >>> clean_user_text("ｐａｙ").text          # NFKC folds full-width letters
 'pay'
+>>> clean_user_text("e\\u200b\\u0301").text  # invisible removed before NFKC composes
+'é'
 >>> r = clean_user_text(b"\\xff\\xfeinvoice")
 >>> r.text, r.issues
 ('invoice', ('invalid_utf8',))
@@ -16,6 +18,7 @@ string plus the reasons why, which end up in the verdict.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass
 
@@ -33,6 +36,9 @@ _INVISIBLE = {
     0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069,
 }
 _DELETE_INVISIBLE = {cp: None for cp in _INVISIBLE}
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# C0/C1 controls except tab/newline/CR, which become plain whitespace via str.split().
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 @dataclass(slots=True, frozen=True)
@@ -67,16 +73,17 @@ def clean_user_text(value: str | bytes | None, max_chars: int = MAX_TEXT_CHARS) 
         issues.append("oversized")
     original_length = len(value)
     # Lone surrogates cannot be encoded anywhere downstream (Avro, JSON, Kafka headers).
-    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in value):
+    if _SURROGATE.search(value):
         value = value.encode("utf-8", errors="ignore").decode("utf-8")
         issues.append("invalid_utf8")
-    text = unicodedata.normalize("NFKC", value)
-    before = len(text)
-    text = text.translate(_DELETE_INVISIBLE)
-    invisible = before - len(text)
-    # Other control characters (NUL, ESC, ...) carry no meaning in a memo; keep newlines/tabs as spaces.
-    if any(unicodedata.category(ch) == "Cc" for ch in text):
-        text = "".join(" " if ch in "\t\n\r" else ch for ch in text if unicodedata.category(ch) != "Cc" or ch in "\t\n\r")
+    # Invisible characters go BEFORE NFKC: "e\u200b\u0301" must compose to "é", as a
+    # reader sees it, not stay "e" + a dangling combining accent.
+    text = value.translate(_DELETE_INVISIBLE)
+    invisible = len(value) - len(text)
+    text = unicodedata.normalize("NFKC", text)
+    # Other control characters (NUL, ESC, ...) carry no meaning in a memo.
+    if _CONTROL.search(text):
+        text = _CONTROL.sub("", text)
         issues.append("control_chars")
     text = " ".join(text.split())
     if len(text) > max_chars:

@@ -9,8 +9,8 @@ Why it is safe to feed user text: the vocabulary's only specials are ``[PAD]`` (
 and ``[UNK]`` (id 1), and they are *not* registered as "added tokens", so the literal
 text ``[PAD]`` in a memo is split into ordinary byte pieces instead of being matched as
 padding. There is no ``[CLS]``/``[SEP]``/field marker at all, and these ids index the
-model's text embedding table only. ``encode`` additionally maps any real token that
-would land on a special id to ordinary pieces' UNK and asserts it.
+model's text embedding table only. ``token_ids`` asserts that no real token is ever the
+padding id, so the text mask (``ids != 0``) is exact.
 
 Retrain (deterministic for a given corpus)::
 

@@ -78,8 +78,8 @@ class TrainConfig(BaseModel):
 
     seed: int = 0
     epochs: int = Field(default=8, ge=1)
-    batch_size: int = Field(default=256, ge=1)
-    lr: float = Field(default=2e-3, gt=0)
+    batch_size: int = Field(default=128, ge=1)
+    lr: float = Field(default=3e-3, gt=0)
     weight_decay: float = Field(default=1e-4, ge=0)
     focal_gamma: float = Field(default=2.0, ge=0)
     risk_weight: float = Field(default=1.0, ge=0)

@@ -51,7 +51,7 @@ from confluent_kafka import TopicPartition
 
 from engine.batch import MicroBatcher
 from engine.codec import Codec, DeadLetter
-from engine.consume import EventConsumer, RawRecord
+from engine.consume import EventConsumer, FatalKafkaError, RawRecord
 from engine.decode import DecodeStage
 from engine.emit import BatchAborted, TransactionalEmitter
 from engine.health import HealthState
@@ -130,7 +130,10 @@ class Worker:
         finally:
             self.metrics.ready.set(0)
             self.consumer.close()  # leaves the group: partitions move at once
-            self.emitter.close()
+            try:
+                self.emitter.close()
+            except FatalKafkaError as exc:  # fenced: nothing of ours is open any more
+                log.warning("producer close after a fatal error", extra={"error": str(exc)})
             if self.hotswap is not None:
                 self.hotswap.stop()
             log.info("worker stopped", extra={"worker_id": self.options.worker_id})
@@ -274,3 +277,12 @@ def run_worker(settings: Settings, pipeline_factory: Callable[[Settings], Decisi
     worker = Worker(settings, pipeline_factory(settings), options, **kwargs)
     worker.install_signal_handlers()
     worker.run()
+
+
+if __name__ == "__main__":  # ``python -m engine.worker [options]`` == ``tollgate run [options]``
+    import sys
+
+    from engine.cli import main
+
+    sys.argv = ["tollgate", "run", *sys.argv[1:]]
+    main()

@@ -48,7 +48,7 @@ from .preference import class_weights, preference_loss, risk_loss
 
 @dataclass(slots=True, frozen=True)
 class FineTuneConfig:
-    lr: float = 5e-4
+    lr: float = 1e-3
     max_steps: int = 100
     batch_size: int = 64
     epochs: int = 4  # never more than this many passes over the new examples
@@ -58,10 +58,15 @@ class FineTuneConfig:
     exit_weight: float = 0.5  # share of the loss given to early-exit heads
     grad_clip: float = 1.0
     weight_decay: float = 0.0
-    scope: Literal["all", "heads", "lora"] = "all"
+    scope: Literal["all", "heads", "lora"] = "heads"
     lora_rank: int = 4
     lora_alpha: float = 8.0
-    balance_cap: float = 20.0  # cap on the bad-class up-weighting
+    #: Up-weight the rare bad class in the preference loss (capped). Off by default: the
+    #: utilities already price the outcomes, and labelled data over-represents bad
+    #: outcomes (frauds are reported, most good payments never are) — balancing on top
+    #: teaches the verdict head to send everything to review.
+    balance: bool = False
+    balance_cap: float = 20.0
     seed: int = 0
 
 
@@ -109,7 +114,8 @@ def fine_tune(reference: nn.Module, inputs: Any, is_bad: Tensor, config: FineTun
     adapters = _prepare_scope(candidate, config)
     params = [p for p in candidate.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
-    weights_all = class_weights(is_bad, cap=config.balance_cap)
+    weights_all = (class_weights(is_bad, cap=config.balance_cap) if config.balance
+                   else torch.ones_like(is_bad, dtype=torch.float32))
 
     per_epoch = math.ceil(n / config.batch_size)
     steps = min(config.max_steps, per_epoch * config.epochs)
@@ -134,7 +140,7 @@ def fine_tune(reference: nn.Module, inputs: Any, is_bad: Tensor, config: FineTun
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
         opt.step()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
         if step >= steps - per_epoch:
             accs.append(acc)
         last_risk = r_loss

@@ -82,7 +82,7 @@ def preference_loss(policy_logits: Tensor, ref_logits: Tensor, is_bad: Tensor, *
     right = torch.where(is_bad.bool(), torch.full_like(is_bad, REJECT, dtype=torch.long),
                         torch.full_like(is_bad, PASS, dtype=torch.long))
     wrong = REJECT - right
-    main_margin = reward.gather(1, right[:, None]) - reward.gather(1, wrong[:, None])
+    main_margin = (reward.gather(1, right[:, None]) - reward.gather(1, wrong[:, None])).detach()
     return PreferenceLoss(
         loss=total / norm.clamp_min(1e-12),
         accuracy=float((main_margin > 1e-9).float().mean()) if len(main_margin) else 0.0,

@@ -125,22 +125,26 @@ class FineTuneScheduler:
     # ---- one cycle --------------------------------------------------------------------
 
     def run_cycle(self, now_ms: int | None = None, *, who: str = "feedback-scheduler",
+                  train_since_ms: int | None = None,
                   corrupt: Callable[[torch.Tensor], torch.Tensor] | None = None) -> CycleResult:
-        """Fine-tune, gate and maybe promote. ``corrupt`` (tests only) mangles the
-        training labels, to prove the gate stops a bad candidate."""
+        """Fine-tune, gate and maybe promote.
+
+        ``train_since_ms`` overrides the start of the training window (default: the last
+        promoted cycle, at most ``max_train_window_ms`` back), e.g. to retrain on a week
+        after an incident. ``corrupt`` (tests only) mangles the training labels, to
+        prove the gate stops a bad candidate."""
         now_ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
         if not self.redis.set(self.lock_key, str(now_ms), nx=True, px=6 * HOUR_MS):
             return CycleResult("skipped", now_ms, self.registry.serving_version(),
                                reasons=["another fine-tune holds the lock"])
         try:
-            result = self._cycle(now_ms, who, corrupt)
+            result = self._cycle(now_ms, who, corrupt, train_since_ms)
             self.redis.hset(self.state_key, mapping={"last_run_ms": now_ms})
             return result
         finally:
             self.redis.delete(self.lock_key)
 
-    def _cycle(self, now_ms: int, who: str, corrupt: Callable | None) -> CycleResult:
-        from engine.decide import Policy
+    def _cycle(self, now_ms: int, who: str, corrupt: Callable | None, train_since_ms: int | None) -> CycleResult:
         from engine.model import load_model_dir, save_model_dir
 
         cfg = self.config
@@ -149,7 +153,7 @@ class FineTuneScheduler:
             return CycleResult("skipped", now_ms, None, reasons=["no serving model to fine-tune from"])
         loaded = load_model_dir(self.registry.path_of(serving))
         trained_until = self.state().get("trained_until_ms", 0)
-        since = max(trained_until, now_ms - cfg.max_train_window_ms)
+        since = max(trained_until, now_ms - cfg.max_train_window_ms) if train_since_ms is None else train_since_ms
 
         new = self.labels.read(since_ms=since, until_ms=now_ms)
         new = new[~held_out(list(new["event_id"]), cfg.heldout_share)] if len(new) else new
@@ -173,7 +177,7 @@ class FineTuneScheduler:
         candidate, ft_report = fine_tune(loaded.model, train.batch, is_bad, cfg.finetune,
                                          progress=self.progress)
 
-        policy = Policy.from_settings(self.settings.policy)
+        policy = self._policy()
         card = loaded.card
         y_held = held.rows["is_bad"].to_numpy(dtype=int) if len(held.rows) else np.zeros(0, dtype=int)
         s_held, c_held = (score(m, card, held.batch, policy) for m in (loaded.model, candidate))
@@ -214,6 +218,21 @@ class FineTuneScheduler:
         result.status, result.candidate = "promoted", version
         (report_dir / "cycle.json").write_text(json.dumps(result.to_dict(), indent=2, default=str))
         return result
+
+
+    def _policy(self) -> Any:
+        """The engine's policy: settings, overridden by the rule set's ``policy.yaml`` —
+        the gate must judge verdicts as the stream would produce them."""
+        from engine.decide import Policy
+
+        base = Policy.from_settings(self.settings.policy)
+        try:
+            from engine.assemble import load_guard
+
+            return base.with_overrides(dict(getattr(load_guard(self.settings), "policy", None) or {}))
+        except Exception as exc:  # noqa: BLE001 - no rules directory: settings alone
+            log.warning("gate uses the settings' policy only: %s", exc)
+            return base
 
 
 def _plot_losses(losses: list[float], path: Path) -> None:

@@ -97,6 +97,11 @@ def register(app: typer.Typer) -> None:
         except (ValueError, KeyError) as exc:
             typer.echo(f"error: {data}: {exc}", err=True)
             raise typer.Exit(1) from None
+        except Exception as exc:  # noqa: BLE001 - model/detector loading: say what failed, no traceback
+            if model is None:
+                raise
+            typer.echo(f"error: could not score with --model {model}: {type(exc).__name__}: {exc}", err=True)
+            raise typer.Exit(1) from None
         typer.echo(format_report(report))
         if json_out is not None:
             json_out.write_text(json.dumps({

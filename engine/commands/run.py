@@ -15,7 +15,6 @@ import importlib
 import logging
 import os
 import socket
-from pathlib import Path
 from typing import Any, Callable
 
 import typer
@@ -45,7 +44,7 @@ def follow_rule_changes(settings: Settings, pipeline: Any) -> Any:
 
 def _load_factory(spec: str) -> Callable[..., Any]:
     module, _, attr = spec.partition(":")
-    return getattr(importlib.import_module(module), attr or "build_pipeline")
+    return getattr(importlib.import_module(module), attr or "build_worker_pipeline")
 
 
 def register(app: typer.Typer) -> None:
@@ -57,6 +56,8 @@ def register(app: typer.Typer) -> None:
         port: int = typer.Option(None, "--port", help="Health/metrics port (default: settings; 0 = any)."),
         model: str = typer.Option(None, "--model", help="Model directory or version (default: serving)."),
         hot_swap: bool = typer.Option(True, "--hot-swap/--no-hot-swap", help="Follow the registry pointer."),
+        hot_swap_check_s: float = typer.Option(5.0, "--hot-swap-check-s", envvar="TOLLGATE_HOTSWAP_CHECK_S",
+                                               help="Seconds between serving-pointer checks (pub/sub is instant)."),
         follow_rules: bool = typer.Option(True, "--follow-rules/--pinned-rules",
                                           help="Reload the rules directory when it changes."),
         pipeline: str = typer.Option("engine.commands.run:build_worker_pipeline", "--pipeline",
@@ -67,6 +68,7 @@ def register(app: typer.Typer) -> None:
         import redis
 
         from engine.assemble import load_model_components
+        from engine.consume import FatalKafkaError
         from engine.features import ContextSnapshot
         from engine.health import HealthServer, HealthState
         from engine.hotswap import ModelWatcher
@@ -80,7 +82,10 @@ def register(app: typer.Typer) -> None:
                                       socket_connect_timeout=settings.redis.socket_timeout_s)
         pipe = _load_factory(pipeline)(settings, model=model)
         rules_watcher = follow_rule_changes(settings, pipe) if follow_rules else None
-        metrics, health = EngineMetrics(), HealthState()
+        # A commit may legitimately block for a whole transaction timeout while the broker
+        # is away; only a loop stuck longer than that is dead.
+        metrics = EngineMetrics()
+        health = HealthState(stall_after_s=max(30.0, settings.kafka.transaction_timeout_ms / 1000.0 + 15.0))
         http_port = settings.http.worker_port if port is None else port
         server = HealthServer(health, metrics.render, settings.http.host, http_port).start()
         watcher = None
@@ -90,7 +95,7 @@ def register(app: typer.Typer) -> None:
                                    lambda path: load_model_components(path, encoder),
                                    current_version=pipe.model_version, encoder=encoder,
                                    empty_context=ContextSnapshot.empty,
-                                   check_every_s=float(os.environ.get("TOLLGATE_HOTSWAP_CHECK_S", "5")),
+                                   check_every_s=hot_swap_check_s,
                                    metrics=metrics).start()
         log.info("starting worker", extra={"worker_id": wid, "health_port": server.port, "pid": os.getpid()})
         worker = Worker(settings, pipe, WorkerOptions(worker_id=wid, group_id=group),
@@ -98,6 +103,11 @@ def register(app: typer.Typer) -> None:
         worker.install_signal_handlers()
         try:
             worker.run()
+        except FatalKafkaError as exc:
+            # Fenced by a newer instance with our worker id, or the client is unusable:
+            # exit non-zero; the supervisor restarts us and init_transactions cleans up.
+            log.error("fatal Kafka error, exiting", extra={"error": str(exc)})
+            raise typer.Exit(3) from exc
         finally:
             server.stop()
             if rules_watcher is not None:

@@ -76,8 +76,17 @@ def score(
     except ValueError as exc:
         _fail(str(exc))
     settings = get_settings()
+    if redis_context:
+        context = "redis"
+    else:
+        from engine.features.memory import MemoryFeatureStore
+        from engine.features.spec import DAY_MS
+
+        # Keep per-event snapshots (the decision log, which makes a repeated event id
+        # idempotent) for one day of event time only: memory stays flat on any file length.
+        context = MemoryFeatureStore(snapshot_retention_ms=DAY_MS)
     try:
-        pipeline = build_pipeline(settings, model=model, rules=rules, context="redis" if redis_context else "memory")
+        pipeline = build_pipeline(settings, model=model, rules=rules, context=context)
     except ModelNotFound as exc:
         _fail(str(exc))
     started = time.perf_counter()

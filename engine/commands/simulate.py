@@ -31,6 +31,7 @@ def register(app: typer.Typer) -> None:
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     ) -> None:
         """Simulate card payments (handbook model + channels, devices, memos) with delayed outcomes."""
+        from confluent_kafka import KafkaException
         from tqdm import tqdm
 
         from engine.simulate import SimConfig, Simulator
@@ -61,9 +62,12 @@ def register(app: typer.Typer) -> None:
                 n_outcomes += len(day.outcomes) if outcomes else 0
                 bar.update(1)
                 bar.set_postfix(events=n_events, fraud=n_fraud, outcomes=n_outcomes)
+            sink.close()
+        except (RuntimeError, KafkaException) as exc:  # delivery failures, broker gone
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(1) from exc
         finally:
             bar.close()
-            sink.close()
         where = (f"{events_topic or settings.topics.events} / {outcomes_topic or settings.topics.outcomes} "
                  f"on {settings.kafka.bootstrap}") if kafka else f"{sink.path}" + (
                      f" / {sink.outcomes_path}" if sink.outcomes_path else "")

@@ -27,11 +27,14 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from itertools import chain
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine.detector.signals import ALL_SIGNALS, fold_confusables, obfuscation_signals, semantic_signals
+from engine.detector.signals import (
+    ALL_SIGNALS, fold_confusables, obfuscation_signals, semantic_signals_with_evidence,
+)
 from engine.textproc import MAX_RAW_BYTES, CleanText, clean_user_text
 
 #: log2 of the hashed feature space (2^17 float32 weights = 512 KiB).
@@ -53,7 +56,7 @@ RAW_SCAN_CHARS = 2048
 def feature_schema() -> str:
     """A string that changes whenever the feature definition does; stored in the model
     card so an artifact trained on other features is refused at load time."""
-    return f"v3|bits={HASH_BITS}|char={CHAR_NGRAMS}|word=1,2|dense={','.join(DENSE_NAMES)}"
+    return f"v4|bits={HASH_BITS}|char={CHAR_NGRAMS}|word=1,2|dense={','.join(DENSE_NAMES)}"
 
 
 @dataclass(slots=True, frozen=True)
@@ -66,6 +69,8 @@ class TextFeatures:
     word_weight: float
     dense: np.ndarray  # float32 [len(DENSE_NAMES)]
     signals: dict[str, float]
+    #: First match of each semantic family that fired (for the human-readable reason).
+    evidence: dict[str, str] = field(default_factory=dict)
 
 
 def _codepoints(text: str) -> np.ndarray:
@@ -78,21 +83,20 @@ def _mix(h: np.ndarray) -> np.ndarray:
 
 
 def char_ngram_indices(text: str) -> np.ndarray:
-    """Bucket of every character n-gram (sizes ``CHAR_NGRAMS``) of ``text``, space-padded."""
+    """Bucket of every character n-gram (sizes 2, 3, 4) of ``text``, space-padded.
+
+    Incremental: the 3-gram hash extends the 2-gram hash by one character, the 4-gram
+    the 3-gram, so all sizes cost a handful of whole-array operations (numpy's
+    per-call overhead, not the arithmetic, is what a 256-character memo pays for).
+    """
     cps = _codepoints(f" {text} ")
-    parts = []
-    with np.errstate(over="ignore"):
-        for n in CHAR_NGRAMS:
-            if len(cps) < n:
-                continue
-            m = len(cps) - n + 1
-            h = np.full(m, np.uint64(n) * _K[4], dtype=np.uint64)
-            for j in range(n):
-                h = (h ^ cps[j:j + m]) * _K[j]
-            parts.append(_mix(h))
-    if not parts:
+    if len(cps) < 2:
         return np.zeros(0, dtype=np.int64)
-    return np.concatenate(parts).astype(np.int64)
+    with np.errstate(over="ignore"):
+        h2 = (cps[:-1] * _K[0] ^ cps[1:]) * _K[1]
+        h3 = (h2[:-1] ^ cps[2:]) * _K[2]
+        h4 = (h3[:-1] ^ cps[3:]) * _K[4]
+        return _mix(np.concatenate((h2, h3, h4))).astype(np.int64)
 
 
 _POW: list[np.ndarray] = [np.ones(1, dtype=np.uint64), np.ones(1, dtype=np.uint64)]  # B^k, B^-k
@@ -125,21 +129,34 @@ def word_ngram_indices(text: str) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     cps = _codepoints(text)
     fwd, inv = _powers(len(cps) + 1)
-    se = np.array(spans, dtype=np.int64)
-    starts, ends = se[:, 0], se[:, 1]
+    se = np.fromiter(chain.from_iterable(spans), dtype=np.int64, count=2 * len(spans))
+    starts, ends = se[0::2], se[1::2]
     with np.errstate(over="ignore"):
         prefix = np.zeros(len(cps) + 1, dtype=np.uint64)
         np.cumsum(cps * fwd[:len(cps)], out=prefix[1:])
-        words = (prefix[ends] - prefix[starts]) * inv[starts]
-        words = words ^ (ends - starts).astype(np.uint64) * _K[4]
-        unigrams = _mix(words * _K[1])
-        bigrams = _mix(words[:-1] * _K[2] + words[1:] * _K[3] + _K[0])
-    return np.concatenate([unigrams, bigrams]).astype(np.int64)
+        words = ((prefix[ends] - prefix[starts]) * inv[starts] ^ (ends - starts).astype(np.uint64)) * _K[1]
+        grams = np.concatenate((words, words[:-1] * _K[2] + words[1:] * _K[3]))
+        return _mix(grams).astype(np.int64)
+
+
+_ASCII_LETTERS = bytes(range(65, 91)) + bytes(range(97, 123))
+_ASCII_UPPER = bytes(range(65, 91))
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
 def shape_measures(text: str) -> list[float]:
-    letters = sum(map(str.isalpha, text))
-    upper = sum(map(str.isupper, text))
+    """Share of upper-case letters among letters, share of symbols among characters.
+
+    Counted on the ASCII bytes with ``bytes.translate`` (C speed) plus, one by one, the
+    few non-ASCII characters: the same counts as ``str.isalpha``/``str.isupper``.
+
+    >>> shape_measures("ABc d!")
+    [0.5, 0.16666666666666666]
+    """
+    ascii_bytes = text.encode("ascii", "ignore")
+    others = _NON_ASCII.findall(text) if len(ascii_bytes) != len(text) else []
+    letters = len(ascii_bytes) - len(ascii_bytes.translate(None, _ASCII_LETTERS)) + sum(map(str.isalpha, others))
+    upper = len(ascii_bytes) - len(ascii_bytes.translate(None, _ASCII_UPPER)) + sum(map(str.isupper, others))
     symbols = len(_SYMBOL.findall(text))
     n = max(len(text), 1)
     # No length feature on purpose: long benign text exists (e-mails, order notes), and
@@ -158,7 +175,7 @@ def extract(text: str | CleanText, raw: str | None = None) -> TextFeatures:
     # become Latin (NFKC keeps them). The obfuscation measures still see the raw text.
     clean = fold_confusables(clean)
     lowered = clean.lower()
-    signals = semantic_signals(clean, lowered)
+    signals, evidence = semantic_signals_with_evidence(clean, lowered)
     signals.update(obfuscation_signals(raw if raw is not None else clean, invisible, original_length, clean))
     dense = np.array([math.log1p(signals[name]) for name in ALL_SIGNALS] + shape_measures(clean), dtype=np.float32)
     char_idx = char_ngram_indices(lowered)
@@ -170,6 +187,7 @@ def extract(text: str | CleanText, raw: str | None = None) -> TextFeatures:
         word_weight=1.0 / math.sqrt(len(word_idx)) if len(word_idx) else 0.0,
         dense=dense,
         signals=signals,
+        evidence=evidence,
     )
 
 
@@ -192,8 +210,8 @@ def featurize(value: str | bytes) -> tuple[CleanText, TextFeatures | None]:
     return cleaned, extract(cleaned, raw=raw_text(value))
 
 
-#: Long or multi-line text is scored piece by piece (at most this many pieces), so one
-#: injected line cannot hide in a long, innocent e-mail or order note.
+#: Long text is scored piece by piece (at most this many pieces), so one injected line
+#: cannot hide in a long, innocent e-mail or order note.
 MAX_SEGMENTS = 8
 #: Up to this length the whole text is also a view (a memo); beyond it, only pieces are.
 #: A long text's n-gram sum drifts with its length, which says nothing about intent.
@@ -224,16 +242,17 @@ def segments(raw: str) -> list[str]:
 
 def featurize_views(value: str | bytes) -> tuple[CleanText, list[TextFeatures]]:
     """The views the detector scores (it takes the max): the whole text when it is
-    memo-sized, plus each piece (``segments``) when it has several.
+    memo-sized (up to ``WHOLE_VIEW_CHARS``), else each of its pieces (``segments``).
 
-    Single-line memos (the common case) have one view and pay nothing for this.
+    Memo-sized text (the common case) has one view and pays nothing for this.
     """
     cleaned, whole = featurize(value)
     if whole is None:
         return cleaned, []
-    pieces = segments(raw_text(value))
-    views = [whole] if (not pieces or len(cleaned.text) <= WHOLE_VIEW_CHARS) else []
-    for piece in pieces:
+    if len(cleaned.text) <= WHOLE_VIEW_CHARS:
+        return cleaned, [whole]
+    views = []
+    for piece in segments(raw_text(value)):
         _, f = featurize(piece)
         if f is not None:
             views.append(f)

@@ -215,25 +215,25 @@ def _looks_encoded(run: str) -> bool:
 
 def semantic_signals(clean_text: str, lowered: str | None = None) -> dict[str, float]:
     """Count of matches per semantic family on the cleaned text (0 when silent)."""
+    return semantic_signals_with_evidence(clean_text, lowered)[0]
+
+
+def semantic_signals_with_evidence(clean_text: str, lowered: str | None = None,
+                                   max_chars: int = 40) -> tuple[dict[str, float], dict[str, str]]:
+    """Counts per family, and the first match of each family that fired, in one pass."""
     lowered = clean_text.lower() if lowered is None else lowered
-    out = {}
+    counts: dict[str, float] = {}
+    evidence: dict[str, str] = {}
     for name, pattern in _FAMILIES.items():
+        n = 0
         # ``in`` on a short string is a C-level scan: cheaper than one big alternation.
         if any(map(lowered.__contains__, _TRIGGERS[name])):
-            out[name] = float(sum(1 for _ in pattern.finditer(clean_text)))
-        else:
-            out[name] = 0.0
-    return out
-
-
-def matched_snippets(clean_text: str, max_chars: int = 40) -> dict[str, str]:
-    """The first match of each family that fired, for the human-readable reason."""
-    out: dict[str, str] = {}
-    for name, pattern in _FAMILIES.items():
-        m = pattern.search(clean_text)
-        if m:
-            out[name] = m.group(0).strip()[:max_chars]
-    return out
+            for m in pattern.finditer(clean_text):
+                if not n:
+                    evidence[name] = m.group(0).strip()[:max_chars]
+                n += 1
+        counts[name] = float(n)
+    return counts, evidence
 
 
 def obfuscation_signals(raw_text: str, invisible_removed: int, original_length: int,

@@ -22,7 +22,7 @@ they were recorded first.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, bisect_right
 from typing import MutableMapping, Sequence
 
 from engine.features.snapshot import ContextSnapshot
@@ -31,7 +31,9 @@ from engine.features.spec import (
     NO_PREVIOUS_SECONDS, STATE_HORIZON_MS, TERMINAL_WINDOWS, VELOCITY_WINDOWS,
 )
 from engine.features.store import LabelArrival
-from engine.records import TransactionEvent
+from engine.records import (
+    MAX_AMOUNT, MAX_EVENT_TIME_MS, MIN_EVENT_TIME_MS, EventValidationError, TransactionEvent,
+)
 
 _VEL_MS = tuple(ms for _, ms in VELOCITY_WINDOWS)
 _TERM_BUCKETS = tuple(ms // BUCKET_MS for _, ms in TERMINAL_WINDOWS)
@@ -221,16 +223,24 @@ def context_for(event: TransactionEvent, cust: CustomerState | None,
     term_counts = [0.0, 0.0, 0.0]
     risk = [0.0] * 6
     if term is not None:
+        # BucketCounter.total, inlined: this loop runs for every event of a backtest.
+        # Activity counts the current hour (events already recorded in it); labels count
+        # only complete hours before the event's hour, so never a label from the future.
         hb = t // BUCKET_MS
-        act, known, bad = term.activity, term.known, term.bad
+        ab, ac = term.activity.buckets, term.activity.cum
+        kb, kc = term.known.buckets, term.known.cum
+        bb, bc = term.bad.buckets, term.bad.cum
+        a_hi = ac[bisect_right(ab, hb)]
+        if kb:
+            k_hi = kc[bisect_right(kb, hb - 1)]
+            b_hi = bc[bisect_right(bb, hb - 1)]
         for k, w in enumerate(_TERM_BUCKETS):
-            # activity: the current hour counts (events already recorded in it);
-            # labels: only complete hours before the event's hour, never a future label
-            term_counts[k] = float(act.total(hb - w + 1, hb))
-            if known.buckets:
-                n_known = known.total(hb - w, hb - 1)
+            term_counts[k] = float(a_hi - ac[bisect_left(ab, hb - w + 1)])
+            if kb:
+                n_known = k_hi - kc[bisect_left(kb, hb - w)]
                 if n_known > 0:
-                    risk[2 * k] = min(1.0, max(0.0, bad.total(hb - w, hb - 1) / n_known))
+                    n_bad = b_hi - bc[bisect_left(bb, hb - w)]
+                    risk[2 * k] = min(1.0, max(0.0, n_bad / n_known))
                     risk[2 * k + 1] = float(n_known)
     values = (*v, mean30, ratio, since_prev, is_new, country_changed, device_new, device_age,
               0.0 if event.device_id else 1.0, *term_counts, *risk)
@@ -267,6 +277,9 @@ def enrich_batch(events: Sequence[TransactionEvent],
     ``seen`` maps event_id -> the snapshot it got first; an event found there is neither
     recomputed nor recorded again, and a new snapshot is added to it.
     """
+    for event in events:  # all or nothing: a bad event must not leave half a batch recorded
+        if event.event_id not in seen:
+            _check(event)
     out: list[ContextSnapshot] = []
     for event in events:
         snap = seen.get(event.event_id)
@@ -282,6 +295,18 @@ def enrich_batch(events: Sequence[TransactionEvent],
             seen[event.event_id] = snap
         out.append(snap)
     return out
+
+
+def _check(event: TransactionEvent) -> None:
+    """The few fields state depends on, checked cheaply (full checks: ``event.validate()``
+    in the decode stage). A bad event must fail before it touches any state."""
+    t, amount = event.event_time_ms, event.amount
+    if type(t) is not int or not MIN_EVENT_TIME_MS <= t <= MAX_EVENT_TIME_MS:
+        raise EventValidationError("event_time_ms", f"{t!r} is not epoch ms in 2000..2100")
+    if not (isinstance(amount, (int, float)) and 0.0 <= amount <= MAX_AMOUNT):  # False for NaN
+        raise EventValidationError("amount", f"{amount!r} is not a finite amount in [0, {MAX_AMOUNT:g}]")
+    if not (event.customer_id and event.terminal_id and event.event_id):
+        raise EventValidationError("customer_id/terminal_id/event_id", "must be non-empty")
 
 
 def label_changed(old: LabelArrival | None, new: LabelArrival) -> bool:

@@ -28,29 +28,35 @@ from engine.features.store import LabelArrival
 from engine.records import TransactionEvent
 
 
-class _RetainedSnapshots(dict):
-    """event_id -> snapshot, forgetting entries older than the retention (in event time)."""
+class _RetainedSnapshots:
+    """event_id -> snapshot, forgetting entries older than the retention (in event time).
+    Bookkeeping runs once per batch, not per event (it is on the backtest's hot path)."""
 
     def __init__(self, retention_ms: int):
-        super().__init__()
         self.retention_ms = retention_ms
+        self.by_id: dict[str, ContextSnapshot] = {}
         self._order: deque[tuple[int, str]] = deque()
         self._newest = 0
 
-    def __setitem__(self, event_id: str, snap: ContextSnapshot) -> None:
-        super().__setitem__(event_id, snap)
-        t = snap.event_time_ms
-        self._order.append((t, event_id))
-        if t > self._newest:
-            self._newest = t
-        if len(self._order) & 255 == 0:  # purge in strides: cheap per event
-            floor = self._newest - self.retention_ms
-            order = self._order
-            while order and order[0][0] < floor:
-                old_t, old_id = order.popleft()
-                snap_now = self.get(old_id)
-                if snap_now is not None and snap_now.event_time_ms == old_t:
-                    del self[old_id]
+    def added(self, snaps: Sequence[ContextSnapshot], before: int) -> None:
+        if len(self.by_id) == before:
+            return
+        new = [(s.event_time_ms, s.event_id) for s in snaps]
+        self._order.extend(new)
+        self._newest = max(self._newest, max(t for t, _ in new))
+        floor = self._newest - self.retention_ms
+        order, by_id = self._order, self.by_id
+        while order and order[0][0] < floor:
+            old_t, old_id = order.popleft()
+            snap = by_id.get(old_id)
+            if snap is not None and snap.event_time_ms == old_t:
+                del by_id[old_id]
+
+    def get(self, event_id: str) -> ContextSnapshot | None:
+        return self.by_id.get(event_id)
+
+    def __len__(self) -> int:
+        return len(self.by_id)
 
 
 class MemoryFeatureStore:
@@ -68,7 +74,10 @@ class MemoryFeatureStore:
         self._label_order: deque[tuple[int, str]] = deque()
 
     def enrich(self, events: Sequence[TransactionEvent]) -> list[ContextSnapshot]:
-        return enrich_batch(events, self.customers, self.terminals, self.snapshots)
+        before = len(self.snapshots)
+        snaps = enrich_batch(events, self.customers, self.terminals, self.snapshots.by_id)
+        self.snapshots.added(snaps, before)
+        return snaps
 
     def record_outcomes(self, labels: Sequence[LabelArrival]) -> None:
         for label in labels:

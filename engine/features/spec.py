@@ -18,8 +18,8 @@ Definitions (all in event time, from the event stream alone):
 * ``country_changed``: the country differs from the customer's previous event's.
 * ``device_is_new``: the device was never seen for this customer before; ``device_age_days``:
   days since the customer first used it (0 when new or missing); ``device_missing``.
-* ``terminal_count_<w>``: events at the terminal in the hour buckets overlapping
-  ``[event_time - w, event_time]`` (hour buckets: memory stays bounded, see ``compute``).
+* ``terminal_count_<w>``: events at the terminal recorded in the event's UTC hour and
+  the ``w/1h - 1`` hours before it (hour buckets keep memory bounded, see ``compute``).
 * ``terminal_risk_<w>``: among the terminal's outcomes that ARRIVED in the ``w`` before
   the start of the event's hour, the share that were bad (0 when none arrived);
   ``terminal_labelled_<w>``: how many arrived. Windowing by arrival time is the

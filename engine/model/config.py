@@ -120,6 +120,10 @@ class ModelConfig(_Frozen):
     #: Only for ``backbone="hf"``: a local directory (or GGUF file) of a pretrained model.
     hf_path: str | None = None
     hf_gguf_file: str | None = None
+    #: Load the pretrained weights in 8 or 4 bits through bitsandbytes (CUDA only).
+    hf_bits: Literal[4, 8] | None = None
+    #: LoRA rank for the pretrained backbone (0 = train nothing inside it).
+    hf_lora_rank: int = Field(default=0, ge=0)
 
     @model_validator(mode="after")
     def _consistent(self) -> "ModelConfig":
@@ -133,4 +137,6 @@ class ModelConfig(_Frozen):
             raise ValueError(f"duplicate extra head names: {names}")
         if self.backbone == "hf" and not self.hf_path:
             raise ValueError("backbone 'hf' needs hf_path (a local directory; nothing is fetched)")
+        if self.backbone == "hf" and self.early_exit_layers:
+            raise ValueError("early exit needs the field transformer's layer-by-layer stepping")
         return self

@@ -41,11 +41,18 @@ class DecisionModel(nn.Module):
                                              config.n_heads, config.ff_mult, config.dropout,
                                              config.numeric_tokens)
         d = self.backbone.d_model
+        # Wide path: the numeric control fields reach the heads directly as well as through
+        # attention. Threshold-like evidence (an amount far above the customer's mean, a
+        # terminal with confirmed fraud) is then learned in a few steps, as a tree would,
+        # while the transformer adds what only the sequence shows.
+        n_numeric = max(1, config.inputs.n_numeric)
+        self.wide = nn.Sequential(nn.Linear(n_numeric, d), nn.GELU(), nn.Linear(d, d))
         self.heads = DecisionHeads(d, config.extra_heads)
         self.exit_heads = nn.ModuleDict({str(k): ExitHeads(d) for k in config.early_exit_layers})
 
     def forward(self, batch: Any) -> dict[str, Tensor]:
-        h, pad = self.backbone.embed_inputs(as_inputs(batch))
+        inputs = as_inputs(batch)
+        h, pad = self.backbone.embed_inputs(inputs)
         out: dict[str, Tensor] = {}
         for i in range(self.backbone.n_layers):
             h = self.backbone.run_layer(i, h, pad)
@@ -53,8 +60,14 @@ class DecisionModel(nn.Module):
             if key in self.exit_heads:
                 for name, value in self.exit_heads[key](pool(h, pad, self.config.pooling)).items():
                     out[f"exit{key}.{name}"] = value
-        out.update(self.heads(pool(self.backbone.finish(h), pad, self.config.pooling)))
+        out.update(self.heads(pool(self.backbone.finish(h), pad, self.config.pooling) + self._wide(inputs)))
         return out
+
+    def _wide(self, inputs: Any) -> Tensor:
+        from engine.model.backbone import squash
+
+        x = inputs.control_numeric
+        return self.wide(squash(x.float()) if x.shape[-1] else x.new_zeros(x.shape[0], 1))
 
     def forward_early_exit(self, batch: Any, threshold: float,
                            temperature: float = 1.0) -> tuple[dict[str, Tensor], Tensor]:
@@ -88,7 +101,8 @@ class DecisionModel(nn.Module):
                     alive, h, pad = alive[keep], h[keep], pad[keep]
                     if alive.numel() == 0:
                         return {"verdict": verdict, "risk": risk}, exit_layer
-        final = self.heads(pool(self.backbone.finish(h), pad, self.config.pooling))
+        final = self.heads(pool(self.backbone.finish(h), pad, self.config.pooling)
+                           + self._wide(inputs)[alive])
         verdict[alive] = final["verdict"]
         risk[alive] = final["risk"]
         out = {"verdict": verdict, "risk": risk}

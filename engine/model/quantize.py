@@ -38,4 +38,4 @@ def _no_op_hook(module: nn.Module, args: object, output: object) -> None:
 
 
 def is_quantized(model: nn.Module) -> bool:
-    return any("Quantized" in type(m).__name__ for m in model.modules())
+    return any(".quantized." in type(m).__module__ for m in model.modules())

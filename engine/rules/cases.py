@@ -38,10 +38,14 @@ from engine.rules.yamlsafe import YamlFileError, read_yaml
 
 DEFAULT_EVENT: dict[str, Any] = {
     "event_id": "case-event", "event_time_ms": 1_767_268_800_000,  # 2026-01-01 12:00 UTC
-    "customer_id": "C-100001", "account_id": "A-100001", "terminal_id": "T-2001",
+    "customer_id": "C100001", "account_id": "A100001", "terminal_id": "T002001",
     "merchant_category": "5411", "amount": 42.0, "currency": "EUR", "channel": "card_present",
-    "country": "BE", "device_id": "dev-0001", "ip": "192.0.2.10", "attributes": {},
+    "country": "BE", "device_id": "0a1b2c3d4e5f", "ip": "192.0.2.10", "attributes": {},
 }
+
+
+MODEL_KEYS = frozenset({"p_pass", "p_review", "p_reject", "risk", "risk_score", "confidence", "verdict",
+                        "model_verdict", "degraded", "probabilities"})
 
 
 class _Strict(BaseModel):
@@ -131,6 +135,9 @@ def run_case(ruleset: RuleSet, case: CaseSpec, where: str = "") -> CaseResult:
         failures.append(f"unknown context feature(s): {', '.join(unknown)}")
     context.update(case.context)
     view: dict[str, Any] = dict(case.model)
+    bad_model = sorted(set(view) - MODEL_KEYS)
+    if bad_model:
+        failures.append(f"unknown model field(s): {', '.join(bad_model)} (use {', '.join(sorted(MODEL_KEYS))})")
     if case.detector:
         bad = sorted(set(case.detector) - {"score", "flagged"})
         if bad:

@@ -9,10 +9,13 @@ amount), which is friendlier for ops than strict CEL and is documented in
 
 >>> cel_eq(1, 1.0), cel_eq(1, True), contains("d1", frozenset({"d1"}))
 (True, False, True)
+>>> arith("/", -7, 2), arith("%", -7, 2)
+(-3, -1)
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -86,10 +89,16 @@ def arith(op: str, a: Any, b: Any) -> Any:
         if op == "/":
             if b == 0:
                 raise EvalError("division by zero")
-            return a // b if isinstance(a, int) and isinstance(b, int) else a / b
+            if isinstance(a, int) and isinstance(b, int):  # CEL truncates toward zero, like C
+                q = abs(a) // abs(b)
+                return q if (a >= 0) == (b >= 0) else -q
+            return a / b
         if b == 0:
             raise EvalError("modulus by zero")
-        return a % b
+        if isinstance(a, int) and isinstance(b, int):  # the remainder takes the dividend's sign
+            r = abs(a) % abs(b)
+            return r if a >= 0 else -r
+        return math.fmod(a, b)
     if op == "+" and isinstance(a, str) and isinstance(b, str):
         return a + b
     if op == "+" and isinstance(a, list) and isinstance(b, list):

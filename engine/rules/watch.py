@@ -4,7 +4,7 @@ Polling (file names, sizes and mtimes, once a second by default) rather than ino
 it needs no extra dependency, works on every filesystem including bind mounts and
 network shares, and a second of delay is well inside "within seconds".
 
-On a change:
+On a change (that has held still for ``settle_s``, so a multi-file edit is one version):
 
 1. read every file into memory (``read_snapshot``); if a file vanishes halfway,
    nothing is swapped and the next poll tries again;
@@ -56,9 +56,13 @@ class RuleWatcher:
     def __init__(self, directory: str | os.PathLike[str], *, interval_s: float = 1.0,
                  metrics: RuleMetrics | None = None, redis_clients: Callable[[str | None], Any] | None = None,
                  ctx_names: frozenset[str] | None = None,
-                 on_change: Callable[[RuleSet], None] | None = None):
+                 on_change: Callable[[RuleSet], None] | None = None, settle_s: float = 0.0):
         self.directory = Path(directory)
         self.interval_s = interval_s
+        #: A change must hold still this long before it is loaded, so a multi-file edit
+        #: (a `git pull`, an editor saving several files) lands as one version, not two.
+        self.settle_s = settle_s
+        self._pending: tuple[Fingerprint | None, float] = (None, 0.0)
         self.metrics = metrics or default_metrics()
         self.redis_clients = redis_clients or RedisClients()
         self.ctx_names = ctx_names
@@ -107,6 +111,13 @@ class RuleWatcher:
             fingerprint = self._scan()
             if fingerprint == self._fingerprint or fingerprint == self._refused:
                 return ReloadResult(False, self._current.version, None)
+            if self.settle_s > 0:
+                now = time.monotonic()
+                if fingerprint != self._pending[0]:
+                    self._pending = (fingerprint, now)
+                    return ReloadResult(False, self._current.version, None)
+                if now - self._pending[1] < self.settle_s:
+                    return ReloadResult(False, self._current.version, None)
             try:
                 snapshot = read_snapshot(self.directory)
             except RuleSetError as exc:  # a file vanished mid-read: try again next poll

@@ -28,20 +28,25 @@ Figures depend on the machine; the README quotes a run with the command that mad
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+# Run as a script, Python puts ops/bench/ first on sys.path, where sibling benchmarks
+# (http.py, …) would shadow the standard library. Put the repository there instead.
+REPO = Path(__file__).resolve().parents[2]
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path[0] = str(REPO)
+elif str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
 import argparse
 import json
 import os
-import statistics
-import sys
 import threading
 import time
 import urllib.request
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
-
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
@@ -67,10 +72,6 @@ class ConstantInference:
         probs = torch.tensor([[0.9, 0.07, 0.03]]).expand(n, 3)
         return ModelOutputs(probs, torch.zeros(n), torch.zeros(n, dtype=torch.long), self.version)
 
-
-def _pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q / 100.0 * len(xs)))] if xs else float("nan")
 
 
 def no_model_pipeline(settings, *, model=None):
@@ -204,15 +205,21 @@ class _VerdictReader(threading.Thread):
         self.consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
 
     def run(self) -> None:
+        # poll() returns as soon as one record is there (consume(n, t) would wait for n or t,
+        # adding up to t to every measured latency); then drain what is already fetched.
         while not self._halt.is_set() and len(self.received) < self.expected:
-            for m in self.consumer.consume(1000, 0.1):
+            first = self.consumer.poll(0.05)
+            if first is None:
+                continue
+            now = time.time() * 1000.0
+            for m in [first, *self.consumer.consume(1000, 0)]:
                 if m.error() is None:
-                    now = time.time() * 1000.0
                     self.received.append((now, float(self.codec.decode_verdict(m.value()).event_time_ms)))
 
     def stop(self) -> None:
         self._halt.set()
-        self.join(5)
+        if self.is_alive():
+            self.join(5)
         self.consumer.close()
 
 
@@ -264,6 +271,48 @@ def _print(results: list[RunResult]) -> None:
               + " ".join(f"{r.stage_ms_per_batch[s]:6.2f}" for s in STAGES))
 
 
+def _recommend(results: list[RunResult]) -> None:
+    """B only matters once batches fill (under load): take the B with the best saturation
+    throughput. W only matters when they do not (light load): take the W with the lowest
+    p99 at the 1,000 events/s target. Printed, so the choice is reproducible."""
+    sat = [r for r in results if r.offered is None and r.label.startswith("model ")]
+    at_target = [r for r in results if r.offered == 1000.0 and r.label.startswith("model ")]
+    if not sat or not at_target:
+        return
+    best_b = max(sat, key=lambda r: r.throughput)
+    best_w = min(at_target, key=lambda r: r.pct(99))
+    b = best_b.label.split("B=")[1].split()[0]
+    w = best_w.label.split("W=")[1].split()[0]
+    print(f"recommended settings.batch: max_events={b} (best saturation {best_b.throughput:.0f} ev/s), "
+          f"max_wait_ms={w} (best p99 at 1000 ev/s: {best_w.pct(99):.1f} ms)")
+
+
+def _plot(runs: list[RunResult], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    lo = max(1.0, min(min(r.latencies_ms) for r in runs))
+    hi = max(max(r.latencies_ms) for r in runs)
+    bins = np.logspace(np.log10(lo), np.log10(max(hi, lo * 10)), 60)
+    for r in runs:
+        ax.hist(r.latencies_ms, bins=bins, histtype="step", linewidth=1.5,
+                label=f"{r.label} @ {r.offered:g}/s  p99 {r.pct(99):.0f} ms")
+    ax.axvline(30, color="red", linestyle="--", linewidth=1, label="30 ms target")
+    ax.set_xscale("log")
+    ax.set_xlabel("produce → committed verdict visible (ms)")
+    ax.set_ylabel("events")
+    ax.set_title("Tollgate engine worker: end-to-end latency")
+    ax.legend(fontsize=7)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rates", type=float, nargs="*", default=[250, 500, 1000])
@@ -276,6 +325,7 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=180.0)
     ap.add_argument("--workdir", default=str(REPO / ".tollgate" / "bench"))
     ap.add_argument("--json", default=None, help="also write the results here")
+    ap.add_argument("--plot", default=None, help="write a latency histogram (PNG) of the fixed-rate runs here")
     args = ap.parse_args()
 
     from engine.settings import Settings
@@ -319,6 +369,11 @@ def main() -> None:
     if f"model {tag}" in fixed and f"no-model {tag}" in fixed:
         print(f"at 1000 ev/s: p99 model {fixed[f'model {tag}'].pct(99):.1f} ms vs "
               f"no-model {fixed[f'no-model {tag}'].pct(99):.1f} ms")
+    if args.sweep:
+        _recommend(results)
+    if args.plot:
+        _plot([r for r in results if r.offered is not None and r.latencies_ms], Path(args.plot))
+        print(f"latency histogram: {args.plot}")
     if args.json:
         Path(args.json).write_text(json.dumps([{
             "label": r.label, "offered": r.offered, "events": r.events, "throughput": r.throughput,

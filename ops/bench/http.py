@@ -4,15 +4,18 @@
                              [--events-per-request 1] [--model DIR] [--memory]
 
 Starts ``tollgate serve`` in a subprocess (the real pipeline; context in Redis under a
-throw-away key prefix unless ``--memory``), waits for /readyz, then drives it with
-``wrk`` and a Lua script that POSTs a fresh event (unique id, random customer,
-terminal and amount) per request. For each target rate the script paces every
-connection with wrk's ``delay()`` (rate 0 = as fast as possible, closed loop) and
-prints the achieved throughput and p50/p95/p99 latency side by side.
+throw-away key prefix unless ``--memory``), waits for /readyz, then, from a second
+process, drives it at each target rate and prints achieved throughput and
+p50/p95/p99 latency side by side:
 
-wrk measures from the moment a request is sent; at a rate the server cannot keep up
-with, the queue shows up as a shortfall in achieved rate rather than in latency
-(closed-loop coordinated omission) — read the two columns together.
+* **fixed rates** — an open-loop generator (this file with ``--loadgen``, asyncio +
+  httpx in its own process) sends request *i* at ``t0 + i / rate`` whether or not
+  earlier ones have returned, and measures latency from that scheduled time, so a
+  server that falls behind shows it in the latency (no coordinated omission);
+* **rate 0 = max** — ``wrk`` with a Lua script, closed loop on ``--connections``
+  connections: the throughput ceiling.
+
+Every request POSTs fresh events (unique ids, random customer, terminal, amount).
 
 Without a trained model (``--model`` or the registry's), a freshly initialised one of
 the serving architecture is used: speed does not depend on the weights.
@@ -20,18 +23,39 @@ the serving architecture is used: speed does not depend on the weights.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+if __name__ == "http":
+    # A sibling script in ops/bench (whose folder is first on sys.path) imported the
+    # standard library's ``http`` and found this file: hand over to the real package.
+    import importlib
+
+    _here = str(Path(__file__).resolve().parent)
+    _saved = list(sys.path)
+    sys.path[:] = [p for p in sys.path if str(Path(p or ".").resolve()) != _here]
+    del sys.modules["http"]
+    try:
+        sys.modules["http"] = importlib.import_module("http")
+    finally:
+        sys.path[:] = _saved
+    # The rest of this file only defines things; the import system returns sys.modules["http"].
+elif __name__ == "__main__":
+    # Run as a script, this folder comes first on sys.path and would shadow the standard
+    # library's ``http`` (urllib imports http.client): drop it, put the repo root first.
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
 import argparse
 import json
 import os
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
 import uuid
-from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 TOLLGATE = str(Path(sys.executable).parent / "tollgate")
@@ -138,11 +162,84 @@ def run_wrk(url: str, lua: Path, rate: float, duration: int, connections: int, e
             "errors": r["errors_status"] + r["errors_connect"] + r["errors_timeout"], "requests": r["requests"]}
 
 
+def _event_json(i: int, rng: "random.Random") -> dict:
+    c = rng.randrange(1, 5001)
+    return {"event_id": f"o{os.getpid()}-{i}", "event_time_ms": 1_722_470_400_000 + i * 37, "customer_id": f"C{c}",
+            "account_id": f"A{c}", "terminal_id": f"T{rng.randrange(1, 10001)}", "merchant_category": "5411",
+            "amount": round(rng.random() * 200, 2), "currency": "EUR", "channel": "ecommerce", "country": "BE",
+            **({"memo": "invoice 4411"} if i % 5 == 0 else {})}
+
+
+def loadgen(url: str, rate: float, duration: float, events_per_request: int) -> dict:
+    """Open loop: request i is due at t0 + i/rate; latency counts from when it was due."""
+    import asyncio
+    import random
+
+    import httpx
+
+    async def run() -> dict:
+        rng = random.Random(7)
+        n = int(rate * duration)
+        latencies: list[float] = []
+        errors = 0
+        # A bounded pool, as a real client has; requests waiting for a connection still count
+        # their wait (latency is measured from the due time).
+        limits = httpx.Limits(max_connections=32, max_keepalive_connections=32)
+        async with httpx.AsyncClient(base_url=url, limits=limits, timeout=30) as client:
+            loop = asyncio.get_running_loop()
+            t0 = loop.time() + 0.2
+
+            async def one(i: int) -> None:
+                nonlocal errors
+                due = t0 + i / rate
+                await asyncio.sleep(max(0.0, due - loop.time()))
+                body = [_event_json(i * events_per_request + k, rng) for k in range(events_per_request)]
+                try:
+                    r = await client.post("/v1/decide", json=body if events_per_request > 1 else body[0])
+                    if r.status_code != 200:
+                        errors += 1
+                except httpx.HTTPError:
+                    errors += 1
+                latencies.append((loop.time() - due) * 1000.0)
+
+            await asyncio.gather(*(one(i) for i in range(n)))
+            elapsed = loop.time() - t0
+        import numpy as np
+
+        lat = np.array(latencies or [0.0])
+        return {"target_rps": rate, "achieved_rps": len(latencies) / elapsed,
+                "events_per_s": len(latencies) * events_per_request / elapsed,
+                "p50_ms": float(np.percentile(lat, 50)), "p95_ms": float(np.percentile(lat, 95)),
+                "p99_ms": float(np.percentile(lat, 99)), "errors": errors, "requests": len(latencies)}
+
+    return asyncio.run(run())
+
+
+def run_loadgen(url: str, rate: float, duration: int, events_per_request: int) -> dict:
+    """The open-loop generator in its own process, so client and server do not share a GIL."""
+    proc = subprocess.run([sys.executable, __file__, "--loadgen", url, "--rate", str(rate), "--duration",
+                           str(duration), "--events-per-request", str(events_per_request)],
+                          capture_output=True, text=True, timeout=duration * 4 + 120)
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("TG_RESULT ")), None)
+    if line is None:
+        raise SystemExit(f"load generator failed:\n{proc.stderr[-2000:]}")
+    return json.loads(line.removeprefix("TG_RESULT "))
+
+
 def main() -> None:
+    if "--loadgen" in sys.argv:
+        lg = argparse.ArgumentParser()
+        lg.add_argument("--loadgen")
+        lg.add_argument("--rate", type=float)
+        lg.add_argument("--duration", type=float)
+        lg.add_argument("--events-per-request", type=int, default=1)
+        a = lg.parse_args()
+        print("TG_RESULT " + json.dumps(loadgen(a.loadgen, a.rate, a.duration, a.events_per_request)))
+        return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rates", default="25,50,100,200,0", help="target requests/s, comma separated; 0 = max")
     ap.add_argument("--duration", type=int, default=10, help="seconds per rate")
-    ap.add_argument("--connections", type=int, default=8)
+    ap.add_argument("--connections", type=int, default=8, help="wrk connections for the max-rate row")
     ap.add_argument("--events-per-request", type=int, default=1)
     ap.add_argument("--model", default=None, help="model directory (default: registry's, else an untrained one)")
     ap.add_argument("--memory", action="store_true", help="in-process context instead of Redis")
@@ -175,7 +272,10 @@ def main() -> None:
         wait_ready(url, server)
         run_wrk(url, lua, 0, 2, args.connections, args.events_per_request)  # warm caches and the allocator
         for rate in [float(x) for x in args.rates.split(",")]:
-            results.append(run_wrk(url, lua, rate, args.duration, args.connections, args.events_per_request))
+            if rate > 0:
+                results.append(run_loadgen(url, rate, args.duration, args.events_per_request))
+            else:
+                results.append(run_wrk(url, lua, 0, args.duration, args.connections, args.events_per_request))
             r = results[-1]
             print(f"  rate {'max' if rate <= 0 else f'{rate:g}/s'}: {r['achieved_rps']:.1f} req/s, "
                   f"p99 {r['p99_ms']:.1f} ms", file=sys.stderr)
@@ -192,7 +292,8 @@ def main() -> None:
                 client.delete(key)
         shutil.rmtree(work, ignore_errors=True)
 
-    print(f"\nHTTP /v1/decide — {args.connections} connections, {args.events_per_request} event(s)/request, "
+    print(f"\nHTTP /v1/decide — fixed rates: open loop (latency from due time); max: wrk, {args.connections} "
+          f"connections; {args.events_per_request} event(s)/request, "
           f"{args.duration} s per rate, context {'memory' if args.memory else 'redis'}, model {Path(model).name}")
     print(f"{'target req/s':>12} {'achieved':>9} {'events/s':>9} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'errors':>7}")
     for r in results:

@@ -26,12 +26,26 @@ def ev(eid: str, t: int, amount: float = 10.0, customer: str = "c1", terminal: s
                             "card_present", country, device_id=device, memo=memo)
 
 
+@pytest.fixture
+def ns_client(stack, unique):
+    """A client on the real Redis; afterwards removes this test's namespace. (The shared
+    ``redis_client`` fixture scans with COUNT 10: thousands of round trips on a busy server.)"""
+    import redis
+
+    client = redis.Redis.from_url(stack.redis_url)
+    yield client
+    keys = list(client.scan_iter(f"*:{unique}:*", count=10_000))
+    for i in range(0, len(keys), 1000):
+        client.delete(*keys[i:i + 1000])
+    client.close()
+
+
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.integration)])
 def store(request) -> FeatureStore:
     if request.param == "memory":
         return MemoryFeatureStore()
     stack, unique = request.getfixturevalue("stack"), request.getfixturevalue("unique")
-    request.getfixturevalue("redis_client")  # removes every key with ``unique`` afterwards
+    request.getfixturevalue("ns_client")  # cleans the namespace afterwards
     return RedisFeatureStore(settings=Settings(redis={"url": stack.redis_url}), namespace=unique)
 
 
@@ -117,6 +131,13 @@ def test_label_retry_is_idempotent_and_correction_replaces(store):
     assert s1.terminal_risk_1d == 1.0  # a logged snapshot never changes
 
 
+def test_any_user_text_survives_the_decision_log(store):
+    weird = "lone \ud800 surrogate, nul \x00, rtl \u202e, emoji 🚀, quote \" and \\"
+    store.enrich([ev("w", T0, memo=weird, device="d\u2028")])
+    logged = store.decision_log(["w"])[0]
+    assert logged.event.memo == weird and logged.event.device_id == "d\u2028"
+
+
 def test_decision_log_round_trips(store):
     snaps = store.enrich([ev("a", T0, memo="rent June"), ev("b", T0 + MIN)])
     logged = store.decision_log(["b", "unknown", "a"])
@@ -125,6 +146,14 @@ def test_decision_log_round_trips(store):
     assert ContextSnapshot.from_dict(logged[0].to_dict()) == snaps[1]
     inputs = logged[0].as_rule_inputs()
     assert set(CONTEXT_FEATURES) <= set(inputs) and inputs["velocity_1h_count"] == 1.0
+
+
+def test_bad_event_is_a_validation_error_not_an_outage(store):
+    from engine.records import EventValidationError
+
+    with pytest.raises(EventValidationError, match="amount"):
+        store.enrich([ev("ok", T0), ev("bad", T0 + MIN, 1e16)])
+    assert store.decision_log(["ok"]) == [None]  # nothing of the batch was recorded
 
 
 def test_all_features_finite_on_random_stream(store):
@@ -139,7 +168,7 @@ def test_all_features_finite_on_random_stream(store):
 
 
 @pytest.mark.integration
-def test_redis_and_memory_compute_identical_snapshots(stack, unique, redis_client):
+def test_redis_and_memory_compute_identical_snapshots(stack, unique, ns_client):
     """Replay = live: a random stream (out-of-order events, retries, labels and their
     corrections interleaved, uneven batches) gives equal snapshots on both backends."""
     rng = random.Random(11)
@@ -168,7 +197,7 @@ def test_redis_and_memory_compute_identical_snapshots(stack, unique, redis_clien
 
 
 @pytest.mark.integration
-def test_redis_batch_costs_two_round_trips(stack, unique, redis_client, monkeypatch):
+def test_redis_batch_costs_two_round_trips(stack, unique, ns_client, monkeypatch):
     red = RedisFeatureStore(settings=Settings(redis={"url": stack.redis_url}), namespace=unique)
     red.enrich([ev("warm", T0)])  # loads the scripts once
     calls = []
@@ -190,3 +219,57 @@ def test_redis_down_raises_context_unavailable():
         dead.record_outcomes([LabelArrival("a", "t1", T0, T0 + DAY_MS, True)])
     with pytest.raises(ContextUnavailable):
         dead.decision_log(["a"])
+
+
+@pytest.mark.integration
+def test_redis_race_loser_returns_the_recorded_snapshot(stack, unique, ns_client):
+    """Two workers enrich the same event at once (a rebalance): the one whose write comes
+    second must not count it again and must answer the snapshot of record."""
+    settings = Settings(redis={"url": stack.redis_url})
+    first = RedisFeatureStore(settings=settings, namespace=unique)
+    second = RedisFeatureStore(settings=settings, namespace=unique)
+    first.enrich([ev("a", T0, 10.0)])
+    winner = first.enrich([ev("b", T0 + MIN, 20.0)])[0]
+
+    real_read = second._read_state
+
+    def stale_read(args):  # what `second` would have read before `first` recorded "b"
+        replies = list(real_read(args=args))
+        replies[0] = b""  # no snapshot for "b" yet
+        return replies
+
+    second._read_state = stale_read
+    got = second.enrich([ev("b", T0 + MIN, 20.0)])[0]
+    assert got == winner
+    nxt = first.enrich([ev("c", T0 + 2 * MIN)])[0]
+    assert nxt.velocity_1h_count == 2.0 and nxt.terminal_count_1d == 2.0
+
+
+@pytest.mark.integration
+def test_every_redis_key_expires(stack, unique, ns_client):
+    """Memory is bounded without a janitor: state keys live 31 days past their last
+    write, decision-log snapshots the configured retention."""
+    red = RedisFeatureStore(settings=Settings(redis={"url": stack.redis_url}), namespace=unique)
+    red.enrich([ev(f"k{i}", T0 + i * MIN, customer=f"c{i % 3}", terminal=f"t{i % 2}") for i in range(10)])
+    red.record_outcomes([LabelArrival("k1", "t1", T0, T0 + DAY_MS, True)])
+    keys = list(ns_client.scan_iter(f"{red.prefix}:*", count=10_000))
+    kinds = {k.decode().split(":")[2] for k in keys}
+    assert kinds == {"snap", "cev", "cdev", "tact", "tlab", "lab"}
+    for key in keys:
+        ttl = ns_client.pttl(key)
+        assert 0 < ttl <= red.snapshot_ttl_ms, key
+
+
+@pytest.mark.integration
+def test_redis_store_works_without_orjson(stack, unique, ns_client, monkeypatch):
+    import json
+
+    import engine.features.redis_store as rs
+
+    monkeypatch.setattr(rs, "_dumps", lambda obj: json.dumps(obj, separators=(",", ":")).encode())
+    monkeypatch.setattr(rs, "_loads", json.loads)
+    red = RedisFeatureStore(settings=Settings(redis={"url": stack.redis_url}), namespace=unique)
+    memory = MemoryFeatureStore()
+    batch = [ev("a", T0, 1e8 + 0.07), ev("b", T0 + MIN, 0.1 + 0.2, memo="naïve / ünïcode \u2028")]
+    assert red.enrich(batch) == memory.enrich(batch)
+    assert red.decision_log(["b"])[0].event.memo == "naïve / ünïcode \u2028"

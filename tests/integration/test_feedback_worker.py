@@ -23,7 +23,7 @@ pytestmark = pytest.mark.integration
 
 T0 = 1_780_000_000_000
 DAY = 86_400_000
-N = 400
+N = 1000
 
 
 def _event(i: int) -> TransactionEvent:
@@ -96,11 +96,13 @@ def test_worker_killed_mid_run_loses_no_outcome(stack, unique, kafka_topics, red
     labels = LabelStore(tmp_path / "examples" / "labels")
     try:
         _wait(lambda: len(labels.read()) > 0, 90, "the first labelled examples")
-        # More traffic while the worker runs, then SIGKILL it mid-stream.
-        send_verdicts(range(N // 2, N))
+        _wait(lambda: len(labels.read()) == N // 4, 60, "the first half to be joined")
+        # More traffic while the worker runs; SIGKILL it as soon as it starts on it.
         corrections = [_outcome(i, OutcomeKind.CONFIRMED_FRAUD, T0 + 9 * DAY + i) for i in range(0, N, 8)]
-        send_outcomes(corrections)
         expected.update({o.event_id: o.kind.value for o in corrections})
+        send_outcomes(corrections)
+        send_verdicts(range(N // 2, N))
+        _wait(lambda: len(labels.read()) > N // 4, 60, "the worker to start on the second half")
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
         assert len(labels.read()) < len(expected), "worker finished before the kill; the test proves nothing"

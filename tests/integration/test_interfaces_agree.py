@@ -51,7 +51,7 @@ def simulated_events(n: int) -> list[TransactionEvent]:
     from engine.simulate_frames import events_from_frame
 
     out: list[TransactionEvent] = []
-    days = max(1, n // 1500 + 1)
+    days = n // 600 + 2  # ~800 events a day at 400 customers
     for day in Simulator(SimConfig(customers=400, terminals=800, days=days + 1, seed=7)).days():
         out.extend(events_from_frame(day.events))
         if len(out) >= n:
@@ -101,7 +101,7 @@ def test_api_http_cli_agree_with_the_stream(stack, unique, kafka_topics, redis_c
         try:
             produce_events(stack.kafka_bootstrap, wenv.events, events, Codec())
             stream = read_verdicts(stack.kafka_bootstrap, wenv.verdicts, len(events), Codec(),
-                                   timeout=60 + len(events) / 40, settle_s=1.0)
+                                   timeout=120 + len(events) / 20, settle_s=1.0)  # generous: CI machines are shared
         finally:
             worker.terminate()
         expected = {v.event_id: v for v in stream}

@@ -180,6 +180,14 @@ def test_chunked_upload_over_the_limit_is_cut_off(server):
     r = httpx.post(server.url + "/v1/decide", content=body(), headers={**AUTH, "content-type": "application/json"})
     assert r.status_code == 413
 
+    def small():  # chunked and under the limit: read whole and scored as usual
+        payload = json.dumps([event(500), event(501)]).encode()
+        yield payload[:40]
+        yield payload[40:]
+
+    ok = httpx.post(server.url + "/v1/decide", content=small(), headers={**AUTH, "content-type": "application/json"})
+    assert ok.status_code == 200 and [v["event_id"] for v in ok.json()] == ["e500", "e501"]
+
 
 def test_requests_are_micro_batched_across_connections(server):
     from concurrent.futures import ThreadPoolExecutor

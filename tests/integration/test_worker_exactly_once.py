@@ -28,10 +28,12 @@ def _count(verdicts) -> Counter:
     return Counter(v.event_id for v in verdicts)
 
 
+@pytest.mark.slow
 def test_sigkill_mid_stream_then_restart_gives_exactly_one_verdict_per_event(wenv, tmp_path):
     codec = Codec()
     events = make_events(wenv.unique, N_EVENTS)
-    worker = WorkerProcess(wenv, "w1", tmp_path)
+    big_batches = {"TOLLGATE_BATCH__MAX_EVENTS": "128"}  # throughput: keeps this test's run time down
+    worker = WorkerProcess(wenv, "w1", tmp_path, **big_batches)
     try:
         worker.wait_for("worker ready")
         producer = threading.Thread(target=produce_events,
@@ -44,7 +46,7 @@ def test_sigkill_mid_stream_then_restart_gives_exactly_one_verdict_per_event(wen
                 break
         worker.kill()
         killed_at_ms = time.time() * 1000
-        worker = WorkerProcess(wenv, "w1", tmp_path)  # same worker id: fences the zombie's transaction
+        worker = WorkerProcess(wenv, "w1", tmp_path, **big_batches)  # same id: aborts what the dead one left open
         worker.wait_for("worker ready")
         producer.join()
         verdicts = read_verdicts(wenv.bootstrap, wenv.verdicts, N_EVENTS, codec, timeout=120)
@@ -68,8 +70,17 @@ def test_sigterm_drains_commits_and_leaves_the_group(wenv, tmp_path):
         worker.wait_for("worker ready")
         assert _status(port, "/readyz") == 200 and _status(port, "/healthz") == 200
         produce_events(wenv.bootstrap, wenv.events, events, codec, rate_per_s=2000)
-        text = _get(port, "/metrics")
-        assert "tollgate_stage_latency_ms_bucket" in text and "tollgate_model_info" in text
+        names = ("tollgate_verdicts_total{", 'tollgate_stage_latency_ms_bucket{le="1.0",stage="infer"}',
+                     'tollgate_stage_latency_ms_count{stage="emit"}', "tollgate_e2e_from_arrival_ms_bucket",
+                     "tollgate_e2e_from_event_time_ms_bucket", "tollgate_batch_size_bucket",
+                     'tollgate_consumer_lag{partition="0"}', 'tollgate_model_info{version="v1"}',
+                     "tollgate_rules_info{", "tollgate_ready 1.0", "tollgate_degraded 0.0",
+                     "tollgate_rules_active_version{")  # the rules stage's own metrics, same endpoint
+        deadline = time.monotonic() + 30  # lag is refreshed once a second
+        while not all(n in (text := _get(port, "/metrics")) for n in names) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        for name in names:
+            assert name in text, name
     finally:
         rc = worker.terminate()
     assert rc == 0, worker.tail()

@@ -32,7 +32,9 @@ def test_hot_swap_mid_stream_with_no_gap_and_broken_models_refused(wenv, redis_c
     broken = save_fresh_model(wenv.models_dir, "v-broken", seed=3)
     (broken / "model.safetensors").write_bytes(b"this is not a safetensors file")
     save_fresh_model(wenv.models_dir, "v2", seed=7)
-    worker = WorkerProcess(wenv, "w1", tmp_path)
+    # The periodic check is slowed to a minute, so a swap within seconds proves pub/sub works
+    # (the periodic path is unit-tested in tests/unit/test_worker_stages.py).
+    worker = WorkerProcess(wenv, "w1", tmp_path, TOLLGATE_HOTSWAP_CHECK_S="60")
     try:
         worker.wait_for("worker ready")
         producer = threading.Thread(target=produce_events, args=(wenv.bootstrap, wenv.events, events, codec),
@@ -40,10 +42,10 @@ def test_hot_swap_mid_stream_with_no_gap_and_broken_models_refused(wenv, redis_c
         producer.start()
         time.sleep(2.0)
         _point(redis_client, wenv, "v-broken")
-        refused = worker.wait_for("model refused; the old one keeps serving", timeout=30)
+        refused = worker.wait_for("model refused; the old one keeps serving", timeout=20)
         assert refused["version"] == "v-broken"
         _point(redis_client, wenv, "v2")
-        swapped = worker.wait_for("model swapped", timeout=60)
+        swapped = worker.wait_for("model swapped", timeout=20)
         assert swapped["version"] == "v2" and swapped["previous"] == "v1"
         producer.join()
         verdicts = read_verdicts(wenv.bootstrap, wenv.verdicts, len(events), codec, timeout=90)

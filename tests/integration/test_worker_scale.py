@@ -55,3 +55,33 @@ def test_two_workers_share_partitions_and_rebalances_lose_and_duplicate_nothing(
     assert set(counts) == {e.event_id for e in events}
     assert sum(counts.values()) == len(events), f"duplicates: {[k for k, n in counts.items() if n > 1][:5]}"
     assert len([p for p in _assigned(w2) if p != "[]"]) >= 2  # its share, then w1's after it left
+
+
+def test_a_second_instance_with_the_same_worker_id_fences_the_zombie(wenv, tmp_path):
+    """A worker that is still alive but has been replaced (a zombie: paused VM, network
+    partition) must not commit anything after its replacement started."""
+    codec = Codec()
+    events = make_events(wenv.unique, 3_000)
+    zombie = WorkerProcess(wenv, "w1", tmp_path)
+    replacement = None
+    try:
+        zombie.wait_for("worker ready")
+        producer = threading.Thread(target=produce_events, args=(wenv.bootstrap, wenv.events, events, codec),
+                                    kwargs={"rate_per_s": 400})
+        producer.start()
+        time.sleep(2.0)
+        replacement = WorkerProcess(wenv, "w1", tmp_path)  # same id: init_transactions fences the first
+        replacement.wait_for("worker ready")
+        deadline = time.monotonic() + 60
+        while zombie.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert zombie.proc.returncode == 3, zombie.tail()  # exited on the fatal "fenced" error
+        assert zombie.logged("fatal Kafka error, exiting")
+        producer.join()
+        verdicts = read_verdicts(wenv.bootstrap, wenv.verdicts, len(events), codec, timeout=90)
+    finally:
+        zombie.stop_quietly()
+        if replacement is not None:
+            replacement.terminate()
+    counts = Counter(v.event_id for v in verdicts)
+    assert set(counts) == {e.event_id for e in events} and sum(counts.values()) == len(events)

@@ -91,7 +91,6 @@ class WorkerProcess:
     """``tollgate run`` in a subprocess, its JSON log lines in a file."""
 
     def __init__(self, wenv: WorkerEnv, worker_id: str, log_dir: Path, *args: str, **env: str):
-        args = ("--pipeline", "tests.integration.worker_support:interim_pipeline", *args)  # DEV-ONLY
         self.worker_id = worker_id
         self.log_path = log_dir / f"worker-{worker_id}-{int(time.time() * 1000)}.log"
         self._log = open(self.log_path, "wb")
@@ -226,15 +225,3 @@ def read_committed(bootstrap: str, topic: str, expected: int, timeout: float = 9
 def read_verdicts(bootstrap: str, topic: str, expected: int, codec: Codec, **kw) -> list[Verdict]:
     return [codec.decode_verdict(m.value()) for m in read_committed(bootstrap, topic, expected, **kw)]
 
-
-def interim_pipeline(settings, *, model=None):  # DEV-ONLY: until the detector artifact ships
-    """The worker's real pipeline, but without text screening when no detector artifact exists."""
-    from engine.assemble import build_pipeline
-    from engine.features.redis_store import RedisFeatureStore
-
-    try:
-        from engine.detect import InjectionDetector
-        detector = InjectionDetector.default()
-    except Exception:  # noqa: BLE001
-        detector = False
-    return build_pipeline(settings, model=model, context=RedisFeatureStore(settings=settings), detector=detector)

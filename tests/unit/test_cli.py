@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import click
 import typer
 from typer.testing import CliRunner
 
 from engine import cli
 
 
-def _walk(command: click.Command, path: tuple[str, ...] = ()):
+def _walk(command, path: tuple[str, ...] = ()):
     yield path, command
-    if isinstance(command, click.Group):
+    # typer vendors its own click, so duck-type groups instead of isinstance(click.Group).
+    if hasattr(command, "commands"):
         for name, sub in command.commands.items():
             yield from _walk(sub, path + (name,))
 

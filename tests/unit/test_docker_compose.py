@@ -58,7 +58,6 @@ def test_redis_persists() -> None:
 
 
 def test_containers_run_real_tollgate_commands() -> None:
-    import click
     import typer
 
     from engine import cli
@@ -68,9 +67,9 @@ def test_containers_run_real_tollgate_commands() -> None:
     for name in ("topics", "engine", "feedback"):
         argv = _compose()["services"][name]["command"]
         assert argv[0] == "tollgate"
-        command: click.Command = root
+        command = root
         for word in argv[1:]:
-            assert isinstance(command, click.Group), f"{argv}: {word} is not a subcommand"
+            assert hasattr(command, "commands"), f"{argv}: {word} is not a subcommand"
             assert word in command.commands, f"{argv}: unknown command {word}"
             command = command.commands[word]
 

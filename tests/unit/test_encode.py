@@ -87,6 +87,10 @@ def test_bad_input_gets_typed_errors(encoder):
         encoder.encode([dataclasses.replace(events[0], amount=float("nan"))], snaps)
     with pytest.raises(EventValidationError, match="amount"):
         encoder.encode([dataclasses.replace(events[0], amount=-1.0)], snaps)
+    with pytest.raises(EventValidationError, match="event_time_ms"):
+        encoder.encode([dataclasses.replace(events[0], event_time_ms=5)], snaps)
+    with pytest.raises(EventValidationError, match="amount"):
+        encoder.encode([dataclasses.replace(events[0], amount="12")], snaps)
     with pytest.raises(ValueError, match="paired"):
         encoder.encode([ev("other", T0)], snaps)
     with pytest.raises(ValueError, match="snapshots"):

@@ -137,3 +137,13 @@ def test_label_index_forgets_labels_older_than_every_window():
     store = MemoryFeatureStore()
     store.record_outcomes([LabelArrival(f"x{i}", "t1", T0, T0 + i * DAY_MS, i % 2 == 0) for i in range(100)])
     assert len(store.labels) < 40
+
+
+def test_bad_events_are_refused_before_touching_state():
+    from engine.records import EventValidationError
+
+    store = MemoryFeatureStore()
+    for bad in (ev("a", 12), ev("a", T0, float("nan")), ev("a", T0, -5.0), ev("a", T0, customer="")):
+        with pytest.raises(EventValidationError):
+            store.enrich([bad])
+    assert not store.customers and not store.snapshots

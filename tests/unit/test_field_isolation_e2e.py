@@ -32,7 +32,7 @@ from engine.infer import Inference
 from engine.model.card import fresh_model
 from engine.model.config import InputSpec
 from engine.pipeline import Components, DecisionPipeline
-from engine.records import SEVERITY, Decision, TransactionEvent
+from engine.records import SEVERITY, Decision, ReasonKind, TransactionEvent
 
 torch.set_num_threads(1)
 REPO = Path(__file__).resolve().parents[2]
@@ -50,7 +50,28 @@ _model, _card = fresh_model(InputSpec.from_schema(_encoder.schema), seed=0)
 _inference = Inference(_model, _card)
 _detector = InjectionDetector.default()
 _guard = Guard.from_dir(REPO / "rules")
-_POLICY = Policy(review_threshold=0.6235, reject_threshold=0.99, abstain_threshold=0.0, tie_margin=0.0)
+
+
+def _probe_events() -> list[TransactionEvent]:
+    """A spread of trusted fields (merchant, amount, channel, country)."""
+    combos = [(m, a, ch, co) for m in ("5411", "5812", "7995") for a in (5.0, 90.0, 900.0, 3000.0)
+              for ch in ("card_present", "ecommerce", "transfer") for co in ("BE", "US")]
+    return [TransactionEvent(f"e{i}", T0 + i * 60_000, f"c{i % 5}", "a1", f"t{i % 4}", mcc, amount, "EUR",
+                             channel, country) for i, (mcc, amount, channel, country) in enumerate(combos)]
+
+
+def _median_not_pass_mass() -> float:
+    """Where the untrained model's p(review)+p(reject) sits for trusted-field variety."""
+    events = _probe_events()
+    snaps = MemoryFeatureStore().enrich(events)
+    probs = _inference(_encoder.encode(events, snaps)).probs
+    return round(float((probs[:, 1] + probs[:, 2]).median()), 5)
+
+
+# Review threshold in the middle of the model's range; abstain and tie margin off, so
+# the verdict really depends on the input (see test_property_is_not_vacuous).
+_POLICY = Policy(review_threshold=_median_not_pass_mass(), reject_threshold=0.99, abstain_threshold=0.0,
+                 tie_margin=0.0)
 
 
 def _pipeline() -> DecisionPipeline:
@@ -108,7 +129,8 @@ def test_forged_text_never_turns_a_verdict_into_pass(events, memo):
     for b, a in zip(before, after):
         assert not (b.verdict is not Decision.PASS and a.verdict is Decision.PASS), (b.reasons, a.reasons)
         assert a.verdict is not Decision.PASS  # every forgery is flagged, so the floor holds
-        assert any(r.code == "injection_suspected" for r in a.reasons)
+        assert any(r.kind is ReasonKind.DETECTOR for r in a.reasons), a.reasons
+        assert a.detector_score is not None and a.detector_score >= _detector.threshold
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -132,12 +154,7 @@ def test_verdict_reaches_pass_only_through_trusted_fields(events, data):
 
 def test_property_is_not_vacuous():
     """The policy above really produces both pass and review/reject on trusted fields."""
-    events = [TransactionEvent(f"e{i}", T0 + i * 60_000, f"c{i % 5}", "a1", f"t{i % 4}", mcc, amount, "EUR",
-                               channel, country)
-              for i, (mcc, amount, channel, country) in enumerate(
-                  (m, a, ch, co) for m in ("5411", "7995") for a in (5.0, 900.0, 3000.0)
-                  for ch in ("card_present", "transfer") for co in ("BE", "US"))]
-    verdicts = {v.verdict for v in _pipeline().decide_batch(events)}
+    verdicts = {v.verdict for v in _pipeline().decide_batch(_probe_events())}
     assert Decision.PASS in verdicts and len(verdicts) >= 2, verdicts
 
 
@@ -147,11 +164,7 @@ def test_property_is_not_vacuous():
     "pipeline/decide: text may only escalate (score the event with the text segment "
     "masked too and keep the more severe verdict)."))
 def test_unflagged_text_alone_never_turns_review_into_pass():
-    events = [TransactionEvent(f"e{i}", T0 + i * 60_000, f"c{i % 5}", "a1", f"t{i % 4}", mcc, amount, "EUR",
-                               channel, country)
-              for i, (mcc, amount, channel, country) in enumerate(
-                  (m, a, ch, co) for m in ("5411", "5812", "7995") for a in (5.0, 90.0, 900.0, 3000.0)
-                  for ch in ("card_present", "ecommerce", "transfer") for co in ("BE", "US"))]
+    events = _probe_events()
     before = _pipeline().decide_batch(events)
     for memo in ("x" * 300, "thanks for everything, see you on Friday at the station 🙂", "家賃 十一月"):
         assert not _detector.score_text(memo).flagged

@@ -197,3 +197,15 @@ def test_compiled_conditions_agree_with_cel_python(source: str, env: dict) -> No
             condition.evaluate(env)
         except EvalError:
             pass
+
+
+@pytest.mark.parametrize("source", [
+    "-7 / 2 == -3", "-7 % 2 == -1", "7 % -2 == 1", "10 / 3 == 3", "2.5 * 2.0 == 5.0", "'ab' + 'c' == 'abc'",
+    "size([1, 2, 3]) == 3", "'abc'.contains('b')", "int(2.9) == 2", "int(-2.9) == -2", "[1, 2] + [3] == [1, 2, 3]",
+    "true ? false : true", "!(1 == 2) && 'a' < 'b'", "null == null", "2 in [1, 2]", "'x' in ['y']",
+    "string(12) == '12'", "double('1.5') == 1.5", "0x1F == 31", "r'a\\d' == 'a\\\\d'",
+])
+def test_constant_expressions_agree_with_cel_python(source: str) -> None:
+    reference = reference_evaluate(source, {})
+    assert isinstance(reference, bool), reference
+    assert compile_condition(source).evaluate({}) is reference

