@@ -23,6 +23,7 @@ app = typer.Typer(
 COMMAND_MODULES: tuple[str, ...] = (
     "engine.commands.stack",      # topics create|list
     "engine.commands.simulate",   # simulate
+    "engine.commands.features",   # features train-tokenizer|schema|log
     "engine.commands.model",      # train, backtest, model list|promote|rollback
     "engine.commands.run",        # run (the engine worker)
     "engine.commands.rules",      # rules check|test|backtest

@@ -233,7 +233,7 @@ def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig =
     if best is not None:
         model.load_state_dict(best[1])
     model.eval()
-    temps, val_metrics = calibrate(model, validation) if validation is not None else (Temperatures(), {})
+    temps, val_metrics = calibrate(model, validation, cfg) if validation is not None else (Temperatures(), {})
     window = (int(data.event_time_ms.min()), int(data.event_time_ms.max()) + 1) if len(data) else None
     card = ModelCard(version=version, schema_hash=model_config.inputs.schema_hash, architecture=model_config,
                      temperature=temps, data_window=window, metrics=val_metrics,

@@ -57,15 +57,21 @@ def fine_tune_cmd(now: bool = typer.Option(False, "--now", help="Run one cycle n
                   at_ms: Optional[int] = typer.Option(None, help="Event-time 'now' for the cycle (backtests)."),
                   who: str = typer.Option(os.environ.get("USER", "scheduler"), help="Recorded as the promoter."),
                   poll_s: float = typer.Option(60.0, help="How often the scheduler checks whether a cycle is due."),
+                  scope: str = typer.Option("heads", help="What the fine-tune updates: heads | lora | all."),
+                  since_ms: Optional[int] = typer.Option(None, help="Train on labels from this time (default: since the last promotion)."),
                   ) -> None:
     """Fine-tune a candidate from the serving model, gate it, promote it if every bar
     holds. Without --now: run every ``TOLLGATE_FEEDBACK__FINE_TUNE_INTERVAL_HOURS``."""
-    from .scheduler import FineTuneScheduler
+    from .finetune import FineTuneConfig
+    from .scheduler import FineTuneScheduler, SchedulerConfig
 
+    if scope not in ("heads", "lora", "all"):
+        raise typer.BadParameter("scope must be heads, lora or all")
     settings = _settings()
-    sched = FineTuneScheduler(settings, _redis(settings))
+    config = SchedulerConfig.from_settings(settings, finetune=FineTuneConfig(scope=scope))
+    sched = FineTuneScheduler(settings, _redis(settings), config=config)
     if now or at_ms is not None:
-        result = sched.run_cycle(at_ms, who=who)
+        result = sched.run_cycle(at_ms, who=who, train_since_ms=since_ms)
         typer.echo(json.dumps(result.to_dict(), indent=2, default=str))
         raise typer.Exit(0 if result.status != "refused" else 3)
     sched.run_forever(poll_s=poll_s)

@@ -96,6 +96,6 @@ def redis_client(stack: Stack, unique: str):
 
     client = redis.Redis.from_url(stack.redis_url)
     yield client
-    for key in client.scan_iter(f"*{unique}*"):
+    for key in client.scan_iter(f"*{unique}*", count=10_000):
         client.delete(key)
     client.close()

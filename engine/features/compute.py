@@ -209,10 +209,11 @@ def context_for(event: TransactionEvent, cust: CustomerState | None,
                 mean30 = v[7] / v[6]
             since_prev = min((t - times[i - 1]) / 1000.0, NO_PREVIOUS_SECONDS)
             country_changed = 1.0 if cust.countries[i - 1] != event.country else 0.0
-            lo = max(0, i - HISTORY_LEN)
-            hist_amounts = tuple(amounts[lo:i][::-1])
-            hist_times = tuple(times[lo:i][::-1])
-            hist_terms = tuple(cust.terminals[lo:i][::-1])
+            # most recent first, one reversed slice each: [i-1, i-2, ..., lo]
+            stop = i - HISTORY_LEN - 1 if i > HISTORY_LEN else None
+            hist_amounts = tuple(amounts[i - 1:stop:-1])
+            hist_times = tuple(times[i - 1:stop:-1])
+            hist_terms = tuple(cust.terminals[i - 1:stop:-1])
     if event.device_id:
         first = cust.devices.get(event.device_id) if cust is not None else None
         if first is None or first > t:
@@ -281,19 +282,20 @@ def enrich_batch(events: Sequence[TransactionEvent],
         if event.event_id not in seen:
             _check(event)
     out: list[ContextSnapshot] = []
+    append, seen_get, cust_get, term_get = out.append, seen.get, customers.get, terminals.get
     for event in events:
-        snap = seen.get(event.event_id)
+        snap = seen_get(event.event_id)
         if snap is None:
-            cust = customers.get(event.customer_id)
+            cust = cust_get(event.customer_id)
             if cust is None:
                 cust = customers[event.customer_id] = CustomerState()
-            term = terminals.get(event.terminal_id)
+            term = term_get(event.terminal_id)
             if term is None:
                 term = terminals[event.terminal_id] = TerminalState()
             snap = context_for(event, cust, term)
             record_event(event, cust, term)
             seen[event.event_id] = snap
-        out.append(snap)
+        append(snap)
     return out
 
 

@@ -23,7 +23,8 @@ pytestmark = pytest.mark.integration
 
 T0 = 1_780_000_000_000
 DAY = 86_400_000
-N = 1000
+N = 4000
+FIRST = 200  # verdicts sent before the worker starts; the rest arrive while it runs
 
 
 def _event(i: int) -> TransactionEvent:
@@ -89,23 +90,25 @@ def test_worker_killed_mid_run_loses_no_outcome(stack, unique, kafka_topics, red
              for i in range(0, N, 2)]
     send_outcomes(first + first[::5])
     expected.update({o.event_id: o.kind.value for o in first})
-    send_verdicts(range(0, N // 2))
+    send_verdicts(range(0, FIRST))
 
     log = tmp_path / "worker.log"
     proc = _worker(env, log)
     labels = LabelStore(tmp_path / "examples" / "labels")
     try:
         _wait(lambda: len(labels.read()) > 0, 90, "the first labelled examples")
-        _wait(lambda: len(labels.read()) == N // 4, 60, "the first half to be joined")
+        _wait(lambda: len(labels.read()) == FIRST // 2, 60, "the first verdicts to be joined")
         # More traffic while the worker runs; SIGKILL it as soon as it starts on it.
         corrections = [_outcome(i, OutcomeKind.CONFIRMED_FRAUD, T0 + 9 * DAY + i) for i in range(0, N, 8)]
         expected.update({o.event_id: o.kind.value for o in corrections})
         send_outcomes(corrections)
-        send_verdicts(range(N // 2, N))
-        _wait(lambda: len(labels.read()) > N // 4, 60, "the worker to start on the second half")
+        send_verdicts(range(FIRST, N))
+        _wait(lambda: len(labels.read()) > FIRST // 2, 60, "the worker to start on the rest")
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
-        assert len(labels.read()) < len(expected), "worker finished before the kill; the test proves nothing"
+        got = labels.read()
+        assert dict(zip(got["event_id"], got["outcome_kind"])) != expected, \
+            "the worker finished before the kill; the test proves nothing"
 
         proc = _worker(env, log)
         _wait(lambda: len(labels.read()) == len(expected) and

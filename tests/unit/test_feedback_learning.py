@@ -12,6 +12,8 @@ from feedback.finetune import FineTuneConfig, fine_tune
 from feedback.gate import GateConfig, Scores, evaluate, heldout_metrics, write_report
 from feedback.preference import preference_loss, utilities
 
+torch.set_num_threads(1)
+
 
 def test_utilities_rank_right_over_review_over_wrong():
     u = utilities(torch.tensor([1.0, 0.0]), review_cost=0.3)
@@ -51,7 +53,7 @@ class _Tiny(torch.nn.Module):
         return {"verdict": z[:, :3], "risk": z[:, 3]}
 
 
-def _problem(n=600, seed=0):
+def _problem(n=256, seed=0):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(n, 4, generator=g)
     bad = ((x[:, 0] + 0.3 * torch.randn(n, generator=g)) > 0.8).float()
@@ -67,7 +69,7 @@ def test_fine_tune_improves_ranking_and_leaves_reference_untouched(scope):
     cand, rep = fine_tune(ref, x, bad, FineTuneConfig(max_steps=60, lr=1e-2, scope=scope), progress=False)
     assert all(torch.equal(before[k], v) for k, v in ref.state_dict().items())
     assert set(cand.state_dict()) == set(ref.state_dict())  # LoRA merged back: a plain model
-    assert rep.steps == 40 and rep.loss_last < rep.loss_first and rep.weight_drift > 0
+    assert rep.steps == 16 and rep.loss_last < rep.loss_first and rep.weight_drift > 0
     with torch.no_grad():
         p_rej = torch.softmax(cand(x)["verdict"], -1)[:, 2]
         p_rej_ref = torch.softmax(ref(x)["verdict"], -1)[:, 2]

@@ -12,12 +12,14 @@ _SUFFIXES = ("_bucket", "_count", "_sum", "_total", "_info")
 
 
 def exported_names() -> set[str]:
+    from prometheus_client import CollectorRegistry
+
     from engine.metrics import EngineMetrics
     from engine.rules.metrics import RuleMetrics
     from engine.serve import ServeMetrics
 
     names: set[str] = set()
-    for registry in (EngineMetrics().registry, ServeMetrics().registry, RuleMetrics().registry):
+    for registry in (EngineMetrics().registry, ServeMetrics().registry, RuleMetrics(CollectorRegistry()).registry):
         for family in registry.collect():
             names.add(family.name)
             names.update(sample.name for sample in family.samples)
