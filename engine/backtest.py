@@ -205,7 +205,7 @@ class BacktestResult:
 def run_backtest(frame: pd.DataFrame, window: Window, models: Sequence[str] = ("transformer",),
                  seed: int = 0, epochs: int = 6, model_overrides: dict[str, Any] | None = None,
                  int8: bool = False, report_dir: str | Path | None = None, models_dir: str | Path | None = None,
-                 threads: int = 2) -> dict[str, BacktestResult]:
+                 threads: int = 1) -> dict[str, BacktestResult]:
     """The whole protocol on one window for one or more model families, sharing one
     replay: every family is trained on the same encoded window and scores the same
     micro-batches. ``int8`` adds a ``transformer-int8`` family (the same trained model,

@@ -35,13 +35,14 @@ def fit_transformer(rows: pd.DataFrame, batches: list[Any], *, seed: int, epochs
     from engine.train import LabelledSet, TrainConfig, train_model
 
     inputs = _concat(batches)
-    data = LabelledSet(inputs, torch.as_tensor(rows["tx_fraud"].to_numpy(), dtype=torch.float32),
-                       torch.as_tensor(rows["amount"].to_numpy(), dtype=torch.float32),
-                       torch.as_tensor(rows["event_time_ms"].to_numpy(), dtype=torch.int64))
+    data = LabelledSet(inputs, torch.tensor(rows["tx_fraud"].to_numpy(), dtype=torch.float32),
+                       torch.tensor(rows["amount"].to_numpy(), dtype=torch.float32),
+                       torch.tensor(rows["event_time_ms"].to_numpy(), dtype=torch.int64))
     train_keys = set(TrainConfig.model_fields)
     model_cfg = ModelConfig(inputs=InputSpec.from_schema(FeatureSchema.default()),
                             **{k: v for k, v in overrides.items() if k not in train_keys})
-    train_overrides = {"negative_keep": 0.25, **{k: v for k, v in overrides.items() if k in train_keys}}
+    train_overrides = {"negative_keep": 0.25, "threads": torch.get_num_threads(),
+                       **{k: v for k, v in overrides.items() if k in train_keys}}
     cfg = TrainConfig(seed=seed, epochs=epochs, **train_overrides)
     result = train_model(data, model_cfg, cfg, version=f"backtest-{seed}", report_dir=report_dir)
     if models_dir is not None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import enum
 import math
+import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
@@ -79,6 +80,7 @@ MIN_EVENT_TIME_MS = 946_684_800_000  # 2000-01-01
 MAX_EVENT_TIME_MS = 4_102_444_800_000  # 2100-01-01
 MAX_ID_LENGTH = 128
 MAX_ATTRIBUTES = 64
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(slots=True, frozen=True)
@@ -115,6 +117,8 @@ class TransactionEvent:
                 raise EventValidationError(name, "must be a non-empty string")
             if len(value) > MAX_ID_LENGTH:
                 raise EventValidationError(name, f"longer than {MAX_ID_LENGTH} characters")
+            if _SURROGATE.search(value):
+                raise EventValidationError(name, "contains a lone surrogate (not valid Unicode)")
         if not isinstance(self.event_time_ms, int) or isinstance(self.event_time_ms, bool):
             raise EventValidationError("event_time_ms", "must be an integer (epoch milliseconds)")
         if not MIN_EVENT_TIME_MS <= self.event_time_ms <= MAX_EVENT_TIME_MS:
@@ -135,6 +139,15 @@ class TransactionEvent:
             raise EventValidationError("merchant_category", "must be a non-empty string")
         if len(self.attributes) > MAX_ATTRIBUTES:
             raise EventValidationError("attributes", f"more than {MAX_ATTRIBUTES} entries")
+        # Trusted string fields end up in Redis keys, Avro and Kafka headers, none of which
+        # can carry a lone surrogate. (Untrusted text is cleaned instead: engine/textproc.py.)
+        for name in ("channel", "merchant_category", "device_id", "ip"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or _SURROGATE.search(value)):
+                raise EventValidationError(name, "must be a valid Unicode string")
+        for key, value in self.attributes.items():
+            if not (isinstance(key, str) and isinstance(value, str)) or _SURROGATE.search(key + value):
+                raise EventValidationError("attributes", f"entry {key!r} is not valid Unicode")
         return self
 
     def to_dict(self) -> dict[str, Any]:

@@ -73,6 +73,11 @@ class BatchSettings(_Frozen):
 class PolicySettings(_Frozen):
     """Defaults for the decision policy; a rule set may override them (rules/policy.yaml)."""
 
+    #: Verdict thresholds on the calibrated probabilities (see engine/decide.py):
+    #: reject when p(reject) reaches reject_threshold, else review when
+    #: p(review) + p(reject) reaches review_threshold.
+    reject_threshold: float = 0.5
+    review_threshold: float = 0.5
     tie_margin: float = 0.05
     abstain_threshold: float = 0.5
     #: With Redis down: "review" (rules + review, reason context_unavailable) or "model"

@@ -27,7 +27,7 @@ def register(app: typer.Typer) -> None:
         report_dir: Path | None = typer.Option(None, help="Report directory (default <reports>/<version>)."),
         epochs: int = typer.Option(6, min=1), seed: int = typer.Option(0),
         negative_keep: float = typer.Option(0.25, help="Share of good events kept per epoch (re-sampling)."),
-        threads: int = typer.Option(2, min=1),
+        threads: int = typer.Option(1, min=1, help="torch threads (1: see TrainConfig.threads)."),
     ) -> None:
         """Train the decision model on events + outcomes; write the model directory and a report."""
         import numpy as np
@@ -62,9 +62,9 @@ def register(app: typer.Typer) -> None:
         batches: list[EncodedBatch] = []
         replay = Replay(frame, arrivals, FieldIsolatedEncoder())
         replay.run_until(int(frame["event_time_ms"].max()) + 1, lambda r, e, enc: batches.append(enc), "encode")
-        dataset = LabelledSet(EncodedBatch.concat(batches), torch.as_tensor(labels, dtype=torch.float32),
-                              torch.as_tensor(frame["amount"].to_numpy(), dtype=torch.float32),
-                              torch.as_tensor(frame["event_time_ms"].to_numpy(), dtype=torch.int64))
+        dataset = LabelledSet(EncodedBatch.concat(batches), torch.tensor(labels, dtype=torch.float32),
+                              torch.tensor(frame["amount"].to_numpy(), dtype=torch.float32),
+                              torch.tensor(frame["event_time_ms"].to_numpy(), dtype=torch.int64))
         cfg = TrainConfig(seed=seed, epochs=epochs, negative_keep=negative_keep, threads=threads)
         model_cfg = ModelConfig(inputs=InputSpec.from_schema(FeatureSchema.default()))
         report = report_dir or settings.paths.reports_dir / version
@@ -90,7 +90,7 @@ def register(app: typer.Typer) -> None:
         epochs: int = typer.Option(6, min=1), seed: int = typer.Option(0),
         int8: bool = typer.Option(False, "--int8", help="Also score with the int8-quantised transformer."),
         report_dir: Path | None = typer.Option(None, help="Training reports and metrics.json go here."),
-        threads: int = typer.Option(2, min=1),
+        threads: int = typer.Option(1, min=1, help="torch threads (1: see TrainConfig.threads)."),
     ) -> None:
         """Train on a window, replay the next days in event time with delayed labels, score, evaluate."""
         from engine.backtest import Window, read_handbook, read_simulated, run_backtest

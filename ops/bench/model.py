@@ -156,7 +156,7 @@ def bench_smollm2(quick: bool) -> None:
         hidden = backbone(**enc).last_hidden_state[:, -1]
         loss = torch.nn.functional.cross_entropy(head(hidden), labels[step:step + 8])
         opt.zero_grad(); loss.backward(); opt.step()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
     backbone.eval()
     print(f"LoRA (r=8) + head fine-tune: {n} examples, loss {losses[0]:.3f} -> {losses[-1]:.3f} "
           f"in {time.perf_counter() - t0:.0f} s")
