@@ -66,7 +66,9 @@ class RedisSettings(_Frozen):
 
 class BatchSettings(_Frozen):
     #: A micro-batch closes at ``max_events`` or after ``max_wait_ms``, whichever first.
-    max_events: int = 64
+    #: Defaults chosen by ops/bench/engine.py --sweep (best saturation throughput; W keeps
+    #: most of the 30 ms end-to-end budget for the model and the commit).
+    max_events: int = 128
     max_wait_ms: float = 5.0
 
 

@@ -44,7 +44,7 @@ import logging
 import signal
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import redis.exceptions
 from confluent_kafka import TopicPartition
@@ -269,14 +269,6 @@ def _first_offsets(records: Sequence[RawRecord]) -> dict[tuple[str, int], int]:
         if key not in out or r.offset < out[key]:
             out[key] = r.offset
     return out
-
-
-def run_worker(settings: Settings, pipeline_factory: Callable[[Settings], DecisionPipeline],
-               options: WorkerOptions, **kwargs: Any) -> None:
-    """Build and run a worker in this process (used by ``tollgate run``)."""
-    worker = Worker(settings, pipeline_factory(settings), options, **kwargs)
-    worker.install_signal_handlers()
-    worker.run()
 
 
 if __name__ == "__main__":  # ``python -m engine.worker [options]`` == ``tollgate run [options]``

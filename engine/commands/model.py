@@ -91,6 +91,8 @@ def register(app: typer.Typer) -> None:
         int8: bool = typer.Option(False, "--int8", help="Also score with the int8-quantised transformer."),
         report_dir: Path | None = typer.Option(None, help="Training reports and metrics.json go here."),
         threads: int = typer.Option(1, min=1, help="torch threads (1: see TrainConfig.threads)."),
+        overrides: list[str] = typer.Option([], "--set", help="ModelConfig/TrainConfig field=JSON value for "
+                                            "the transformer, e.g. --set 'ignore_categorical=[\"terminal\"]'."),
     ) -> None:
         """Train on a window, replay the next days in event time with delayed labels, score, evaluate."""
         from engine.backtest import Window, read_handbook, read_simulated, run_backtest
@@ -101,8 +103,17 @@ def register(app: typer.Typer) -> None:
         window = Window.from_date(train_start.date().isoformat(), train_days, delay_days, test_days, history_days)
         frame = (read_handbook(data, window.history_start_ms, window.test_end_ms) if fmt == "handbook"
                  else read_simulated(data))
+        settings_override = {}
+        for item in overrides:
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise typer.BadParameter(f"--set {item!r}: expected field=value")
+            try:
+                settings_override[key.strip()] = json.loads(value)
+            except json.JSONDecodeError:
+                settings_override[key.strip()] = value
         results = run_backtest(frame, window, models=tuple(model), seed=seed, epochs=epochs, int8=int8,
-                               report_dir=report_dir, threads=threads)
+                               report_dir=report_dir, threads=threads, model_overrides=settings_override)
         out.parent.mkdir(parents=True, exist_ok=True)
         for i, (name, result) in enumerate(results.items()):
             path = out if i == 0 else out.with_name(f"{out.stem}.{name}{out.suffix}")

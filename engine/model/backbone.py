@@ -51,9 +51,17 @@ class FieldEmbedder(nn.Module):
     convention of ``nn.TransformerEncoder`` and (inverted) of Hugging Face models.
     """
 
-    def __init__(self, spec: InputSpec, d: int, numeric_tokens: int = 0):
+    def __init__(self, spec: InputSpec, d: int, numeric_tokens: int = 0, ignore: tuple[str, ...] = ()):
         super().__init__()
         self.spec = spec
+        # 0/1 per categorical column: ignored fields contribute nothing (their token keeps
+        # only its field and segment embeddings).
+        self.register_buffer("cat_keep", torch.tensor(
+            [0.0 if n in ignore else 1.0 for n in spec.categorical_names] or [1.0] * spec.n_categorical),
+            persistent=False)
+        self.register_buffer("hist_cat_keep", torch.tensor(
+            [0.0 if n in ignore else 1.0 for n in spec.history_categorical_names]
+            or [1.0] * spec.history_categorical), persistent=False)
         n_groups = spec.n_numeric if numeric_tokens <= 0 else min(numeric_tokens, spec.n_numeric)
         # group[f] = the token numeric field f is summed into (contiguous, near-equal groups)
         self.register_buffer("numeric_group", torch.arange(spec.n_numeric) * max(1, n_groups)
@@ -86,7 +94,8 @@ class FieldEmbedder(nn.Module):
         if spec.n_categorical:
             ids = torch.arange(spec.n_numeric, spec.n_numeric + spec.n_categorical, device=dev)
             cats = b.control_categorical.long().clamp(0, spec.categorical_buckets - 1)
-            parts.append(self.buckets(cats) + self.field(ids) + self.segment.weight[SEG_CATEGORICAL])
+            parts.append(self.buckets(cats) * self.cat_keep[:, None] + self.field(ids)
+                         + self.segment.weight[SEG_CATEGORICAL])
         masks = [torch.zeros(B, self.n_control, dtype=torch.bool, device=dev)]
         # Trailing positions that are padding in every row are dropped: they are masked
         # anyway, so the result is identical, and a batch without memos (most payments)
@@ -98,7 +107,7 @@ class FieldEmbedder(nn.Module):
                 h = h + self.hist_numeric(squash(b.history_numeric[:, :n_hist].float()))
             if spec.history_categorical:
                 cats = b.history_categorical[:, :n_hist].long().clamp(0, spec.categorical_buckets - 1)
-                h = h + self.hist_categorical(cats).sum(dim=2)
+                h = h + (self.hist_categorical(cats) * self.hist_cat_keep[:, None]).sum(dim=2)
             parts.append(h.expand(B, -1, -1) if h.dim() == 2 else h)
             masks.append(~b.history_mask[:, :n_hist].bool())
         n_text = _used_length(b.text_mask) if spec.text_len else 0
@@ -124,9 +133,10 @@ class FieldTransformer(nn.Module):
     """
 
     def __init__(self, spec: InputSpec, d: int = 64, n_layers: int = 2, n_heads: int = 4,
-                 ff_mult: int = 2, dropout: float = 0.1, numeric_tokens: int = 0):
+                 ff_mult: int = 2, dropout: float = 0.1, numeric_tokens: int = 0,
+                 ignore_categorical: tuple[str, ...] = ()):
         super().__init__()
-        self.embed = FieldEmbedder(spec, d, numeric_tokens)
+        self.embed = FieldEmbedder(spec, d, numeric_tokens, ignore_categorical)
         self.layers = nn.ModuleList(
             nn.TransformerEncoderLayer(d, n_heads, d * ff_mult, dropout, activation="gelu",
                                        batch_first=True, norm_first=True)

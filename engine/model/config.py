@@ -43,6 +43,7 @@ class InputSpec(_Frozen):
     schema_hash: str
     numeric_names: tuple[str, ...] = ()
     categorical_names: tuple[str, ...] = ()
+    history_categorical_names: tuple[str, ...] = ()
 
     @classmethod
     def from_schema(cls, schema: Any) -> "InputSpec":
@@ -72,6 +73,7 @@ class InputSpec(_Frozen):
             schema_hash=str(pick("schema_hash", "hash", "fingerprint")),
             numeric_names=tuple(str(n) for n in numeric),
             categorical_names=tuple(str(n) for n in categorical),
+            history_categorical_names=tuple(str(n) for n in hist_cat),
         )
 
 
@@ -114,6 +116,10 @@ class ModelConfig(_Frozen):
     #: field. Grouping keeps the sequence near the ~32 tokens the CPU budget allows
     #: (26 numeric fields would otherwise double it) without mixing any text in.
     numeric_tokens: int = Field(default=6, ge=0)
+    #: Categorical fields the model must not read (control and history columns of that
+    #: name), e.g. ``("terminal",)``: a hashed identity is easy to memorise and then
+    #: fails to generalise to next week's compromised terminals.
+    ignore_categorical: tuple[str, ...] = ()
     #: Layers (1-based, < n_layers) that carry an early-exit verdict/risk head.
     early_exit_layers: tuple[int, ...] = ()
     extra_heads: tuple[HeadSpec, ...] = ()

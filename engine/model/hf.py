@@ -61,7 +61,7 @@ class HFBackbone(nn.Module):
         if config.hf_lora_rank:
             self.hf = add_lora(self.hf, config.hf_lora_rank)
         self.d_model = int(self.hf.config.hidden_size)
-        self.embed = FieldEmbedder(config.inputs, self.d_model)
+        self.embed = FieldEmbedder(config.inputs, self.d_model, 0, config.ignore_categorical)
 
     n_layers = 1
 

@@ -8,8 +8,6 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-import pytest
-
 from engine.codec import JSON_HEADERS, Codec
 from engine.consume import RawRecord, consumer_config
 from engine.decode import DecodeStage
