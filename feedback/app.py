@@ -34,6 +34,7 @@ import faust
 from engine.codec import Codec, DecodeError
 from engine.settings import Settings
 
+from .metrics import FeedbackMetrics
 from .process import FeedbackProcessor
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,8 @@ def broker_urls(bootstrap: str) -> list[str]:
 
 def build_app(settings: Settings, processor: FeedbackProcessor, *, app_id: str | None = None,
               batch_size: int = 500, within_s: float = 0.5, flush_interval_s: float = 5.0,
-              consume_events: bool = False, session_timeout_s: float = 10.0) -> faust.App:
+              consume_events: bool = False, session_timeout_s: float = 10.0,
+              metrics: FeedbackMetrics | None = None) -> faust.App:
     """The faust app with its agents and flush timer; run it with ``run_worker``."""
     app = faust.App(
         app_id or settings.feedback.consumer_group,
@@ -76,11 +78,16 @@ def build_app(settings: Settings, processor: FeedbackProcessor, *, app_id: str |
 
     for kind, topic_name, record_codec in inputs:
         topic = app.topic(topic_name, value_type=bytes, key_type=bytes)
-        app.agent(topic, name=f"feedback-{kind}")(_make_agent(kind, record_codec, processor, batch_size, within_s))
+        app.agent(topic, name=f"feedback-{kind}")(
+            _make_agent(kind, record_codec, processor, batch_size, within_s, metrics))
 
     @app.timer(interval=flush_interval_s)
     async def flush_pending() -> None:
         stats = await asyncio.to_thread(processor.flush)
+        if metrics is not None:
+            metrics.labels_written.inc(stats.labels_written)
+            metrics.decisions_written.inc(stats.decisions_written)
+            metrics.last_flush.set_to_current_time()
         if stats.labels_written or stats.decisions_written:
             log.info("flushed %d labelled examples, %d decisions", stats.labels_written, stats.decisions_written)
 
@@ -91,7 +98,8 @@ def build_app(settings: Settings, processor: FeedbackProcessor, *, app_id: str |
     return app
 
 
-def _make_agent(kind: str, record_codec: Any, processor: FeedbackProcessor, batch_size: int, within_s: float):
+def _make_agent(kind: str, record_codec: Any, processor: FeedbackProcessor, batch_size: int,
+                within_s: float, metrics: FeedbackMetrics | None):
     async def agent(stream: Any) -> None:
         async for events in stream.take_events(batch_size, within=within_s):
             payloads = []
@@ -102,10 +110,15 @@ def _make_agent(kind: str, record_codec: Any, processor: FeedbackProcessor, batc
                 except DecodeError as exc:
                     log.warning("skipping undecodable %s at %s[%d]@%d: %s", kind, msg.topic,
                                 msg.partition, msg.offset, exc)
+                    if metrics is not None:
+                        metrics.undecodable.labels(kind).inc()
                     continue
                 payloads.append(record.to_dict())
             if payloads:
-                await asyncio.to_thread(processor.on_batch, kind, payloads)
+                joined = await asyncio.to_thread(processor.on_batch, kind, payloads)
+                if metrics is not None:
+                    metrics.messages.labels(kind).inc(len(payloads))
+                    metrics.joined.inc(sum(1 for r in joined if r.outcome is not None and r.verdict is not None))
     agent.__name__ = f"feedback_{kind}"
     return agent
 

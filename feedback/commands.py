@@ -36,6 +36,7 @@ def worker(flush_interval_s: float = typer.Option(5.0, help="Seconds between Par
            batch_size: int = typer.Option(500, help="Messages per join batch."),
            consume_events: bool = typer.Option(False, help="Also join tx.events (when decision logs expire early)."),
            app_id: Optional[str] = typer.Option(None, help="faust app id / consumer group (default: settings)."),
+           metrics_port: int = typer.Option(9401, help="Port of the Prometheus /metrics endpoint (0: off)."),
            ) -> None:
     """Run the feedback worker (faust): join outcomes to verdicts, update delayed-label
     risk, append labelled examples. Stops cleanly on SIGTERM/SIGINT."""
@@ -44,12 +45,17 @@ def worker(flush_interval_s: float = typer.Option(5.0, help="Seconds between Par
     from .app import run_worker
     from .process import FeedbackProcessor
 
+    from .metrics import FeedbackMetrics
+
     settings = _settings()
     client = _redis(settings)
     processor = FeedbackProcessor.from_settings(settings, client, RedisFeatureStore(client, settings))
+    metrics = FeedbackMetrics()
+    if metrics_port:
+        FeedbackMetrics.serve(metrics_port, settings.http.host)
     sys.argv = [sys.argv[0], "worker"]  # faust's Worker parses argv; give it nothing of ours
     run_worker(settings, processor, app_id=app_id, batch_size=batch_size,
-               flush_interval_s=flush_interval_s, consume_events=consume_events)
+               flush_interval_s=flush_interval_s, consume_events=consume_events, metrics=metrics)
 
 
 @feedback_app.command("fine-tune")

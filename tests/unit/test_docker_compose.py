@@ -64,7 +64,7 @@ def test_containers_run_real_tollgate_commands() -> None:
 
     cli._register_all()
     root = typer.main.get_command(cli.app)
-    for name in ("topics", "engine", "feedback"):
+    for name in ("topics", "engine", "feedback", "scheduler", "serve"):
         argv = _compose()["services"][name]["command"]
         assert argv[0] == "tollgate"
         command = root
