@@ -17,6 +17,15 @@ no batch is ever half old model, half new.
 
 When the feature store raises ``ContextUnavailable`` the batch is scored on empty
 context snapshots and the policy runs in degraded mode (see ``engine.decide``).
+
+**Untrusted text may only add suspicion.** The model reads the memo/descriptor in its
+own segment, so a benign-looking memo could otherwise nudge a borderline event from
+review to pass. Every event that carries text is therefore scored twice *in the same
+forward pass* — as sent, and with its text segment masked (trusted fields alone) — and
+both variants go through policy and rules; the more severe final verdict wins, with the
+reason ``user_text_cannot_lower`` when the trusted-only variant decided. Together with
+the detector (which only escalates) this makes inserting text into an event unable to
+move its verdict towards pass (``tests/unit/test_field_isolation_e2e.py``).
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from engine.decide import Policy, PolicyDecision, ScoreRow, decide
-from engine.records import Reason, ReasonKind, TransactionEvent, Verdict
+from engine.records import SEVERITY, Reason, ReasonKind, TransactionEvent, Verdict
 from engine.textproc import clean_user_text
 
 #: Stage names, in order, as they appear in ``BatchTimings`` and the metrics.
@@ -222,18 +231,52 @@ class _StageClock:
 
 def _score(c: Components, events: Sequence[TransactionEvent], snapshots: Sequence[Any], degraded: bool,
            clock: _StageClock) -> tuple[list[Any], list[PolicyDecision], list[tuple[Any, tuple[Reason, ...], str | None]]]:
-    """encode → infer → detect → decide → guard, each timed."""
+    """encode → infer → detect → decide → guard, each timed. Rows with user text are
+    also scored text-blind, in the same forward pass; the more severe outcome wins."""
+    n = len(events)
     with clock("encode"):
         encoded = c.encoder.encode(events, snapshots)
+        text_rows = _rows_with_text(encoded)
+        if text_rows:
+            encoded = type(encoded).concat([encoded, _text_blind(encoded[text_rows])])
     with clock("infer"):
-        rows = _score_rows(c.inference(encoded), len(events))
+        all_rows = _score_rows(c.inference(encoded), n + len(text_rows))
+    rows, blind_rows = all_rows[:n], all_rows[n:]
     with clock("detect"):
         detections = _detect(c.detector, events)
     with clock("decide"):
         proposals = [decide(r, d, c.policy, degraded) for r, d in zip(rows, detections)]
+        blind = [decide(r, detections[i], c.policy, degraded) for r, i in zip(blind_rows, text_rows)]
     with clock("guard"):
         finals = _guard(c.guard, events, snapshots, proposals)
+        if text_rows:
+            blind_finals = _guard(c.guard, [events[i] for i in text_rows],
+                                  [snapshots[i] for i in text_rows], blind)
+            for i, proposal, final in zip(text_rows, blind, blind_finals):
+                if SEVERITY[final[0]] > SEVERITY[finals[i][0]]:
+                    proposals[i] = _trusted_only(proposal, proposals[i])
+                    finals[i] = final
     return detections, proposals, finals
+
+
+def _rows_with_text(encoded: Any) -> list[int]:
+    mask = getattr(encoded, "text_mask", None)
+    if mask is None:
+        return []
+    return [int(i) for i in mask.any(dim=1).nonzero().flatten().tolist()]
+
+
+def _text_blind(encoded: Any) -> Any:
+    """The same rows with the untrusted segment emptied: what the trusted fields alone say."""
+    return replace(encoded, text_ids=encoded.text_ids.new_zeros(encoded.text_ids.shape),
+                   text_mask=encoded.text_mask.new_zeros(encoded.text_mask.shape))
+
+
+def _trusted_only(blind: PolicyDecision, with_text: PolicyDecision) -> PolicyDecision:
+    reason = Reason(ReasonKind.POLICY, "user_text_cannot_lower",
+                    f"with its user text the model proposed {with_text.verdict.value}; on trusted "
+                    f"fields alone {blind.verdict.value} — untrusted text may only add suspicion")
+    return replace(blind, reasons=blind.reasons + (reason,))
 
 
 def _warmup_event(i: int) -> TransactionEvent:
