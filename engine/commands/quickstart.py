@@ -106,7 +106,7 @@ def register(app: typer.Typer) -> None:
         days: int = typer.Option(2, min=1, help="Simulated days to replay through Kafka."),
         speed: float = typer.Option(1440.0, min=1.0, help="Simulated seconds per real second (1440: a day a minute)."),
         customers: int = typer.Option(400, min=10, help="Simulated customers (cards)."),
-        history_days: int = typer.Option(7, min=2, help="Days of simulated history to train on, if no model serves."),
+        history_days: int = typer.Option(14, min=2, help="Days of simulated history to train on, if no model serves."),
         outcome_delay_days: float = typer.Option(1.5, min=1.0, help="Mean delay of fraud outcomes (days)."),
         seed: int = typer.Option(42, help="Simulation seed."),
         stack: bool = typer.Option(True, "--stack/--no-stack", help="Run `ops/stack up` (off: use the running stack)."),

@@ -240,7 +240,10 @@ def _pipeline_inputs(frame: pd.DataFrame, model_dir: Path, current: RuleSet):
             cursor = _feed(store, arrivals, cursor, events[0].event_time_ms)
             recorder.seen.clear()
             pipeline.decide_batch(events)
-            yield start, list(recorder.seen)
+            # The pipeline guards the batch as sent first (one entry per event, in order),
+            # then again the text-blind variants of events with user text (engine/pipeline.py);
+            # the backtest replays rules on the first, the model's view of each event as sent.
+            yield start, list(recorder.seen)[:len(events)]
 
     return gen
 
