@@ -44,13 +44,7 @@ def _register_all() -> None:
         return
     _registered = True
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:  # DEV-ONLY: remove before release (areas still landing)
-            if exc.name != name:
-                raise
-            continue
-        module.register(app)
+        importlib.import_module(name).register(app)
 
 
 def main() -> None:
