@@ -268,3 +268,89 @@ def injection_memos(n: int, seed: int = 0, obfuscate_share: float = 0.3, wrap_sh
             text = f"{memo}{sep}{text}" if rng.random() < 0.6 else f"{text}{sep}{memo}"
         out.append((text, family))
     return out
+
+
+# --- person names ------------------------------------------------------------------------
+# Transfer descriptors are often just the payee as the payer typed it: "Tom R.", "wout",
+# "Mehmet E.", "JANSSENS PIETER". A short capitalised word plus an initial and a period
+# looks, to character n-grams, much like a bare control token ("[SEP]", "<s>"), so without
+# such texts in the benign corpus the model flags them. First names span many cultures so
+# the model learns the *shape* (name + initial) rather than a few names. The names the
+# stream simulator uses (engine/simulate_text.py) are deliberately left out here, so the
+# stream benchmark measures generalisation to unseen names, not recall of a list.
+_NAME_FIRST = [
+    # Dutch / Flemish
+    "Sander", "Bram", "Joris", "Maarten", "Sanne", "Femke", "Eline", "Daan", "Thijs", "Koen", "Lieke", "Niels",
+    "Jeroen", "Ruben", "Stijn", "Annelies", "Griet", "Wim", "Joost", "Hanne", "Gert", "Kobe", "Jef", "Mieke",
+    # French
+    "Camille", "Mathieu", "Élodie", "Antoine", "Margaux", "Julien", "Aurélie", "Théo", "Léa", "Baptiste", "Hélène",
+    # German
+    "Jürgen", "Katrin", "Matthias", "Anke", "Felix", "Greta", "Uwe", "Heike", "Moritz", "Jana", "Max", "Till",
+    # Spanish / Portuguese
+    "Alejandro", "Lucía", "Javier", "Carmen", "Diego", "Pilar", "João", "Thiago", "Beatriz", "Gonçalo", "Iñigo",
+    # Italian
+    "Marco", "Francesca", "Alessandro", "Chiara", "Matteo", "Luca", "Giorgia",
+    # Polish / Czech / Balkan
+    "Agnieszka", "Piotr", "Małgorzata", "Krzysztof", "Zofia", "Tomasz", "Ewa", "Vojtěch", "Milena", "Nikola", "Ivo",
+    # Russian / Ukrainian
+    "Sergei", "Natalia", "Oleksandr", "Yulia", "Andrei", "Svetlana", "Ivan", "Taras",
+    # Turkish
+    "Emre", "Ayşe", "Burak", "Elif", "Mustafa", "Zeynep", "Hakan", "Derya", "Can", "Ece",
+    # Arabic / North African / Persian
+    "Ahmed", "Layla", "Omar", "Khadija", "Karim", "Nour", "Hassan", "Samira", "Youssef", "Amina", "Reza", "Ali",
+    # West / East African
+    "Chinedu", "Adaeze", "Kwame", "Abena", "Oluwaseun", "Fatou", "Mamadou", "Aminata", "Wanjiru", "Tendai",
+    # South Asian
+    "Arjun", "Ananya", "Rahul", "Deepika", "Sanjay", "Lakshmi", "Imran", "Ayesha", "Vikram", "Neha",
+    # East / South-East Asian
+    "Haruto", "Yuki", "Sakura", "Takeshi", "Jia", "Xiaoming", "Min-jun", "Ji-woo", "Thanh", "Linh", "Minh", "Li",
+    # Nordic / Baltic / Finnish
+    "Astrid", "Lars", "Ingrid", "Mikkel", "Sigrid", "Eero", "Aino", "Rasmus", "Jonas", "Ieva",
+    # English and short forms
+    "James", "Oliver", "Charlotte", "Harry", "Emily", "Jack", "Grace", "Sam", "Kate", "Mike", "Chris", "Dave",
+    "Liz", "Rob", "Beth", "Pat", "Ed", "Jo", "Bo", "Tim", "Ann", "Joe", "Ben", "Dan", "Meg", "Kim", "Ray",
+    # Greek / Hebrew / Latin American
+    "Giorgos", "Eleni", "Dimitris", "Yael", "Avi", "Noa", "Valentina", "Mateo", "Ximena", "Santiago",
+]
+_NAME_LAST = [
+    "Peeters", "Janssens", "Maes", "Claes", "Wouters", "De Smet", "Vermeulen", "Van den Bossche", "de Vries",
+    "Bakker", "Lefèvre", "Martin", "Bernard", "Moreau", "Schneider", "Fischer", "Weber", "Schäfer", "Fernández",
+    "López", "Santos", "Ferreira", "Bianchi", "Romano", "Wiśniewski", "Dvořák", "Petrov", "Kovalenko", "Demir",
+    "Şahin", "Kaya", "El Amrani", "Haddad", "Benali", "Mensah", "Adeyemi", "Diallo", "Sharma", "Singh", "Khan",
+    "Wang", "Zhang", "Chen", "Sato", "Suzuki", "Park", "Lee", "Tran", "Le", "Hansen", "Johansson", "Virtanen",
+    "Papadopoulos", "Levi", "Murphy", "Jones", "Williams", "Brown", "MacDonald", "Ng", "Öztürk", "Hoang",
+]
+_SIMULATOR_NAMES = frozenset({"anna", "tom", "lotte", "mehmet", "sofia", "lucas", "emma", "noah", "fatima", "jan",
+                              "chloé", "wout", "maria", "yusuf", "lena", "pieter", "inès", "olga", "wei", "kenji"})
+assert not _SIMULATOR_NAMES & {n.casefold() for n in _NAME_FIRST}, "keep the simulator's names out of training"
+
+# (format, weight): payee names as people type them into a transfer.
+_NAME_FORMATS = [
+    ("{First} {L}.", 30), ("{first}", 10), ("{First}", 8), ("{First} {Last}", 18), ("{FIRST} {LAST}", 5),
+    ("{LAST} {FIRST}", 4), ("{Last}, {First}", 2), ("{F}. {Last}", 6), ("{First} {L}", 5), ("{first} {l}.", 4),
+    ("{first} {last}", 3), ("{First} {Last}-{Last2}", 2), ("{First} & {First2} {L}.", 2), ("{title} {Last}", 3),
+    ("{First} {L}.{L2}.", 2),
+]
+
+
+def person_names(n: int, seed: int = 0) -> list[str]:
+    """``n`` payee names as typed into transfers ("Sander V.", "kwame", "DEMIR ELIF"), by seed.
+
+    >>> names = person_names(200, seed=1)
+    >>> len(names), any(n.endswith(".") and len(n.split()) == 2 for n in names)
+    (200, True)
+    >>> any(n.split()[0].casefold() in _SIMULATOR_NAMES for n in names)
+    False
+    """
+    rng = random.Random(seed)
+    formats, weights = zip(*_NAME_FORMATS)
+    out = []
+    for fmt in rng.choices(formats, weights=weights, k=n):
+        first, first2 = rng.choice(_NAME_FIRST), rng.choice(_NAME_FIRST)
+        last, last2 = rng.choice(_NAME_LAST), rng.choice(_NAME_LAST)
+        initial, initial2 = rng.choice("ABCDEFGHIJKLMNOPRSTUVWYZ"), rng.choice("ABCDEFGHJKLMNPRSTVW")
+        out.append(fmt.format(
+            First=first, first=first.lower(), FIRST=first.upper(), First2=first2, F=first[0],
+            Last=last, last=last.lower(), LAST=last.upper(), Last2=last2, L=initial, l=initial.lower(), L2=initial2,
+            title=rng.choice(["Mr", "Mrs", "Ms", "Dr", "Hr.", "Fr.", "M.", "Mme", "Sr.", "Sra."])))
+    return out

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.detector.corpus import benign_memos, injection_memos
+from engine.detector.corpus import benign_memos, injection_memos, person_names
 from engine.settings import REPO_ROOT
 
 DEFAULT_INJECTION_CSV = REPO_ROOT.parent / "shared" / "data" / "injection" / "injection_train.csv"
@@ -164,7 +164,7 @@ def split_injection(data: LabelledTexts, test_share: float = 0.25, seed: int = 7
 
 
 def assemble(csv_path: Path = DEFAULT_INJECTION_CSV, seed: int = 7, n_benign: int = 1500,
-             n_attacks: int = 700, n_generated_test: int = 300) -> DetectorData:
+             n_attacks: int = 700, n_generated_test: int = 300, n_names: int = 500) -> DetectorData:
     """Build the training set and every evaluation set, reproducibly from ``seed``."""
     injection_train, injection_test = split_injection(load_injection_csv(csv_path), seed=seed)
     fit_rows = _attack_lines(injection_train)
@@ -174,6 +174,8 @@ def assemble(csv_path: Path = DEFAULT_INJECTION_CSV, seed: int = 7, n_benign: in
     # are dropped from training so the held-out rates stay honest.
     reserved = {t.casefold() for t in heldout_benign + heldout_attacks}
     benign = [t for t in benign_memos(n_benign, seed=seed) if t.casefold() not in reserved]
+    # Payee names ("Sander V.", "kwame") are most transfer descriptors; see person_names.
+    benign += [t for t in person_names(n_names, seed=seed + 2) if t.casefold() not in reserved]
     attacks = injection_memos(n_attacks, seed=seed + 1)
     generated = LabelledTexts(benign + [t for t, _ in attacks], [0] * len(benign) + [1] * len(attacks),
                               ["generated_memo"] * len(benign) + [f"generated_{f}" for _, f in attacks],
@@ -191,7 +193,7 @@ def assemble(csv_path: Path = DEFAULT_INJECTION_CSV, seed: int = 7, n_benign: in
         "train_rows": len(train), "email_segments": sum(k == "email_segment" for k in train.kinds), "train_positive": int(sum(train.labels)),
         "injection_train_rows": len(injection_train), "injection_test_rows": len(injection_test),
         "injection_test_positive": int(sum(injection_test.labels)),
-        "generated_benign": len(benign), "generated_attacks": len(attacks),
+        "generated_benign": len(benign), "generated_names": n_names, "generated_attacks": len(attacks),
         "heldout_benign": len(heldout_benign), "heldout_attacks": len(heldout_attacks),
         "heldout_texts_in_train": len(overlap),
     }
