@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -72,10 +72,7 @@ def ensure_model(settings: Settings, redis_client: Any, *, history_days: int, cu
     if serving is not None and registry.exists(serving):
         say(f"model: {serving} is serving (registry); not retraining")
         return serving
-    # At least 1,000 cards of history, whatever the replay's size: fewer leave too few
-    # frauds to learn from (measured: 400 cards x 7 days gave validation AUC 0.66;
-    # 1,000 x 14 days gives AUC 0.95, AP 0.63).
-    train_customers = max(customers, 1000)
+    train_customers = world_customers(customers)
     say(f"model: none serving — training a small one on {history_days} simulated days "
         f"({train_customers} customers); a few minutes on 2 CPU cores")
     model, card = train_quick(history_days=history_days, customers=train_customers, seed=seed,
@@ -85,6 +82,14 @@ def ensure_model(settings: Settings, redis_client: Any, *, history_days: int, cu
     say(f"model: {version} trained, registered and promoted "
         f"(validation: {json.dumps({k: round(v, 3) for k, v in card.metrics.items() if isinstance(v, float)})})")
     return version
+
+
+def world_customers(customers: int) -> int:
+    """Cards in the simulated world the quickstart trains on and then replays.
+
+    At least 1,000, whatever was asked: fewer leave too few frauds to learn from
+    (measured: 400 cards x 7 days gave validation AUC 0.66; 1,000 x 14 days AUC 0.95)."""
+    return max(customers, 1000)
 
 
 def train_quick(*, history_days: int, customers: int, seed: int, report_dir: Path | None = None,
@@ -156,10 +161,15 @@ class Replay(threading.Thread):
     """Produces simulated days to Kafka, paced: ``speed`` simulated seconds per second."""
 
     def __init__(self, settings: Settings, *, days: int, customers: int, seed: int, speed: float,
-                 start_date: date, outcome_delay_days: float):
+                 start_date: date | None, outcome_delay_days: float, skip_days: int = 0, warm_days: int = 0):
         super().__init__(name="tollgate-replay", daemon=True)
         self.settings, self.days, self.customers, self.seed = settings, days, customers, seed
         self.speed, self.start_date, self.outcome_delay_days = speed, start_date, outcome_delay_days
+        #: The world's first ``skip_days`` are history the model trained on: not replayed,
+        #: except the last ``warm_days`` of them, sent unpaced and left out of the summary,
+        #: so the engine's context (customer history, terminal risk from outcomes) is warm
+        #: when the scored days start — as it would be in production.
+        self.skip_days, self.warm_days = skip_days, min(warm_days, skip_days)
         self.truth = Truth()
         self.done = threading.Event()
         self.stop = threading.Event()
@@ -183,14 +193,19 @@ class Replay(threading.Thread):
 
         codec = Codec(self.settings)
         producer = Producer(self.settings.librdkafka(**{"linger.ms": 5, "enable.idempotence": True}))
-        config = SimConfig(customers=self.customers, terminals=self.customers * 2, days=self.days,
-                           seed=self.seed, start_date=self.start_date,
+        dated = {"start_date": self.start_date} if self.start_date is not None else {}
+        config = SimConfig(customers=self.customers, terminals=self.customers * 2,
+                           days=self.skip_days + self.days, seed=self.seed, **dated,
                            outcome_delay_mean_days=self.outcome_delay_days, drain_outcomes=False)
         wall0 = sim0 = None
-        for day in Simulator(config).days():
+        for index, day in enumerate(Simulator(config).days()):
+            if index < self.skip_days - self.warm_days:
+                continue
+            warming = index < self.skip_days
             events = events_from_frame(day.events) if len(day.events) else []
-            for eid, fraud in zip(day.events["event_id"], day.events["tx_fraud"]) if len(day.events) else ():
-                self.truth.is_fraud[str(eid)] = bool(fraud)
+            if not warming:
+                for eid, fraud in zip(day.events["event_id"], day.events["tx_fraud"]) if len(day.events) else ():
+                    self.truth.is_fraud[str(eid)] = bool(fraud)
             outcomes = outcomes_from_frame(day.outcomes) if len(day.outcomes) else []
             merged = heapq.merge(((e.event_time_ms, 0, e) for e in events),
                                  ((o.outcome_time_ms, 1, o) for o in outcomes), key=lambda x: (x[0], x[1]))
@@ -198,18 +213,20 @@ class Replay(threading.Thread):
                 if self.stop.is_set():
                     producer.flush(10)
                     return
-                if wall0 is None:
-                    wall0, sim0 = time.monotonic(), t_ms
-                ahead = wall0 + (t_ms - sim0) / 1000.0 / self.speed - time.monotonic()
-                if ahead > 0:
-                    producer.poll(0)
-                    time.sleep(min(ahead, 0.5))
+                if not warming:
+                    if wall0 is None:
+                        wall0, sim0 = time.monotonic(), t_ms
+                    ahead = wall0 + (t_ms - sim0) / 1000.0 / self.speed - time.monotonic()
+                    if ahead > 0:
+                        producer.poll(0)
+                        time.sleep(min(ahead, 0.5))
                 self.sim_now_ms = t_ms
                 if kind == 0:
-                    self.truth.produced_at[record.event_id] = time.time() * 1000.0
+                    if not warming:
+                        self.truth.produced_at[record.event_id] = time.time() * 1000.0
                     _produce(producer, self.settings.topics.events, record.customer_id, codec.encode_event(record))
                 else:
-                    self.truth.outcomes += 1
+                    self.truth.outcomes += 0 if warming else 1
                     _produce(producer, self.settings.topics.outcomes, record.event_id, codec.encode_outcome(record))
         if producer.flush(30) != 0:
             raise QuickstartError("some records could not be delivered to Kafka")
@@ -349,7 +366,3 @@ def write_report(directory: Path, figures: dict[str, Any], latencies_ms: list[fl
         pass
     return directory
 
-
-def history_start(days_back: int) -> date:
-    """Simulated history ends where the replay starts (today minus the replay days)."""
-    return date.today() - timedelta(days=days_back)

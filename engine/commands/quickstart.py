@@ -117,7 +117,7 @@ def register(app: typer.Typer) -> None:
         import redis
 
         from engine.quickstart import (
-            LiveSummary, QuickstartError, Replay, ensure_model, ensure_stack, history_start, summary_line,
+            LiveSummary, QuickstartError, Replay, ensure_model, ensure_stack, summary_line, world_customers,
             write_report,
         )
 
@@ -136,7 +136,6 @@ def register(app: typer.Typer) -> None:
                                    "  run `ops/stack up` (or set TOLLGATE_KAFKA_BOOTSTRAP / TOLLGATE_REDIS_URL)"))
         say(f"stack: Kafka {settings.kafka.bootstrap}, Redis {settings.redis.url}")
 
-        replay_start = history_start(days)
         try:
             version = ensure_model(settings, client, history_days=history_days, customers=customers, seed=seed,
                                    say=say)
@@ -155,10 +154,14 @@ def register(app: typer.Typer) -> None:
         try:
             port = wait_worker_ready(worker)
             say(f"engine worker ready: http://127.0.0.1:{port}/metrics")
-            replay = Replay(settings, days=days, customers=customers, seed=seed + 1, speed=speed,
-                            start_date=replay_start, outcome_delay_days=outcome_delay_days)
+            # The scored days continue the world the model was trained on (same seed and
+            # cards), after its last days of history have warmed the engine's context.
+            replay = Replay(settings, days=days, customers=world_customers(customers), seed=seed, speed=speed,
+                            start_date=None, outcome_delay_days=outcome_delay_days,
+                            skip_days=history_days, warm_days=min(4, history_days))
             summary = LiveSummary(settings, replay.truth)  # reads from the end of tx.verdicts, as of now
-            say(f"replaying {days} simulated day(s) of {customers} customers at {speed:g}× real time "
+            say(f"warming the context with the last {min(4, history_days)} days of history, then replaying "
+                f"{days} new simulated day(s) of {world_customers(customers)} customers at {speed:g}× real time "
                 f"(~{days * 86400 / speed:.0f} s); outcomes follow ~{outcome_delay_days:g} simulated days later")
             replay.start()
             last_print, last_progress, last_count = 0.0, time.monotonic(), -1

@@ -11,6 +11,9 @@ whether verdicts and outcomes go through Kafka to a feedback worker or straight 
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -22,6 +25,24 @@ from sklearn.metrics import average_precision_score
 
 from engine.records import Outcome, TransactionEvent, Verdict
 from engine.settings import Settings
+
+def start_feedback_worker(env: dict[str, str], log: Path, *, flush_interval_s: float,
+                          batch_size: int) -> subprocess.Popen:
+    """``tollgate feedback worker`` as a subprocess (no metrics port: tests may overlap)."""
+    return subprocess.Popen([sys.executable, "-c", "from engine.cli import main; main()", "feedback", "worker",
+                             "--flush-interval-s", str(flush_interval_s), "--batch-size", str(batch_size),
+                             "--metrics-port", "0"],
+                            env=env, stdout=open(log, "ab"), stderr=subprocess.STDOUT)
+
+
+def wait_until(pred: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
 
 HOUR = 3_600_000
 DAY = 24 * HOUR

@@ -15,8 +15,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -26,24 +24,10 @@ from confluent_kafka import Producer
 from engine.codec import Codec
 from engine.settings import KafkaSettings, PathSettings, RedisSettings, Settings, TopicSettings
 
-from tests.integration.feedback_sim import DAY, Streamer, build_world, evaluate_ap, label_ids, slices, train_initial
+from tests.integration.feedback_sim import (DAY, Streamer, build_world, evaluate_ap, label_ids, slices,
+                                            start_feedback_worker, train_initial, wait_until)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-
-def _start_worker(env: dict[str, str], log: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", "from engine.cli import main; main()", "feedback", "worker",
-                             "--flush-interval-s", "0.3", "--batch-size", "200"],
-                            env=env, stdout=open(log, "ab"), stderr=subprocess.STDOUT)
-
-
-def _wait(pred, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_feedback_loop_end_to_end(stack, unique, kafka_topics, redis_client, tmp_path):
@@ -96,18 +80,18 @@ def test_feedback_loop_end_to_end(stack, unique, kafka_topics, redis_client, tmp
                 and len(decisions.read()) == len(streamer.sent_verdicts))
 
     log = tmp_path / "worker.log"
-    worker = _start_worker(env, log)
+    worker = start_feedback_worker(env, log, flush_interval_s=0.3, batch_size=200)
     try:
         # Week 1-2 streamed while the worker runs; SIGKILL it in the middle of day 10.
         streamer.advance_to(t0 + 10 * DAY)
-        _wait(lambda: len(labels.read()) > 0, 90, "the worker's first labelled examples")
+        wait_until(lambda: len(labels.read()) > 0, 90, "the worker's first labelled examples")
         streamer.advance_to(t0 + 10 * DAY + 12 * 3_600_000)
         worker.send_signal(signal.SIGKILL)
         worker.wait(30)
         assert not caught_up(), "the worker had finished before the kill: the test proves nothing"
-        worker = _start_worker(env, log)
+        worker = start_feedback_worker(env, log, flush_interval_s=0.3, batch_size=200)
         streamer.advance_to(t0 + 14 * DAY)
-        _wait(caught_up, 120, "the restarted worker to catch up")
+        wait_until(caught_up, 120, "the restarted worker to catch up")
 
         pubsub = redis_client.pubsub(ignore_subscribe_messages=True)
         pubsub.subscribe(registry.events_channel)
@@ -116,7 +100,7 @@ def test_feedback_loop_end_to_end(stack, unique, kafka_topics, redis_client, tmp
         results = []
         for now in slices(t0 + 14 * DAY, t0 + 15 * DAY - 1):  # six four-hour cycles
             streamer.advance_to(now)
-            _wait(caught_up, 60, f"the worker to catch up at {now}")
+            wait_until(caught_up, 60, f"the worker to catch up at {now}")
             result = scheduler.run_cycle(now)
             results.append(result)
             assert Path(result.report_dir or tmp_path).exists()

@@ -6,9 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
@@ -18,6 +15,7 @@ from engine.features.redis_store import RedisFeatureStore
 from engine.records import Decision, Outcome, OutcomeKind, TransactionEvent, Verdict
 from engine.settings import KafkaSettings, PathSettings, RedisSettings, Settings, TopicSettings
 from feedback.store import DecisionStore, LabelStore
+from tests.integration.feedback_sim import start_feedback_worker, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -40,21 +38,6 @@ def _verdict(ev: TransactionEvent) -> Verdict:
 
 def _outcome(i: int, kind: OutcomeKind, at: int) -> Outcome:
     return Outcome(f"w{i}", kind, at, "issuer")
-
-
-def _worker(env: dict[str, str], log: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", "from engine.cli import main; main()", "feedback", "worker",
-                             "--flush-interval-s", "0.5", "--batch-size", "50"],
-                            env=env, stdout=open(log, "ab"), stderr=subprocess.STDOUT)
-
-
-def _wait(pred, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_worker_killed_mid_run_loses_no_outcome(stack, unique, kafka_topics, redis_client, tmp_path):
@@ -93,25 +76,25 @@ def test_worker_killed_mid_run_loses_no_outcome(stack, unique, kafka_topics, red
     send_verdicts(range(0, FIRST))
 
     log = tmp_path / "worker.log"
-    proc = _worker(env, log)
+    proc = start_feedback_worker(env, log, flush_interval_s=0.5, batch_size=50)
     labels = LabelStore(tmp_path / "examples" / "labels")
     try:
-        _wait(lambda: len(labels.read()) > 0, 90, "the first labelled examples")
-        _wait(lambda: len(labels.read()) == FIRST // 2, 60, "the first verdicts to be joined")
+        wait_until(lambda: len(labels.read()) > 0, 90, "the first labelled examples")
+        wait_until(lambda: len(labels.read()) == FIRST // 2, 60, "the first verdicts to be joined")
         # More traffic while the worker runs; SIGKILL it as soon as it starts on it.
         corrections = [_outcome(i, OutcomeKind.CONFIRMED_FRAUD, T0 + 9 * DAY + i) for i in range(0, N, 8)]
         expected.update({o.event_id: o.kind.value for o in corrections})
         send_outcomes(corrections)
         send_verdicts(range(FIRST, N))
-        _wait(lambda: len(labels.read()) > FIRST // 2, 60, "the worker to start on the rest")
+        wait_until(lambda: len(labels.read()) > FIRST // 2, 60, "the worker to start on the rest")
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
         got = labels.read()
         assert dict(zip(got["event_id"], got["outcome_kind"])) != expected, \
             "the worker finished before the kill; the test proves nothing"
 
-        proc = _worker(env, log)
-        _wait(lambda: len(labels.read()) == len(expected) and
+        proc = start_feedback_worker(env, log, flush_interval_s=0.5, batch_size=50)
+        wait_until(lambda: len(labels.read()) == len(expected) and
               dict(zip(labels.read()["event_id"], labels.read()["outcome_kind"])) == expected,
               120, f"all {len(expected)} outcomes after the restart")
     finally:
