@@ -59,7 +59,9 @@ def _serving_version(settings: Settings) -> str | None:
 
         client = redis.Redis.from_url(settings.redis.url, socket_timeout=settings.redis.socket_timeout_s,
                                       socket_connect_timeout=settings.redis.socket_timeout_s)
-        raw = client.get(f"{settings.redis.key_prefix}:model:serving")
+        from engine.hotswap import serving_key
+
+        raw = client.get(serving_key(settings.redis.key_prefix))
         client.close()
     except Exception as exc:  # noqa: BLE001 - no registry reachable: fall back to the newest directory
         log.debug("registry not reachable: %s", exc)

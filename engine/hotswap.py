@@ -30,6 +30,16 @@ from typing import Any, Callable
 
 from engine.warmup import synthetic_events
 
+
+def serving_key(key_prefix: str) -> str:
+    """The Redis string naming the serving model version (written by ``feedback.registry``)."""
+    return f"{key_prefix}:model:serving"
+
+
+def events_channel(key_prefix: str) -> str:
+    """The pub/sub channel on which every promotion and rollback is announced."""
+    return f"{key_prefix}:model:events"
+
 log = logging.getLogger("tollgate.hotswap")
 
 #: Given a model directory, build the pipeline components it replaces
@@ -52,8 +62,8 @@ class ModelWatcher:
                  warmup_sizes: tuple[int, ...] = (1, 16), check_every_s: float = 5.0,
                  metrics: Any | None = None):
         self.redis = redis_client
-        self.serving_key = f"{key_prefix}:model:serving"
-        self.events_channel = f"{key_prefix}:model:events"
+        self.serving_key = serving_key(key_prefix)
+        self.events_channel = events_channel(key_prefix)
         self.models_dir = Path(models_dir)
         self._load = load
         self._encoder = encoder

@@ -50,6 +50,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from engine.hotswap import events_channel, serving_key
 from engine.settings import Settings
 
 WEIGHTS_FILE = "model.safetensors"
@@ -105,9 +106,9 @@ class ModelRegistry:
         self.redis = redis
         self.models_dir = Path(models_dir or settings.paths.models_dir)
         prefix = settings.redis.key_prefix
-        self.serving_key = f"{prefix}:model:serving"
+        self.serving_key = serving_key(prefix)
         self.history_key = f"{prefix}:model:history"
-        self.events_channel = f"{prefix}:model:events"
+        self.events_channel = events_channel(prefix)
         self.audit_stream = f"{prefix}:model:audit"
 
     # ---- versions on disk -------------------------------------------------------------
