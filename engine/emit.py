@@ -130,8 +130,14 @@ class TransactionalEmitter:
             self._in_transaction = False
 
     def close(self) -> None:
+        """Abort what is open and flush. Raises ``FatalKafkaError`` when the producer is
+        already dead (fenced): librdkafka reports that from ``flush`` too, and the caller
+        must see the same error class whichever call noticed it first."""
         self.abort()
-        self._producer.flush(CALL_TIMEOUT_S)
+        try:
+            self._producer.flush(CALL_TIMEOUT_S)
+        except KafkaException as exc:
+            raise FatalKafkaError(f"flush on close: {exc}") from exc
 
     # -- helpers --------------------------------------------------------------------------
 

@@ -61,7 +61,9 @@ class FakeProducer:
     def commit_transaction(self, timeout): self._maybe_fail("commit")
     def abort_transaction(self, timeout): self._maybe_fail("abort")
     def poll(self, timeout): self.calls.append("poll")
-    def flush(self, timeout): return 0
+    def flush(self, timeout):
+        self._maybe_fail("flush")
+        return 0
 
 
 def _emitter(producer: FakeProducer) -> TransactionalEmitter:
@@ -102,6 +104,14 @@ def test_fatal_error_ends_the_producer():
     p = FakeProducer({"commit": [_err(KafkaError._FENCED, fatal=True)]})
     with pytest.raises(FatalKafkaError):
         _emitter(p).commit_batch([], [], {("tx.events", 0): 1}, object())
+
+
+def test_a_fenced_producer_reports_fatal_from_close_too():
+    # librdkafka can surface the fence from flush() rather than from the transactional call;
+    # the worker must still see FatalKafkaError (exit 3, restart), not a bare KafkaException.
+    p = FakeProducer({"flush": [_err(KafkaError._FENCED, fatal=True)]})
+    with pytest.raises(FatalKafkaError):
+        _emitter(p).close()
 
 
 def test_retriable_errors_give_up_after_the_transaction_timeout(monkeypatch):
