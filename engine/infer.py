@@ -28,7 +28,7 @@ from torch import Tensor
 
 from engine.model.card import LoadedModel, ModelCard, load_model_dir
 from engine.model.decision import DecisionModel
-from engine.model.inputs import as_inputs
+from engine.model.inputs import as_inputs, inputs_to
 from engine.model.quantize import quantize_int8
 
 
@@ -55,10 +55,14 @@ class Inference:
     """Callable infer stage around one loaded model (fp32 or int8)."""
 
     def __init__(self, model: DecisionModel, card: ModelCard, *, int8: bool = False,
-                 early_exit_threshold: float | None = None):
+                 early_exit_threshold: float | None = None, device: str | torch.device = "cpu"):
         model = model.eval()
         self.card = card
-        self.model = quantize_int8(model) if int8 else model
+        self.device = torch.device(device)
+        if int8 and self.device.type != "cpu":
+            # Dynamic int8 quantisation is a CPU kernel; on CUDA use bf16 or bitsandbytes (hf_bits).
+            raise ValueError(f"int8 dynamic quantisation runs on the CPU only, not on {self.device}")
+        self.model = quantize_int8(model) if int8 else model.to(self.device)
         self.int8 = int8
         self.early_exit_threshold = (early_exit_threshold if early_exit_threshold is not None
                                      else card.early_exit_threshold)
@@ -79,6 +83,9 @@ class Inference:
 
     def __call__(self, batch: Any) -> ModelOutputs:
         inputs = as_inputs(batch)
+        on_cpu = self.device.type == "cpu"
+        if not on_cpu:
+            inputs = inputs_to(inputs, self.device)
         t_verdict, t_risk = self.card.temperature.verdict, self.card.temperature.risk
         with torch.inference_mode():
             if self._use_exit:
@@ -90,6 +97,9 @@ class Inference:
             probs = torch.softmax(raw["verdict"].float() / t_verdict, dim=-1)
             risk = torch.sigmoid(raw["risk"].float() / t_risk)
             extra = {name: _activate(raw[name].float(), kind) for name, kind in self._extra_kinds.items()}
+        if not on_cpu:  # the stages after infer (decide, guard) work on CPU tensors
+            probs, risk, exit_layer = probs.cpu(), risk.cpu(), exit_layer.cpu()
+            extra = {name: t.cpu() for name, t in extra.items()}
         return ModelOutputs(probs, risk, exit_layer, self.card.version, extra)
 
 

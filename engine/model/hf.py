@@ -67,7 +67,9 @@ class HFBackbone(nn.Module):
 
     def embed_inputs(self, b: Any) -> tuple[Tensor, Tensor]:
         h, pad = self.embed(b)
-        dtype = next(self.hf.parameters()).dtype
+        # The input embedding's dtype, not "the first parameter's": under bitsandbytes the
+        # quantised linear weights are uint8/packed, the embeddings stay in float.
+        dtype = self.hf.get_input_embeddings().weight.dtype
         return h.to(dtype), pad
 
     def run_layer(self, i: int, h: Tensor, pad: Tensor) -> Tensor:

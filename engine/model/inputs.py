@@ -59,6 +59,12 @@ def as_inputs(batch: Any) -> ModelInputs:
         raise TypeError(f"{type(batch).__name__} lacks an EncodedBatch tensor: {exc}") from None
 
 
+def inputs_to(batch: Any, device: torch.device | str) -> ModelInputs:
+    """Every tensor moved to ``device`` (non-blocking where the source is pinned)."""
+    inputs = as_inputs(batch)
+    return ModelInputs(**{name: getattr(inputs, name).to(device, non_blocking=True) for name in TENSOR_FIELDS})
+
+
 def take_rows(batch: Any, rows: Tensor) -> ModelInputs:
     """Select rows (an index or bool tensor) of every tensor."""
     inputs = as_inputs(batch)

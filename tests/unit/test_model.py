@@ -113,6 +113,23 @@ def test_int8_runs_and_stays_close_to_fp32():
     assert (fp32.probs - int8.probs).abs().max() < 0.05
 
 
+def test_int8_is_refused_off_the_cpu_with_a_clear_message():
+    # Dynamic int8 is a CPU kernel; silently serving fp32 on a GPU would misreport the model.
+    model, card = fresh_model(SPEC, d_model=16, n_heads=2)
+    with pytest.raises(ValueError, match="CPU only"):
+        Inference(model, card, int8=True, device="cuda")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (the GPU figures: ops/bench/gpu.py)")
+def test_cuda_inference_matches_the_cpu_and_returns_cpu_tensors():
+    model, card = fresh_model(SPEC, d_model=16, n_heads=2)
+    batch = random_inputs(SPEC, 16)
+    cpu = Inference(model, card)(batch)
+    twin, twin_card = fresh_model(SPEC, d_model=16, n_heads=2)
+    gpu = Inference(twin, twin_card, device="cuda")(batch)
+    assert gpu.probs.device.type == "cpu" and torch.allclose(cpu.probs, gpu.probs, atol=1e-4)
+
+
 def test_inference_is_pure_and_scrubs_nan():
     model, card = fresh_model(SPEC, d_model=16, n_heads=2)
     before = {k: v.clone() for k, v in model.state_dict().items()}
