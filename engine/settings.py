@@ -70,6 +70,13 @@ class BatchSettings(_Frozen):
     #: most of the 30 ms end-to-end budget for the model and the commit).
     max_events: int = 128
     max_wait_ms: float = 5.0
+    #: Also close a batch as soon as the consumer has nothing more fetched: a quiet
+    #: stream then waits for no company, and under load batches still fill while the
+    #: previous ones are decided (the worker overlaps them; see engine/worker.py).
+    close_when_idle: bool = True
+    #: Score each batch on a thread of its own (PyTorch releases the GIL) while the main
+    #: thread prepares the next batch and finishes the previous one; off: score in line.
+    infer_thread: bool = True
 
 
 class PolicySettings(_Frozen):
@@ -108,9 +115,41 @@ class HttpSettings(_Frozen):
     max_events_per_request: int = 1000
 
 
+class GateSettings(_Frozen):
+    """The promotion gate's bars (``feedback.gate``): how much worse than the serving
+    model a fine-tuned candidate may be before it is refused.
+
+    Held-out margins compare candidate and serving on recent held-out outcomes; replay
+    bounds apply to the last 24 h of decisions replayed through both. Override with
+    ``TOLLGATE_FEEDBACK__GATE__MAX_AP_DROP=0.005``, and
+    ``TOLLGATE_FEEDBACK__GATE__CELL_OVERRIDES='{"pass->reject": 0.01}'``.
+    """
+
+    #: Recall of each outcome class (bad stopped, good passed) may drop at most this.
+    max_recall_drop: float = 0.02
+    #: Minority-class (bad) F1 may drop at most this.
+    max_f1_drop: float = 0.02
+    #: Expected calibration error of the risk score may rise at most this.
+    max_ece_increase: float = 0.02
+    #: Average precision of the risk score may drop at most this.
+    max_ap_drop: float = 0.01
+    #: At most this share of the replayed verdicts may change.
+    max_changed_share: float = 0.10
+    #: Each off-diagonal cell of the label-migration matrix, as a share of the replay.
+    max_cell_share: float = 0.05
+    #: Tighter (or looser) bounds for named cells, "from->to".
+    cell_overrides: dict[str, float] = Field(default_factory=lambda: {"pass->reject": 0.02})
+    #: Below these sizes the figures mean nothing, and the candidate is refused.
+    min_heldout: int = 50
+    min_heldout_bad: int = 5
+    min_replay: int = 20
+    ece_bins: int = 10
+
+
 class FeedbackSettings(_Frozen):
     fine_tune_interval_hours: float = 4.0
     consumer_group: str = "tollgate-feedback"
+    gate: GateSettings = Field(default_factory=GateSettings)
 
 
 class Settings(BaseSettings):

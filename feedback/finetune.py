@@ -173,7 +173,7 @@ def _objective(out: dict[str, Tensor], ref: dict[str, Tensor], y: Tensor, w: Ten
                              review_cost=cfg.review_cost, weights=w).loss
         rl = risk_loss(out[f"{prefix}.risk"], y) if f"{prefix}.risk" in out else 0.0
         loss = loss + cfg.exit_weight * (pl + cfg.risk_weight * rl) / len(exits)
-    return loss, main.accuracy, float(r_loss)
+    return loss, main.accuracy, float(r_loss.detach())
 
 
 def _default_take(inputs: Any) -> Callable[[Any, Tensor], Any]:

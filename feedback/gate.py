@@ -34,26 +34,15 @@ import numpy as np
 from sklearn.metrics import average_precision_score
 
 from engine.records import DECISIONS
+from engine.settings import GateSettings
 
 PASS, REVIEW, REJECT = 0, 1, 2
 LABELS = tuple(d.value for d in DECISIONS)
 
 
-@dataclass(slots=True, frozen=True)
-class GateConfig:
-    max_recall_drop: float = 0.02
-    max_f1_drop: float = 0.02
-    max_ece_increase: float = 0.02
-    max_ap_drop: float = 0.01
-    max_changed_share: float = 0.10
-    #: Bound on each off-diagonal cell, as a share of replayed decisions; per-cell
-    #: overrides as "pass->reject": 0.01.
-    max_cell_share: float = 0.05
-    cell_overrides: Mapping[str, float] = field(default_factory=lambda: {"pass->reject": 0.02})
-    min_heldout: int = 50
-    min_heldout_bad: int = 5
-    min_replay: int = 20
-    ece_bins: int = 10
+#: The gate's margins and bounds are settings (``TOLLGATE_FEEDBACK__GATE__*``, defaults
+#: and meaning in ``engine.settings.GateSettings``), so ops tune them without a release.
+GateConfig = GateSettings
 
 
 @dataclass(slots=True, frozen=True)
@@ -174,7 +163,8 @@ def evaluate(serving_held: Scores, candidate_held: Scores, is_bad: np.ndarray,
             checks.append(Check(f"migration {key}", None, share, limit, share <= limit, f"{matrix[i, j]} verdicts"))
     reasons = [f"{ch.name}: candidate {ch.candidate:.4f} vs limit {ch.limit:.4f} ({ch.detail})"
                for ch in checks if not ch.passed]
-    return GateResult(not reasons, checks, s, c, matrix.tolist(), changed, reasons, len(is_bad), n_replay)
+    return GateResult(not reasons, checks, s, c, matrix.tolist(), changed, reasons, len(is_bad), n_replay,
+                      meta={"gate_settings": cfg.model_dump()})
 
 
 def write_report(result: GateResult, out_dir: str | Path, *, serving_held: Scores | None = None,

@@ -15,7 +15,9 @@ One cycle, at (event-time or wall-clock) ``now``:
    keep the candidate's weights in the report directory for the post-mortem.
 
 ``now`` is a parameter, so tests and backtests drive the cycle with an accelerated
-event-time clock; ``run_forever`` uses the wall clock.
+event-time clock; ``run_forever`` uses the wall clock. Both go through ``tick``, which
+runs a cycle only when ``interval_ms`` has passed since the last one. The gate's bars
+come from settings (``TOLLGATE_FEEDBACK__GATE__*``, ``engine.settings.GateSettings``).
 """
 
 from __future__ import annotations
@@ -57,7 +59,10 @@ class SchedulerConfig:
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> "SchedulerConfig":
-        return cls(interval_ms=int(settings.feedback.fine_tune_interval_hours * HOUR_MS), **overrides)
+        values: dict[str, Any] = {"interval_ms": int(settings.feedback.fine_tune_interval_hours * HOUR_MS),
+                                  "gate": settings.feedback.gate}
+        values.update(overrides)
+        return cls(**values)
 
 
 @dataclass(slots=True)
@@ -113,13 +118,21 @@ class FineTuneScheduler:
         last = self.state().get("last_run_ms")
         return last is None or now_ms - last >= self.config.interval_ms
 
+    def tick(self, now_ms: int) -> CycleResult | None:
+        """One beat of the timer: run a cycle if one is due at ``now_ms``, else None.
+
+        ``run_forever`` calls this every ``poll_s`` with the wall clock; an
+        accelerated event-time run calls it with its own clock."""
+        if not self.due(now_ms):
+            return None
+        result = self.run_cycle(now_ms)
+        log.info("fine-tune cycle: %s %s", result.status, "; ".join(result.reasons))
+        return result
+
     def run_forever(self, clock: Callable[[], int] = lambda: int(time.time() * 1000),
                     poll_s: float = 30.0, stop: Callable[[], bool] = lambda: False) -> None:
         while not stop():
-            now = clock()
-            if self.due(now):
-                result = self.run_cycle(now)
-                log.info("fine-tune cycle: %s %s", result.status, "; ".join(result.reasons))
+            self.tick(clock())
             time.sleep(poll_s)
 
     # ---- one cycle --------------------------------------------------------------------

@@ -121,3 +121,31 @@ def test_heldout_metrics_by_hand():
     s = _scores([0.9, 0.2, 0.8, 0.1], [2, 0, 1, 0])
     m = heldout_metrics(s, np.array([1, 1, 0, 0]))
     assert m["recall_bad"] == 0.5 and m["recall_good"] == 0.5 and m["f1_bad"] == 0.5
+
+
+def test_gate_margins_are_settings_overridable_from_the_environment(monkeypatch):
+    """A candidate whose AP is more than the default 0.01 worse is refused, and passes once
+    ops widen ``TOLLGATE_FEEDBACK__GATE__MAX_AP_DROP``: the scheduler takes its gate from settings."""
+    from engine.settings import Settings
+    from feedback.scheduler import SchedulerConfig
+
+    rng = np.random.default_rng(1)
+    y = (rng.random(600) < 0.2).astype(int)
+    risk = np.clip(0.2 + 0.5 * y + rng.normal(0, 0.15, 600), 0, 1)
+    serving = _scores(risk, np.zeros(600, int))
+    noisy = np.clip(risk + rng.normal(0, 0.12, 600), 0, 1)  # same verdicts, blurrier ranking
+    candidate = _scores(noisy, np.zeros(600, int))
+    drop = heldout_metrics(serving, y)["ap"] - heldout_metrics(candidate, y)["ap"]
+    assert 0.01 < drop < 0.2, drop  # the setup: worse than the default margin allows
+
+    default = SchedulerConfig.from_settings(Settings()).gate
+    refused = evaluate(serving, candidate, y, serving, candidate, default)
+    assert not refused.passed and [r for r in refused.reasons if r.startswith("ap:")]
+    assert refused.meta["gate_settings"]["max_ap_drop"] == 0.01
+
+    monkeypatch.setenv("TOLLGATE_FEEDBACK__GATE__MAX_AP_DROP", "0.2")
+    monkeypatch.setenv("TOLLGATE_FEEDBACK__GATE__CELL_OVERRIDES", '{"pass->reject": 0.0}')
+    widened = SchedulerConfig.from_settings(Settings()).gate
+    assert widened.max_ap_drop == 0.2 and widened.cell_overrides == {"pass->reject": 0.0}
+    passed = evaluate(serving, candidate, y, serving, candidate, widened)
+    assert passed.passed, passed.reasons
