@@ -34,8 +34,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from engine.detector.features import featurize_views
+from engine.detector.features import featurize_field
 from engine.detector.model import DetectorWeights
+from engine.detector.signals import OBFUSCATION_SIGNALS
 from engine.records import Reason, ReasonKind, TransactionEvent
 from engine.textproc import MAX_RAW_BYTES, CleanText
 
@@ -133,19 +134,31 @@ class InjectionDetector:
         return DetectorResult(a.score, a.flagged, self.threshold, a.signals, tuple(reasons), field)
 
     def _analyse(self, value: str | bytes) -> _Analysis:
-        cleaned, views = featurize_views(value)
-        issues = tuple((issue, _issue_detail(issue, cleaned)) for issue in cleaned.issues)
+        field_views = featurize_field(value)
+        cleaned, views = field_views.cleaned, field_views.views
+        issues = tuple((issue, _issue_detail(issue, cleaned)) for issue in cleaned.issues) if cleaned.issues else ()
         if not views:
             return _Analysis(0.0, False, (), issues, ())
-        scores = [self.weights.probability(v) for v in views]
-        score = max(scores)
-        features = views[scores.index(score)]
+        if len(views) == 1:  # a memo: one view, nothing to compare
+            features = views[0]
+            score = self.weights.probability(features)
+        else:
+            scores = [self.weights.probability(v) for v in views]
+            score = max(scores)
+            features = views[scores.index(score)]
         fired = tuple(name for name, v in features.signals.items() if v > 0)
+        whole = field_views.whole
+        if whole is not None and whole is not features:
+            # Obfuscation (extreme length, invisible characters) belongs to the field, not
+            # to the piece that scored highest: name it too.
+            fired += tuple(name for name in OBFUSCATION_SIGNALS if whole.signals[name] > 0 and name not in fired)
         flagged = score >= self.threshold
         evidence: tuple[tuple[str, str], ...] = ()
         if flagged:
             snippets = features.evidence
-            evidence = tuple((name, repr(snippets[name]) if name in snippets else _signal_detail(name, features.signals))
+            signals = features.signals if whole is None or whole is features else {
+                name: max(v, whole.signals.get(name, 0.0)) for name, v in features.signals.items()}
+            evidence = tuple((name, repr(snippets[name]) if name in snippets else _signal_detail(name, signals))
                              for name in fired or ("learned_ngrams",))
         return _Analysis(score, flagged, fired, issues, evidence)
 

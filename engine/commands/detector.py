@@ -72,11 +72,15 @@ def _table(report: dict, threshold: float) -> str:
             ("hand-written benign memos", report["heldout_benign"]),
             ("hand-written classic attacks", report["heldout_attacks"]),
             ("generated, unseen seeds", report["generated_test"])]
-    lines = [f"threshold {threshold:.4f}", f"{'set':42} {'n':>5} {'TPR':>7} {'FPR':>7}"]
+    rows[1:1] = [(f"  - {kind}", r) for kind, r in report.get("injection_test_by_kind", {}).items()]
+    if "generated_business_test" in report:
+        rows.append(("generated business prose, unseen seeds", report["generated_business_test"]))
+    lines = [f"threshold {threshold:.4f}", f"{'set':44} {'n':>5} {'TPR':>7} {'FPR':>7}"]
     for name, r in rows:
         fmt = lambda x: "   -   " if x is None else f"{x:7.3f}"  # noqa: E731
-        lines.append(f"{name:42} {r['n']:>5} {fmt(r['tpr'])} {fmt(r['fpr'])}")
-    for key in ("heldout_benign_false_positives", "heldout_attacks_missed", "injection_test_missed"):
+        lines.append(f"{name[:44]:44} {r['n']:>5} {fmt(r['tpr'])} {fmt(r['fpr'])}")
+    for key in ("heldout_benign_false_positives", "heldout_attacks_missed", "injection_test_missed",
+                "injection_test_false_positives"):
         if report.get(key):
             lines.append(f"{key}: {report[key]}")
     return "\n".join(lines)

@@ -139,20 +139,32 @@ def _fill(rng: random.Random, template: str) -> str:
     ).strip()
 
 
-def benign_memos(n: int, seed: int = 0, hard_negative_share: float = 0.15) -> list[str]:
-    """``n`` realistic benign memos and merchant descriptors, reproducible by seed."""
+def benign_memos(n: int, seed: int = 0, hard_negative_share: float = 0.15,
+                 templates: list[str] | None = None) -> list[str]:
+    """``n`` realistic benign memos and merchant descriptors, reproducible by seed.
+
+    ``templates``, when given, receives the template each text came from (in order):
+    cross-validation groups by it, so a fold is scored on phrasings it never saw.
+    """
     rng = random.Random(seed)
     out = []
     for _ in range(n):
         roll = rng.random()
         if roll < hard_negative_share:
-            text = _fill(rng, rng.choice(_HARD_NEGATIVES))
+            template = rng.choice(_HARD_NEGATIVES)
+            text = _fill(rng, template)
         elif roll < hard_negative_share + 0.12:
-            text = " ".join(_fill(rng, rng.choice(_NOTE_SENTENCES)) for _ in range(rng.randint(1, 5)))
+            sentences = [rng.choice(_NOTE_SENTENCES) for _ in range(rng.randint(1, 5))]
+            template = sentences[0]
+            text = " ".join(_fill(rng, t) for t in sentences)
         elif roll < hard_negative_share + 0.16:
-            text = _fill(rng, rng.choice(_SHORT_ODDITIES))
+            template = rng.choice(_SHORT_ODDITIES)
+            text = _fill(rng, template)
         else:
-            text = _fill(rng, rng.choice(_BENIGN_TEMPLATES))
+            template = rng.choice(_BENIGN_TEMPLATES)
+            text = _fill(rng, template)
+        if templates is not None:
+            templates.append(f"memo:{template}")
         if rng.random() < 0.1:
             text = text.lower()
         elif rng.random() < 0.05:
@@ -250,14 +262,19 @@ def obfuscate(text: str, rng: random.Random, kind: str | None = None) -> str:
     return text.translate(str.maketrans({"a": "4", "e": "3", "i": "1", "o": "0", "s": "5"}))
 
 
-def injection_memos(n: int, seed: int = 0, obfuscate_share: float = 0.3, wrap_share: float = 0.4) -> list[tuple[str, str]]:
-    """``n`` templated attacks as ``(text, family)``, some wrapped in a benign memo and some obfuscated."""
+def injection_memos(n: int, seed: int = 0, obfuscate_share: float = 0.3, wrap_share: float = 0.4,
+                    templates: list[str] | None = None) -> list[tuple[str, str]]:
+    """``n`` templated attacks as ``(text, family)``, some wrapped in a benign memo and some
+    obfuscated. ``templates`` receives each text's template (see ``benign_memos``)."""
     rng = random.Random(seed)
     out = []
     families = list(_ATTACKS)
     for _ in range(n):
         family = rng.choice(families)
-        text = rng.choice(_ATTACKS[family]).format(
+        template = rng.choice(_ATTACKS[family])
+        if templates is not None:
+            templates.append(f"attack:{template}")
+        text = template.format(
             decision=rng.choice(_DECISION), decision_de=rng.choice(_DECISION_DE),
             decision_fr=rng.choice(_DECISION_FR), decision_es=rng.choice(_DECISION_ES))
         if rng.random() < obfuscate_share:
@@ -333,7 +350,7 @@ _NAME_FORMATS = [
 ]
 
 
-def person_names(n: int, seed: int = 0) -> list[str]:
+def person_names(n: int, seed: int = 0, templates: list[str] | None = None) -> list[str]:
     """``n`` payee names as typed into transfers ("Sander V.", "kwame", "DEMIR ELIF"), by seed.
 
     >>> names = person_names(200, seed=1)
@@ -346,6 +363,8 @@ def person_names(n: int, seed: int = 0) -> list[str]:
     formats, weights = zip(*_NAME_FORMATS)
     out = []
     for fmt in rng.choices(formats, weights=weights, k=n):
+        if templates is not None:
+            templates.append(f"name:{fmt}")
         first, first2 = rng.choice(_NAME_FIRST), rng.choice(_NAME_FIRST)
         last, last2 = rng.choice(_NAME_LAST), rng.choice(_NAME_LAST)
         initial, initial2 = rng.choice("ABCDEFGHIJKLMNOPRSTUVWYZ"), rng.choice("ABCDEFGHJKLMNPRSTVW")

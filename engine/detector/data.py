@@ -10,8 +10,16 @@ Sources:
   ``StratifiedGroupKFold`` (stratified by ``kind``, seeded): one fold is the held-out
   test split, the rest is for training and threshold selection.
 * Generated benign memos and templated attacks (``corpus.py``), seeded.
+* Generated benign prose (``business.py``): e-mail, notice and invoice sentences, so
+  the model does not learn "an English sentence is an attack" from BIPIA; and
+  generated tasks for an AI reader (``tasks.py``), the BIPIA attack shape on our own
+  topics, so it learns the shape rather than BIPIA's few topics.
 * Hand-written held-out lists in ``engine/assets/detector/corpus/`` — benign memos and
   classic attacks — never used for training.
+
+Threshold and model choices are made on the training side only (grouped out-of-fold
+scores, including whole training e-mails: ``validation_emails``); the held-out sets are
+for the figures reported.
 
 >>> d = LabelledTexts(["a", "b"], [0, 1], ["memo", "attack"])
 >>> len(d), d.labels
@@ -27,7 +35,9 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.detector.business import business_texts
 from engine.detector.corpus import benign_memos, injection_memos, person_names
+from engine.detector.tasks import ai_task_attacks
 from engine.settings import REPO_ROOT
 
 DEFAULT_INJECTION_CSV = REPO_ROOT.parent / "shared" / "data" / "injection" / "injection_train.csv"
@@ -67,6 +77,12 @@ class DetectorData:
     heldout_attacks: list[str]  # hand-written classic attacks
     generated_test: LabelledTexts  # generated with seeds disjoint from training (same templates)
     summary: dict = field(default_factory=dict)
+    #: Whole e-mails (clean and attacked) of the *training* split, as served: scored
+    #: out-of-fold during training to check e-mail false positives without touching
+    #: the held-out split.
+    validation_emails: LabelledTexts | None = None
+    #: Generated business prose from unseen seeds (same templates, so optimistic).
+    generated_business_test: list[str] = field(default_factory=list)
 
 
 def read_corpus_file(name: str) -> list[str]:
@@ -163,8 +179,30 @@ def split_injection(data: LabelledTexts, test_share: float = 0.25, seed: int = 7
     return data.subset(train_idx), data.subset(test_idx)
 
 
+def _distinct(texts: list[str], templates: list[str], seen: set[str]) -> tuple[list[str], list[str]]:
+    """``texts`` (and their ``templates``) without those already in ``seen`` (case-folded),
+    adding them to it."""
+    out, keys = [], []
+    for t, key in zip(texts, templates, strict=True):
+        if t.casefold() not in seen:
+            seen.add(t.casefold())
+            out.append(t)
+            keys.append(key)
+    return out, keys
+
+
+def _merge(a: tuple[list[str], list[str]], b: tuple[list[str], list[str]]) -> tuple[list[str], list[str]]:
+    return a[0] + b[0], a[1] + b[1]
+
+
+def _whole_emails(data: LabelledTexts) -> LabelledTexts:
+    idx = [i for i, k in enumerate(data.kinds) if k.startswith("email_context")]
+    return data.subset(idx)
+
+
 def assemble(csv_path: Path = DEFAULT_INJECTION_CSV, seed: int = 7, n_benign: int = 1500,
-             n_attacks: int = 700, n_generated_test: int = 300, n_names: int = 500) -> DetectorData:
+             n_attacks: int = 700, n_generated_test: int = 300, n_names: int = 500,
+             n_business: int = 900, n_tasks: int = 400) -> DetectorData:
     """Build the training set and every evaluation set, reproducibly from ``seed``."""
     injection_train, injection_test = split_injection(load_injection_csv(csv_path), seed=seed)
     fit_rows = _attack_lines(injection_train)
@@ -173,15 +211,30 @@ def assemble(csv_path: Path = DEFAULT_INJECTION_CSV, seed: int = 7, n_benign: in
     # A template can regenerate a hand-written held-out memo ("rent June"): such texts
     # are dropped from training so the held-out rates stay honest.
     reserved = {t.casefold() for t in heldout_benign + heldout_attacks}
-    benign = [t for t in benign_memos(n_benign, seed=seed) if t.casefold() not in reserved]
+    # Templates repeat ("no memo", "answer phone bill"): each distinct text counts once,
+    # so a few recurring templates do not outweigh the rest or set the threshold. Each
+    # generated text's group is its *template*: cross-validation then scores every text
+    # with a model that never saw its phrasing, which is what the held-out sets and real
+    # traffic ask of it (grouping by text let templated duplicates inflate the scores).
+    seen = set(reserved)
+    keys: list[str] = []
+    benign = _distinct(benign_memos(n_benign, seed=seed, templates=keys), keys, seen)
     # Payee names ("Sander V.", "kwame") are most transfer descriptors; see person_names.
-    benign += [t for t in person_names(n_names, seed=seed + 2) if t.casefold() not in reserved]
-    attacks = injection_memos(n_attacks, seed=seed + 1)
-    generated = LabelledTexts(benign + [t for t, _ in attacks], [0] * len(benign) + [1] * len(attacks),
-                              ["generated_memo"] * len(benign) + [f"generated_{f}" for _, f in attacks],
-                              [f"gen{i}" for i in range(len(benign) + len(attacks))])
+    benign = _merge(benign, _distinct(person_names(n_names, seed=seed + 2, templates=(k := [])), k, seen))
+    business = _distinct(business_texts(n_business, seed=seed + 3, templates=(k := [])), k, seen)
+    pairs = injection_memos(n_attacks, seed=seed + 1, templates=(k := []))
+    family = dict(pairs)
+    attacks = _distinct([t for t, _ in pairs], k, seen)
+    tasks = _distinct(ai_task_attacks(n_tasks, seed=seed + 4, templates=(k := [])), k, seen)
+    texts = benign[0] + business[0] + attacks[0] + tasks[0]
+    generated = LabelledTexts(
+        texts, [0] * (len(benign[0]) + len(business[0])) + [1] * (len(attacks[0]) + len(tasks[0])),
+        ["generated_memo"] * len(benign[0]) + ["business_text"] * len(business[0])
+        + [f"generated_{family[t]}" for t in attacks[0]] + ["generated_ai_task"] * len(tasks[0]),
+        benign[1] + business[1] + attacks[1] + tasks[1])
     test_benign = benign_memos(n_generated_test, seed=seed + 1000)
     test_attacks = injection_memos(n_generated_test, seed=seed + 1001)
+    test_attacks += [(t, "ai_task") for t in ai_task_attacks(n_generated_test // 3, seed=seed + 1004)]
     generated_test = LabelledTexts(test_benign + [t for t, _ in test_attacks],
                                    [0] * len(test_benign) + [1] * len(test_attacks),
                                    ["generated_memo"] * len(test_benign) + [f"generated_{f}" for _, f in test_attacks])
@@ -193,8 +246,11 @@ def assemble(csv_path: Path = DEFAULT_INJECTION_CSV, seed: int = 7, n_benign: in
         "train_rows": len(train), "email_segments": sum(k == "email_segment" for k in train.kinds), "train_positive": int(sum(train.labels)),
         "injection_train_rows": len(injection_train), "injection_test_rows": len(injection_test),
         "injection_test_positive": int(sum(injection_test.labels)),
-        "generated_benign": len(benign), "generated_names": n_names, "generated_attacks": len(attacks),
+        "generated_benign": len(benign[0]), "generated_names": n_names, "generated_business": len(business[0]),
+        "generated_attacks": len(attacks[0]) + len(tasks[0]), "generated_templates": len(set(generated.groups)),
         "heldout_benign": len(heldout_benign), "heldout_attacks": len(heldout_attacks),
         "heldout_texts_in_train": len(overlap),
     }
-    return DetectorData(train, injection_test, heldout_benign, heldout_attacks, generated_test, summary)
+    return DetectorData(train, injection_test, heldout_benign, heldout_attacks, generated_test, summary,
+                        validation_emails=_whole_emails(injection_train),
+                        generated_business_test=business_texts(n_generated_test, seed=seed + 1003))

@@ -1,7 +1,7 @@
 """Detector rates on a simulated payment stream (realistic memos and descriptors, a few
 with injection attempts labelled by the simulator).
 
-    python ops/bench/detector_stream.py [--days 14] [--customers 1000] [--seed 3]
+    python ops/bench/detector_stream.py [--days 14] [--customers 1000] [--seed 3] [--model DIR]
 
 Prints the true-positive rate on injected events and the false-positive rate on the
 others — the share of good customers the detector alone would send to review.
@@ -30,11 +30,13 @@ def main() -> None:
     ap.add_argument("--days", type=int, default=14)
     ap.add_argument("--customers", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=3)
+    ap.add_argument("--model", type=Path, default=None, help="detector artifact directory (default: the shipped one)")
     args = ap.parse_args()
     frame = pd.concat([d.events for d in Simulator(SimConfig(
         customers=args.customers, terminals=2 * args.customers, days=args.days, seed=args.seed)).days()
         if len(d.events)], ignore_index=True)
-    detector = InjectionDetector.default()
+    detector = InjectionDetector.from_path(args.model) if args.model else InjectionDetector.default()
+    print(f"detector {detector.version}, threshold {detector.threshold:.4f}")
     results = detector.screen_events(events_from_frame(frame))
     flagged = np.array([r is not None and bool(r.flagged) for r in results])
     injected = np.zeros(len(frame), dtype=bool)
