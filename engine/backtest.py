@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -36,6 +36,9 @@ from engine.features.store import LabelArrival
 from engine.metrics_quality import quality_report
 from engine.records import DECISIONS, TransactionEvent
 from engine.simulate_frames import events_from_frame
+
+if TYPE_CHECKING:
+    from engine.backtest_cache import EncodedWindow
 
 DAY_MS = 86_400_000
 HANDBOOK_COLUMNS = ("TRANSACTION_ID", "TX_DATETIME", "CUSTOMER_ID", "TERMINAL_ID", "TX_AMOUNT", "TX_FRAUD")
@@ -202,56 +205,86 @@ class BacktestResult:
     metrics: dict[str, Any]
 
 
+def encode_window(frame: pd.DataFrame, window: Window, batch_size: int = 512) -> "EncodedWindow":
+    """Steps 1 and 3's replay: every event from the history start to the test end through
+    enrich and encode, in event order with delayed labels; keeps the training window's
+    encoded events and the test window's micro-batches. ``frame`` is already cut to
+    [history start, test end)."""
+    from engine.backtest_cache import EncodedWindow
+    from engine.encode import EncodedBatch, FieldIsolatedEncoder
+
+    times = frame["event_time_ms"].to_numpy()
+    replay = Replay(frame, delayed_truth_arrivals(frame, window.delay_days * DAY_MS), FieldIsolatedEncoder(),
+                    batch_size=batch_size)
+    rows: dict[str, list[np.ndarray]] = {"train": [], "test": []}
+    batches: dict[str, list[Any]] = {"train": [], "test": []}
+
+    def keep(part: str, start_ms: int) -> Callable[[np.ndarray, list[TransactionEvent], Any], None]:
+        def on_batch(r: np.ndarray, events: list[TransactionEvent], encoded: Any) -> None:
+            sel = times[r] >= start_ms
+            if sel.any():
+                rows[part].append(r[sel]); batches[part].append(encoded[torch.from_numpy(sel)])
+        return on_batch
+
+    replay.run_until(window.train_end_ms, keep("train", window.train_start_ms), desc="replay history+train")
+    replay.run_until(window.test_end_ms, keep("test", window.test_start_ms), desc="replay delay+test")
+    return EncodedWindow(np.concatenate(rows["train"]), EncodedBatch.concat(batches["train"]),
+                         np.concatenate(rows["test"]), batches["test"])
+
+
+def cached_encode_window(frame: pd.DataFrame, window: Window, cache_dir: str | Path | None,
+                         batch_size: int = 512) -> "EncodedWindow":
+    """``encode_window``, reusing ``cache_dir/<key>.safetensors`` when the same events,
+    window and feature schema were replayed before (``engine.backtest_cache``)."""
+    if cache_dir is None:
+        return encode_window(frame, window, batch_size)
+    from engine.backtest_cache import EncodedWindow, cache_key
+    from engine.encode import FeatureSchema
+
+    path = Path(cache_dir) / f"window-{cache_key(frame, window, batch_size, FeatureSchema.default().schema_hash())}.safetensors"
+    if path.is_file():
+        return EncodedWindow.load(path)
+    encoded = encode_window(frame, window, batch_size)
+    encoded.save(path)
+    return encoded
+
+
 def run_backtest(frame: pd.DataFrame, window: Window, models: Sequence[str] = ("transformer",),
                  seed: int = 0, epochs: int = 6, model_overrides: dict[str, Any] | None = None,
                  int8: bool = False, report_dir: str | Path | None = None, models_dir: str | Path | None = None,
-                 threads: int = 1) -> dict[str, BacktestResult]:
+                 threads: int = 1, cache_dir: str | Path | None = None) -> dict[str, BacktestResult]:
     """The whole protocol on one window for one or more model families, sharing one
     replay: every family is trained on the same encoded window and scores the same
     micro-batches. ``int8`` adds a ``transformer-int8`` family (the same trained model,
-    quantised) so the accuracy cost of quantisation is measured side by side."""
-    from engine.encode import FieldIsolatedEncoder
+    quantised) so the accuracy cost of quantisation is measured side by side.
+
+    The model is fixed once trained, so replaying the test days first and scoring their
+    micro-batches afterwards gives exactly the scores of scoring them during the replay;
+    ``cache_dir`` keeps the replayed tensors for the next run on the same window."""
     from engine.backtest_models import FITTERS
 
     torch.set_num_threads(threads)
     frame = frame[(frame["event_time_ms"] >= window.history_start_ms)
                   & (frame["event_time_ms"] < window.test_end_ms)].reset_index(drop=True)
-    times = frame["event_time_ms"].to_numpy()
-    replay = Replay(frame, delayed_truth_arrivals(frame, window.delay_days * DAY_MS), FieldIsolatedEncoder())
-    train_rows: list[np.ndarray] = []
-    train_batches: list[Any] = []
-
-    def keep_train(rows: np.ndarray, events: list[TransactionEvent], encoded: Any) -> None:
-        sel = times[rows] >= window.train_start_ms
-        if sel.any():
-            train_rows.append(rows[sel]); train_batches.append(encoded[torch.from_numpy(sel)])
-
-    replay.run_until(window.train_end_ms, keep_train, desc="replay history+train")
-    idx = np.concatenate(train_rows)
+    encoded = cached_encode_window(frame, window, cache_dir)
+    idx = encoded.train_rows
     scorers: dict[str, Any] = {}
     for name in models:
         out_dir = None if report_dir is None else Path(report_dir) / name
-        scorers.update(FITTERS[name](frame.iloc[idx], train_batches, seed=seed, epochs=epochs,
+        scorers.update(FITTERS[name](frame.iloc[idx], [encoded.train], seed=seed, epochs=epochs,
                                      overrides=(model_overrides or {}) if name == "transformer" else {},
                                      int8=int8, report_dir=out_dir, models_dir=models_dir, window=window))
-    del train_batches
+    test = frame.iloc[encoded.test_rows].reset_index(drop=True)
     scored: dict[str, list[pd.DataFrame]] = {name: [] for name in scorers}
-    test_rows: list[np.ndarray] = []
-
-    def score_test(rows: np.ndarray, events: list[TransactionEvent], encoded: Any) -> None:
-        sel = times[rows] >= window.test_start_ms
-        if not sel.any():
-            return
-        batch = encoded[torch.from_numpy(sel)]
-        test_rows.append(rows[sel])
+    start = 0
+    for batch in encoded.test_batches:
+        ids = test["event_id"].to_numpy()[start:start + len(batch)]
+        start += len(batch)
         for name, scorer in scorers.items():
             probs, risk = scorer(batch)
             scored[name].append(pd.DataFrame({
-                "transaction_id": frame["event_id"].to_numpy()[rows[sel]], "risk_score": risk,
+                "transaction_id": ids, "risk_score": risk,
                 "verdict": [DECISIONS[i].value for i in probs.argmax(1)], "confidence": probs.max(1)}))
-
-    replay.run_until(window.test_end_ms, score_test, desc="replay delay+test")
-    test = frame.iloc[np.concatenate(test_rows)].reset_index(drop=True)
     assessed = ~known_compromised_mask(test, window)
     results: dict[str, BacktestResult] = {}
     for name, parts in scored.items():

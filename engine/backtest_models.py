@@ -41,9 +41,9 @@ def fit_transformer(rows: pd.DataFrame, batches: list[Any], *, seed: int, epochs
     train_keys = set(TrainConfig.model_fields)
     model_cfg = ModelConfig(inputs=InputSpec.from_schema(FeatureSchema.default()),
                             **{k: v for k, v in overrides.items() if k not in train_keys})
-    train_overrides = {"negative_keep": 0.25, "threads": torch.get_num_threads(),
-                       **{k: v for k, v in overrides.items() if k in train_keys}}
-    cfg = TrainConfig(seed=seed, epochs=epochs, **train_overrides)
+    # --set epochs=N / seed=N override the command's own values like any other field.
+    cfg = TrainConfig(**{"seed": seed, "epochs": epochs, "negative_keep": 0.25, "threads": torch.get_num_threads(),
+                         **{k: v for k, v in overrides.items() if k in train_keys}})
     result = train_model(data, model_cfg, cfg, version=f"backtest-{seed}", report_dir=report_dir)
     if models_dir is not None:
         save_model_dir(result.model, result.card, Path(models_dir) / result.card.version)

@@ -193,6 +193,9 @@ def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig =
     if validation is None and cfg.val_fraction > 0:
         data, validation = data.split_by_time(cfg.val_fraction)
     model = DecisionModel(model_config)
+    # PLE bin edges (target-aware: they read the labels) from the training part only,
+    # never from the held-out tail that picks the epoch.
+    model.fit_input_statistics(data.inputs, data.is_bad)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     negatives = (data.is_bad == 0)
     n_epoch = len(data) - int(negatives.sum()) + int(round(float(negatives.sum()) * cfg.negative_keep))

@@ -93,6 +93,8 @@ def register(app: typer.Typer) -> None:
         threads: int = typer.Option(1, min=1, help="torch threads (1: see TrainConfig.threads)."),
         overrides: list[str] = typer.Option([], "--set", help="ModelConfig/TrainConfig field=JSON value for "
                                             "the transformer, e.g. --set 'ignore_categorical=[\"terminal\"]'."),
+        cache_dir: Path | None = typer.Option(None, help="Keep the replayed, encoded window here and reuse it "
+                                              "when the same events, window and feature schema come again."),
     ) -> None:
         """Train on a window, replay the next days in event time with delayed labels, score, evaluate."""
         from engine.backtest import Window, read_handbook, read_simulated, run_backtest
@@ -113,7 +115,8 @@ def register(app: typer.Typer) -> None:
             except json.JSONDecodeError:
                 settings_override[key.strip()] = value
         results = run_backtest(frame, window, models=tuple(model), seed=seed, epochs=epochs, int8=int8,
-                               report_dir=report_dir, threads=threads, model_overrides=settings_override)
+                               report_dir=report_dir, threads=threads, model_overrides=settings_override,
+                               cache_dir=cache_dir)
         out.parent.mkdir(parents=True, exist_ok=True)
         for i, (name, result) in enumerate(results.items()):
             path = out if i == 0 else out.with_name(f"{out.stem}.{name}{out.suffix}")

@@ -19,6 +19,7 @@ from torch import Tensor, nn
 
 from engine.model.config import InputSpec
 from engine.model.inputs import ModelInputs
+from engine.model.numeric import PLEFieldEmbedding
 
 # Segment ids: which part of the event a token comes from.
 SEG_CLS, SEG_NUMERIC, SEG_CATEGORICAL, SEG_HISTORY, SEG_TEXT = range(5)
@@ -51,9 +52,11 @@ class FieldEmbedder(nn.Module):
     convention of ``nn.TransformerEncoder`` and (inverted) of Hugging Face models.
     """
 
-    def __init__(self, spec: InputSpec, d: int, numeric_tokens: int = 0, ignore: tuple[str, ...] = ()):
+    def __init__(self, spec: InputSpec, d: int, numeric_tokens: int = 0, ignore: tuple[str, ...] = (),
+                 numeric_bins: int = 0, max_history: int | None = None):
         super().__init__()
         self.spec = spec
+        self.max_history = spec.history_len if max_history is None else min(max_history, spec.history_len)
         # 0/1 per categorical column: ignored fields contribute nothing (their token keeps
         # only its field and segment embeddings).
         self.register_buffer("cat_keep", torch.tensor(
@@ -70,7 +73,11 @@ class FieldEmbedder(nn.Module):
         self.cls = nn.Parameter(torch.randn(1, 1, d) * 0.02)
         self.segment = nn.Embedding(5, d)
         self.field = nn.Embedding(max(1, spec.n_numeric + spec.n_categorical), d)
-        self.numeric = NumericFieldEmbedding(max(1, spec.n_numeric), d)
+        # numeric_bins > 0: piecewise-linear encoding against bins fitted on the training
+        # window (engine.model.numeric); 0: the first models' GELU(x * w_f + b_f) of the value.
+        self.numeric: nn.Module = (PLEFieldEmbedding(max(1, spec.n_numeric), numeric_bins, d) if numeric_bins
+                                   else NumericFieldEmbedding(max(1, spec.n_numeric), d))
+        self.numeric_bins = numeric_bins
         self.buckets = nn.Embedding(spec.categorical_buckets, d)
         self.hist_numeric = nn.Linear(max(1, spec.history_numeric), d)
         self.hist_categorical = nn.Embedding(spec.categorical_buckets, d)
@@ -80,13 +87,19 @@ class FieldEmbedder(nn.Module):
         self.norm = nn.LayerNorm(d)
         self.n_control = 1 + self.n_numeric_tokens + spec.n_categorical
 
+    def numeric_input(self, x: Tensor) -> Tensor:
+        """What the numeric embedding reads: the encoder's values, NaN/inf scrubbed; the
+        value embedding also squashes them (PLE's fitted bins need no rescaling)."""
+        return squash(x.float()) if not self.numeric_bins else torch.nan_to_num(
+            x.float(), nan=0.0, posinf=1e6, neginf=-1e6)
+
     def forward(self, b: ModelInputs) -> tuple[Tensor, Tensor]:
         spec, B = self.spec, b.control_numeric.shape[0]
         dev = self.cls.device
         parts = [self.cls.expand(B, -1, -1) + self.segment.weight[SEG_CLS]]
         if spec.n_numeric:
             ids = torch.arange(spec.n_numeric, device=dev)
-            fields = self.numeric(squash(b.control_numeric.float())) + self.field(ids)  # [B, Fn, d]
+            fields = self.numeric(self.numeric_input(b.control_numeric)) + self.field(ids)  # [B, Fn, d]
             if self.n_numeric_tokens < spec.n_numeric:
                 grouped = fields.new_zeros(B, self.n_numeric_tokens, fields.shape[-1])
                 fields = grouped.index_add_(1, self.numeric_group, fields)
@@ -100,7 +113,7 @@ class FieldEmbedder(nn.Module):
         # Trailing positions that are padding in every row are dropped: they are masked
         # anyway, so the result is identical, and a batch without memos (most payments)
         # then costs no attention over 64 empty text slots.
-        n_hist = _used_length(b.history_mask) if spec.history_len else 0
+        n_hist = min(self.max_history, _used_length(b.history_mask)) if self.max_history else 0
         if n_hist:
             h = self.hist_position.weight[:n_hist] + self.segment.weight[SEG_HISTORY]
             if spec.history_numeric:
@@ -134,9 +147,10 @@ class FieldTransformer(nn.Module):
 
     def __init__(self, spec: InputSpec, d: int = 64, n_layers: int = 2, n_heads: int = 4,
                  ff_mult: int = 2, dropout: float = 0.1, numeric_tokens: int = 0,
-                 ignore_categorical: tuple[str, ...] = ()):
+                 ignore_categorical: tuple[str, ...] = (), numeric_bins: int = 0,
+                 max_history: int | None = None):
         super().__init__()
-        self.embed = FieldEmbedder(spec, d, numeric_tokens, ignore_categorical)
+        self.embed = FieldEmbedder(spec, d, numeric_tokens, ignore_categorical, numeric_bins, max_history)
         self.layers = nn.ModuleList(
             nn.TransformerEncoderLayer(d, n_heads, d * ff_mult, dropout, activation="gelu",
                                        batch_first=True, norm_first=True)

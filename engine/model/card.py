@@ -130,7 +130,13 @@ def read_card(path: str | Path) -> ModelCard:
     card_path = Path(path) / CARD_FILE
     if not card_path.is_file():
         raise ModelLoadError(f"{card_path} not found: a model directory needs {CARD_FILE} and {WEIGHTS_FILE}")
-    return ModelCard.model_validate(json.loads(card_path.read_text()))
+    data = json.loads(card_path.read_text())
+    arch = data.get("architecture")
+    if isinstance(arch, dict) and "numeric_bins" not in arch:
+        # Cards written before piecewise-linear numeric encoding: those models embed the
+        # raw value (numeric_bins=0), whatever today's default is.
+        arch["numeric_bins"] = 0
+    return ModelCard.model_validate(data)
 
 
 def load_model_dir(path: str | Path, expected_schema_hash: str | None = None,

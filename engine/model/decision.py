@@ -26,6 +26,7 @@ from engine.model.backbone import FieldTransformer, pool
 from engine.model.config import ModelConfig
 from engine.model.heads import DecisionHeads, ExitHeads
 from engine.model.inputs import as_inputs
+from engine.model.numeric import PiecewiseLinearEncoding
 
 
 class DecisionModel(nn.Module):
@@ -39,14 +40,18 @@ class DecisionModel(nn.Module):
         else:
             self.backbone = FieldTransformer(config.inputs, config.d_model, config.n_layers,
                                              config.n_heads, config.ff_mult, config.dropout,
-                                             config.numeric_tokens, config.ignore_categorical)
+                                             config.numeric_tokens, config.ignore_categorical,
+                                             config.numeric_bins, config.max_history)
         d = self.backbone.d_model
         # Wide path: the numeric control fields reach the heads directly as well as through
         # attention. Threshold-like evidence (an amount far above the customer's mean, a
         # terminal with confirmed fraud) is then learned in a few steps, as a tree would,
         # while the transformer adds what only the sequence shows.
+        # With PLE the wide path reads the fields' bin codes, so each field's effect can be
+        # a step or a ramp at its own bin edges (a GBDT's split, learnt by one weight).
         n_numeric = max(1, config.inputs.n_numeric)
-        self.wide = nn.Sequential(nn.Linear(n_numeric, d), nn.GELU(), nn.Linear(d, d))
+        n_wide = n_numeric * config.numeric_bins if self._ple is not None else n_numeric
+        self.wide = nn.Sequential(nn.Linear(n_wide, d), nn.GELU(), nn.Linear(d, d))
         self.heads = DecisionHeads(d, config.extra_heads)
         self.exit_heads = nn.ModuleDict({str(k): ExitHeads(d) for k in config.early_exit_layers})
 
@@ -63,11 +68,31 @@ class DecisionModel(nn.Module):
         out.update(self.heads(pool(self.backbone.finish(h), pad, self.config.pooling) + self._wide(inputs)))
         return out
 
+    @property
+    def _ple(self) -> PiecewiseLinearEncoding | None:
+        """The numeric fields' PLE (shared by the field tokens and the wide path), if any."""
+        embed = getattr(self.backbone, "embed", None)
+        numeric = getattr(embed, "numeric", None)
+        return getattr(numeric, "encode", None) if self.config.numeric_bins else None
+
+    @torch.no_grad()
+    def fit_input_statistics(self, batch: Any, labels: Tensor | None = None) -> None:
+        """Fit what the model learns from the training inputs before any gradient step:
+        the PLE bins of the numeric fields (kept in the weights file); with ``labels``
+        (1 bad, 0 good, NaN unknown) and ``config.target_bins``, target-aware bins."""
+        if self._ple is not None and self.config.inputs.n_numeric:
+            self._ple.fit(self.backbone.embed.numeric_input(as_inputs(batch).control_numeric),
+                          labels if self.config.target_bins else None)
+
     def _wide(self, inputs: Any) -> Tensor:
         from engine.model.backbone import squash
 
         x = inputs.control_numeric
-        return self.wide(squash(x.float()) if x.shape[-1] else x.new_zeros(x.shape[0], 1))
+        if not x.shape[-1]:
+            return self.wide(x.new_zeros(x.shape[0], 1))
+        if self._ple is not None:
+            return self.wide(self._ple(self.backbone.embed.numeric_input(x)).flatten(1))
+        return self.wide(squash(x.float()))
 
     def forward_early_exit(self, batch: Any, threshold: float,
                            temperature: float = 1.0) -> tuple[dict[str, Tensor], Tensor]:

@@ -178,6 +178,27 @@ def bench_smollm2(quick: bool) -> None:
           f"generate {JSON_TOKENS} tokens {gen_ms:7.1f} ms   ratio {gen_ms / heads_ms:5.1f}x")
 
 
+def bench_numeric_encoding(spec: InputSpec, quick: bool) -> None:
+    """A/B in one process, interleaved: the default piecewise-linear numeric encoding
+    (engine.model.numeric) against the first models' value embedding (numeric_bins=0)."""
+    rounds = 10 if quick else 30
+    models = {nb: Inference(*fresh_model(spec, version="bench", numeric_bins=nb)) for nb in (0, 16)}
+    one, big = random_inputs(spec, 1, seed=1, text_fill=0.0), random_inputs(spec, 128, seed=2, text_fill=0.0)
+    b1: dict[int, list[float]] = {nb: [] for nb in models}
+    b128: dict[int, list[float]] = {nb: [] for nb in models}
+    for _ in range(rounds):
+        for nb, inf in models.items():
+            b1[nb].extend(timed(lambda: inf(one), repeat=20, warmup=2))
+            b128[nb].append(128 / (statistics.median(timed(lambda: inf(big), repeat=3, warmup=1)) / 1000))
+    print(f"\n== numeric encoding A/B (no memo), torch threads = {torch.get_num_threads()}")
+    for nb in models:
+        name = "PLE, 16 bins (default)" if nb else "value embedding (bins=0)"
+        print(f"{name:26s} batch 1 p50 {statistics.median(b1[nb]):6.2f} ms   "
+              f"batch 128 {statistics.median(b128[nb]):7.0f} ev/s")
+    print(f"PLE / value: batch 1 latency {statistics.median(b1[16]) / statistics.median(b1[0]):.2f}x, "
+          f"batch 128 throughput {statistics.median(b128[16]) / statistics.median(b128[0]):.2f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model-dir", type=Path, help="a trained model directory (default: fresh default model)")
@@ -186,6 +207,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     ap.add_argument("--smollm2", action="store_true", help="also run the SmolLM2-135M A/B")
     ap.add_argument("--only-smollm2", action="store_true", help="run only the SmolLM2-135M A/B")
+    ap.add_argument("--numeric-ab", action="store_true",
+                    help="also compare PLE numeric encoding with the value embedding (same process)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     if args.model_dir:
@@ -201,6 +224,8 @@ def main() -> None:
         fp32, int8 = Inference(model, card), Inference(model, card, int8=True)
         bench_default(fp32, int8, spec, args.quick)
         bench_generate_vs_heads_default(fp32, spec, args.quick)
+    if args.numeric_ab and not args.only_smollm2:
+        bench_numeric_encoding(spec, args.quick)
     if args.smollm2 or args.only_smollm2:
         bench_smollm2(args.quick)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from engine.backtest import DAY_MS, Replay, Window, delayed_truth_arrivals, known_compromised_mask
@@ -136,3 +137,34 @@ def test_backtest_end_to_end_on_a_small_handbook_frame():
         assert set(scores["verdict"]) <= {"pass", "review", "reject"}
         assert scores["risk_score"].between(0, 1).all()
     assert results["lightgbm"].metrics["auc_roc"] > 0.95  # a rule on the amount is easy to learn
+
+
+def test_cached_window_is_the_replay_and_a_changed_file_is_not_reused(tmp_path):
+    from engine.backtest import cached_encode_window, encode_window
+    from engine.backtest_cache import cache_key
+    from engine.encode import FeatureSchema
+
+    rng = np.random.default_rng(1)
+    t = np.sort(T0 - DAY_MS + rng.integers(0, 4 * DAY_MS, 300))
+    customer = rng.integers(0, 20, len(t)).astype(str)
+    frame = pd.DataFrame({"event_id": np.arange(len(t)).astype(str), "event_time_ms": t,
+                          "customer_id": customer, "account_id": customer,
+                          "terminal_id": rng.integers(0, 10, len(t)).astype(str), "merchant_category": "0000",
+                          "amount": rng.gamma(2.0, 30.0, len(t)), "currency": "EUR", "channel": "card_present",
+                          "country": "BE", "tx_fraud": (rng.random(len(t)) < 0.1).astype(int)})
+    window = Window(T0, train_days=1, delay_days=1, test_days=1, history_days=1)
+    fresh = encode_window(frame, window, batch_size=64)
+    first = cached_encode_window(frame, window, tmp_path, batch_size=64)
+    assert len(list(tmp_path.iterdir())) == 1
+    again = cached_encode_window(frame, window, tmp_path, batch_size=64)  # read back from the file
+    for a, b in ((fresh, first), (fresh, again)):
+        assert np.array_equal(a.train_rows, b.train_rows) and np.array_equal(a.test_rows, b.test_rows)
+        assert [len(x) for x in a.test_batches] == [len(x) for x in b.test_batches]
+        for name, tensor in a.train.tensors().items():
+            assert torch.equal(tensor, getattr(b.train, name))
+        for x, y in zip(a.test_batches, b.test_batches):
+            assert all(torch.equal(v, getattr(y, k)) for k, v in x.tensors().items())
+    schema = FeatureSchema.default().schema_hash()
+    changed = frame.assign(tx_fraud=frame["tx_fraud"].to_numpy()[::-1])
+    assert cache_key(changed, window, 64, schema) != cache_key(frame, window, 64, schema)
+    assert cache_key(frame, window, 128, schema) != cache_key(frame, window, 64, schema)

@@ -1,0 +1,181 @@
+"""Decision-model quality on one backtest fold, for several configurations side by side.
+
+    python ops/bench/model_quality.py --train-start 2018-07-11 \
+        --variant base='{}' --variant wd='{"weight_decay": 0.05}' --seeds 0 1 2 [--lightgbm]
+
+The fold is the handbook protocol of ``tollgate backtest`` (7 training days, 7 delay
+days, 7 assessed days, known-compromised cards removed). The replay is encoded once and
+kept in ``--cache-dir`` (``engine.backtest_cache``); each variant then costs only its
+training and the scoring of the test micro-batches through ``Inference``. A variant is
+a JSON object of ``ModelConfig``/``TrainConfig`` fields, exactly what ``tollgate backtest
+--set`` takes. Prints AUC ROC, average precision and card precision@100 per seed and
+their mean, so a choice is made on a mean over seeds, not on one lucky run.
+
+Tune on the validation fold (train start 2018-07-11) only; the test week (2018-07-18)
+is for the headline figure (docs/decision-model.md). ``--export FOLD.npz`` writes the
+fold's tensors and label columns to one compressed file (~37 MB for the validation fold)
+and ``--fold FOLD.npz`` reads it back, for a machine without the handbook file.
+``MODEL_QUALITY_KEEP_SCORES=1`` adds each run's test scores to ``--json-out`` (what-ifs
+such as averaging seeds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import statistics
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+DATA = "/work/shared/data/handbook/transactions_2018-04-01_to_2018-08-07.parquet"
+
+
+def load_fold(data: str, train_start: str, cache_dir: str, fold_file: str | None = None):
+    """(training rows, EncodedWindow, test rows with an ``assessed`` column) of one fold:
+    from a compact fold file (``--export``) if given, else replayed (or cached) from DATA."""
+    from engine.backtest import Window, cached_encode_window, known_compromised_mask, read_handbook
+
+    if fold_file:
+        return _read_fold_file(fold_file)
+    window = Window.from_date(train_start, 7, 7, 7, 30)
+    frame = read_handbook(data, window.history_start_ms, window.test_end_ms)
+    frame = frame[(frame["event_time_ms"] >= window.history_start_ms)
+                  & (frame["event_time_ms"] < window.test_end_ms)].reset_index(drop=True)
+    enc = cached_encode_window(frame, window, cache_dir)
+    test = frame.iloc[enc.test_rows].reset_index(drop=True)
+    test["assessed"] = ~known_compromised_mask(test, window)
+    cols = ["event_id", "event_time_ms", "customer_id", "amount", "tx_fraud"]
+    return frame.iloc[enc.train_rows][cols].reset_index(drop=True), enc, test[cols + ["assessed"]]
+
+
+_COLS = ("event_time_ms", "amount", "tx_fraud")
+
+
+def export_fold(path: str, train, enc, test) -> None:
+    """Everything a fold needs in one compressed .npz (no pickle): tensors (text trimmed
+    to the positions any row uses) and the label/time/card columns. Lets the fold travel
+    to a machine without the handbook file."""
+    import numpy as np
+    import torch
+
+    from engine.encode import EncodedBatch
+
+    arrays = {"test_sizes": np.array([len(b) for b in enc.test_batches])}
+    for part, batch, rows in (("train", enc.train, train), ("test", EncodedBatch.concat(enc.test_batches), test)):
+        used = int(batch.text_mask.any(0).nonzero().max()) + 1 if batch.text_mask.any() else 0
+        for name, t in batch.tensors().items():
+            t = t[:, :used] if name.startswith("text") else t
+            # category ids < 2**15 (engine.encode's id space is ~10k): int16 halves the file
+            arrays[f"{part}.{name}"] = t.numpy().astype(np.int16) if t.dtype == torch.int64 else t.numpy()
+        for c in _COLS + ("customer_id",) + (("assessed",) if part == "test" else ()):
+            arrays[f"{part}.col.{c}"] = rows[c].to_numpy().astype(str) if c == "customer_id" else rows[c].to_numpy()
+    np.savez_compressed(path, **arrays)
+
+
+def _read_fold_file(path: str):
+    import numpy as np
+    import pandas as pd
+    import torch
+
+    from engine.backtest_cache import EncodedWindow
+    from engine.encode import EncodedBatch, FeatureSchema
+
+    z = np.load(path)
+    T = FeatureSchema.default().text_len
+    parts = {}
+    for part in ("train", "test"):
+        t = {}
+        for name in ("control_numeric", "control_categorical", "history_numeric", "history_categorical",
+                     "history_mask", "text_ids", "text_mask"):
+            a = torch.from_numpy(z[f"{part}.{name}"])
+            a = a.long() if a.dtype == torch.int16 else a
+            if name.startswith("text") and a.shape[1] < T:
+                a = torch.cat([a, a.new_zeros(a.shape[0], T - a.shape[1])], dim=1)
+            t[name] = a
+        cols = {c: z[f"{part}.col.{c}"] for c in _COLS + ("customer_id",) + (("assessed",) if part == "test" else ())}
+        parts[part] = (EncodedBatch(**t), pd.DataFrame(cols))
+    sizes = np.concatenate([[0], np.cumsum(z["test_sizes"])])
+    test_all = parts["test"][0]
+    enc = EncodedWindow(np.arange(len(parts["train"][1])), parts["train"][0], np.arange(len(parts["test"][1])),
+                        [test_all[int(a):int(b)] for a, b in zip(sizes[:-1], sizes[1:])])
+    return parts["train"][1], enc, parts["test"][1]
+
+
+def run_one(args: tuple) -> dict:
+    """Train one (variant, seed) on the fold and score its test window."""
+    import numpy as np
+    import torch
+
+    from engine.backtest import DAY_MS
+    from engine.backtest_models import FITTERS
+    from engine.metrics_quality import quality_report
+
+    data, train_start, cache_dir, fold_file, name, overrides, seed, epochs, family = args
+    torch.set_num_threads(1)
+    train, enc, test = load_fold(data, train_start, cache_dir, fold_file)
+    t0 = time.perf_counter()
+    scorers = FITTERS[family](train, [enc.train], seed=seed, epochs=epochs, overrides=overrides, int8=False,
+                              report_dir=None, models_dir=None, window=None)
+    fit_s = time.perf_counter() - t0
+    risk = np.concatenate([next(iter(scorers.values()))(b)[1] for b in enc.test_batches])
+    keep = test["assessed"].to_numpy().astype(bool)
+    a = test[keep]
+    m = quality_report(a["tx_fraud"].to_numpy(), risk[keep], days=(a["event_time_ms"] // DAY_MS).to_numpy(),
+                       cards=a["customer_id"].to_numpy())
+    out = {"variant": name, "seed": seed, "auc": m["auc_roc"], "ap": m["average_precision"],
+           "cp100": m["card_precision_at_100"], "fit_s": fit_s}
+    if os.environ.get("MODEL_QUALITY_KEEP_SCORES"):  # for seed-ensemble what-ifs
+        out["risk_b64"] = base64.b64encode(risk.astype(np.float32).tobytes()).decode()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default=DATA)
+    ap.add_argument("--train-start", default="2018-07-11", help="2018-07-11 = the validation fold")
+    ap.add_argument("--cache-dir", default=".tollgate/backtest-cache")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=JSON")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0])
+    ap.add_argument("--epochs", type=int, default=10)
+    ap.add_argument("--lightgbm", action="store_true", help="also the LightGBM baseline (seed 0)")
+    ap.add_argument("--jobs", type=int, default=1, help="processes (one torch thread each)")
+    ap.add_argument("--json-out", default=None)
+    ap.add_argument("--fold", default=None, help="read the fold from a file written by --export")
+    ap.add_argument("--export", default=None, help="write the fold to this .npz and exit")
+    a = ap.parse_args()
+    variants = [(v.partition("=")[0], json.loads(v.partition("=")[2] or "{}")) for v in a.variant] or [("default", {})]
+    fold = load_fold(a.data, a.train_start, a.cache_dir, a.fold)  # encode once, before any worker starts
+    if a.export:
+        export_fold(a.export, *fold)
+        return
+    jobs = [(a.data, a.train_start, a.cache_dir, a.fold, name, ov, s, a.epochs, "transformer")
+            for name, ov in variants for s in a.seeds]
+    if a.lightgbm:
+        jobs.append((a.data, a.train_start, a.cache_dir, a.fold, "lightgbm", {}, 0, a.epochs, "lightgbm"))
+    if a.jobs > 1:
+        with ProcessPoolExecutor(a.jobs) as pool:
+            rows = list(pool.map(run_one, jobs))
+    else:
+        rows = [run_one(j) for j in jobs]
+    print(f"\nfold train-start {a.train_start}, {a.epochs} epochs")
+    print(f"{'variant':28s} {'seed':>4s} {'AUC':>6s} {'AP':>6s} {'CP@100':>7s} {'fit s':>6s}")
+    for r in rows:
+        print(f"{r['variant']:28s} {r['seed']:4d} {r['auc']:6.3f} {r['ap']:6.3f} {r['cp100']:7.3f} {r['fit_s']:6.0f}")
+    print("-- mean over seeds")
+    for name in dict.fromkeys(r["variant"] for r in rows):
+        rs = [r for r in rows if r["variant"] == name]
+        mean = {k: statistics.fmean(r[k] for r in rs) for k in ("auc", "ap", "cp100")}
+        sd = statistics.pstdev([r["ap"] for r in rs]) if len(rs) > 1 else 0.0
+        print(f"{name:28s} n={len(rs):2d} {mean['auc']:6.3f} {mean['ap']:6.3f} (sd {sd:.3f}) {mean['cp100']:7.3f}")
+    if a.json_out:
+        Path(a.json_out).write_text(json.dumps({"variants": dict(variants), "rows": rows}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
