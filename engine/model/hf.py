@@ -61,7 +61,10 @@ class HFBackbone(nn.Module):
         if config.hf_lora_rank:
             self.hf = add_lora(self.hf, config.hf_lora_rank)
         self.d_model = int(self.hf.config.hidden_size)
-        self.embed = FieldEmbedder(config.inputs, self.d_model, 0, config.ignore_categorical)
+        # The same field embedding as the default backbone (PLE numeric bins included), so a
+        # card's numeric_bins means the same thing whichever backbone it describes.
+        self.embed = FieldEmbedder(config.inputs, self.d_model, 0, config.ignore_categorical,
+                                   config.numeric_bins, config.max_history)
 
     n_layers = 1
 
