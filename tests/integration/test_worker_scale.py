@@ -66,12 +66,20 @@ def test_a_second_instance_with_the_same_worker_id_fences_the_zombie(wenv, tmp_p
     replacement = None
     try:
         zombie.wait_for("worker ready")
-        producer = threading.Thread(target=produce_events, args=(wenv.bootstrap, wenv.events, events, codec),
+        half = len(events) // 2
+        producer = threading.Thread(target=produce_events, args=(wenv.bootstrap, wenv.events, events[:half], codec),
                                     kwargs={"rate_per_s": 400})
         producer.start()
         time.sleep(2.0)
         replacement = WorkerProcess(wenv, "w1", tmp_path)  # same id: init_transactions fences the first
         replacement.wait_for("worker ready")
+        producer.join()
+        # Events keep coming after the replacement started, however long it took to warm
+        # up: the zombie still holds partitions until the rebalance, and its next
+        # transaction must be refused.
+        producer = threading.Thread(target=produce_events, args=(wenv.bootstrap, wenv.events, events[half:], codec),
+                                    kwargs={"rate_per_s": 400})
+        producer.start()
         deadline = time.monotonic() + 60
         while zombie.proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)
