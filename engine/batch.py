@@ -4,7 +4,8 @@ Why: one forward pass and one Kafka transaction per batch amortise their fixed c
 over many events, while the wait bound keeps a quiet stream's latency low. The clock
 starts when the *first* record of a batch arrives, so an idle stream never makes an
 event wait longer than ``max_wait_ms`` for company. The defaults (``settings.batch``)
-are chosen by ``ops/bench/engine.py``.
+are chosen by ``ops/bench/engine.py``. The worker may close a batch earlier still, as
+soon as the consumer has nothing more fetched (``settings.batch.close_when_idle``).
 
 The batcher is pure bookkeeping with an injectable clock, so its rules are tested
 without Kafka.

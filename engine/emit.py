@@ -19,6 +19,9 @@ Why it looks like this (the shape of confluent-kafka-python's ``eos_transactions
   event's latency; per batch, an event waits at most ``W`` ms + one decision + one
   commit round trip. Under load batches grow towards ``B`` by themselves (records
   queue while a commit is in flight), which amortises the commit at saturation.
+* The worker runs ``commit_batch`` on a thread of its own and decides the next batch
+  meanwhile; it passes the records already ``encode``d, so that thread only waits on
+  the broker. Transactions still run one at a time, in batch order.
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ log = logging.getLogger("tollgate.emit")
 
 #: How long one transactional call may block before we treat it as a timeout (retriable).
 CALL_TIMEOUT_S = 10.0
+
+#: One record to produce: (topic, key, value, headers).
+OutgoingRecord = tuple[str, bytes | None, bytes, list[tuple[str, bytes]] | None]
 
 
 class BatchAborted(RuntimeError):
@@ -93,22 +99,31 @@ class TransactionalEmitter:
 
     # -- one batch ------------------------------------------------------------------------
 
+    def encode(self, verdicts: Sequence[Verdict], dead_letters: Sequence[DeadLetter]) -> list[OutgoingRecord]:
+        """The records of one transaction, encoded: verdicts (key = customer id), then dead
+        letters. Pure; the worker calls it on its main thread, so the commit thread only
+        waits on the broker instead of competing for the GIL."""
+        out = [(self.verdicts_topic, v.customer_id.encode(), self._encode_verdict(v), None) for v in verdicts]
+        out += [(self.dead_letters_topic, dl.original_key, self._encode_dead_letter(dl), dead_letter_headers(dl))
+                for dl in dead_letters]
+        return out
+
     def commit_batch(self, verdicts: Sequence[Verdict], dead_letters: Sequence[DeadLetter],
-                     next_offsets: Mapping[tuple[str, int], int], group_metadata: Any) -> None:
+                     next_offsets: Mapping[tuple[str, int], int], group_metadata: Any,
+                     encoded: Sequence[OutgoingRecord] | None = None) -> None:
         """Write verdicts + dead letters and commit ``next_offsets`` atomically.
 
         ``next_offsets`` maps (topic, partition) to the offset of the *next* record to
-        read (last consumed + 1). Raises ``BatchAborted`` (redo the batch) or
+        read (last consumed + 1). ``encoded``: ``encode(verdicts, dead_letters)`` if the
+        caller already has it. Raises ``BatchAborted`` (redo the batch) or
         ``FatalKafkaError`` (exit; a restart fences this instance).
         """
+        records = encoded if encoded is not None else self.encode(verdicts, dead_letters)
         try:
             self._call("begin_transaction", self._producer.begin_transaction)
             self._in_transaction = True
-            for v in verdicts:
-                self._produce(self.verdicts_topic, v.customer_id.encode(), self._encode_verdict(v), None)
-            for dl in dead_letters:
-                self._produce(self.dead_letters_topic, dl.original_key,
-                              self._encode_dead_letter(dl), dead_letter_headers(dl))
+            for topic, key, value, headers in records:
+                self._produce(topic, key, value, headers)
             offsets = [TopicPartition(t, p, o) for (t, p), o in next_offsets.items()]
             self._call("send_offsets_to_transaction", lambda: self._producer.send_offsets_to_transaction(
                 offsets, group_metadata, CALL_TIMEOUT_S))

@@ -10,10 +10,18 @@ Why a batch and not one event: one forward pass and one Redis round trip per bat
 amortise their fixed cost; the callers choose the batch (worker: B events or W ms;
 HTTP: micro-batched across connections; CLI: file chunks).
 
+``decide_batch`` is three phases, public so that the Kafka worker can overlap them
+across batches (``engine.worker``): ``prepare`` (enrich → encode; batches are prepared
+one at a time, in arrival order, because enrich reads *and records* context),
+``score`` (infer: no shared state, so it may run on another thread while the next
+batch is prepared — PyTorch releases the GIL) and ``finish`` (detect → decide → guard
+→ verdicts). ``decide_batch`` runs them back to back.
+
 The stages are held in one immutable ``Components`` record. ``swap`` replaces it in a
-single reference assignment, and every batch reads the reference once at its start, so
-a model or rule hot-swap (promotion, rollback, rule reload) lands *between* batches:
-no batch is ever half old model, half new.
+single reference assignment, and every batch reads the reference once at its start
+(``prepare``) and carries it through ``score`` and ``finish``, so a model or rule
+hot-swap (promotion, rollback, rule reload) lands *between* batches: no batch is ever
+half old model, half new.
 
 When the feature store raises ``ContextUnavailable`` the batch is scored on empty
 context snapshots and the policy runs in degraded mode (see ``engine.decide``).
@@ -23,7 +31,9 @@ own segment, so a benign-looking memo could otherwise nudge a borderline event f
 review to pass. Every event that carries text is therefore scored twice *in the same
 forward pass* — as sent, and with its text segment masked (trusted fields alone) — and
 both variants go through policy and rules; the more severe final verdict wins, with the
-reason ``user_text_cannot_lower`` when the trusted-only variant decided. Together with
+reason ``user_text_cannot_lower`` when the trusted-only variant decided. (A row already
+rejected with its text cannot be made more severe, so its twin skips policy and rules.)
+Together with
 the detector (which only escalates) this makes inserting text into an event unable to
 move its verdict towards pass (``tests/unit/test_field_isolation_e2e.py``).
 """
@@ -36,12 +46,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from engine import stage_adapters as adapt
 from engine.decide import Policy, PolicyDecision, ScoreRow, decide
-from engine.records import SEVERITY, Reason, ReasonKind, TransactionEvent, Verdict
-from engine.textproc import clean_user_text
+from engine.records import SEVERITY, Reason, TransactionEvent, Verdict
+from engine.stage_adapters import EventDetection
+
+__all__ = ["STAGES", "BatchTimings", "Components", "DecisionPipeline", "EventDetection", "PreparedBatch",
+           "ScoredBatch"]
 
 #: Stage names, in order, as they appear in ``BatchTimings`` and the metrics.
 STAGES: tuple[str, ...] = ("enrich", "encode", "infer", "detect", "decide", "guard")
+_MOST_SEVERE = max(SEVERITY.values())
 
 
 @dataclass(slots=True, frozen=True)
@@ -59,15 +74,6 @@ class Components:
     empty_context: Callable[[TransactionEvent], Any] | None = None
 
 
-@dataclass(slots=True, frozen=True)
-class EventDetection:
-    """The detector's view of one event: worst score over its untrusted text fields."""
-
-    score: float
-    flagged: bool
-    reasons: tuple[Any, ...] = ()
-
-
 @dataclass(slots=True)
 class BatchTimings:
     """Wall time of each stage for one batch, in milliseconds, plus what happened."""
@@ -81,9 +87,38 @@ class BatchTimings:
         return sum(self.stage_ms.values())
 
 
+@dataclass(slots=True)
+class PreparedBatch:
+    """A batch after enrich and encode, with the components it started with (so a swap
+    never splits it). Rows ``0..n-1`` of ``encoded`` are the events as sent; the rows
+    after them are the text-blind twins of ``text_rows``, in that order."""
+
+    components: Components
+    events: list[TransactionEvent]
+    arrival_ms: list[float] | None
+    start_wall_ms: float
+    snapshots: list[Any]
+    degraded: bool
+    encoded: Any
+    text_rows: list[int]
+    timings: BatchTimings
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+
+@dataclass(slots=True)
+class ScoredBatch:
+    """A prepared batch and one ``ScoreRow`` per encoded row (events, then twins)."""
+
+    prepared: PreparedBatch
+    rows: list[ScoreRow]
+
+
 class DecisionPipeline:
-    """Chains the stages for a batch. Thread-safe: batches run one at a time, because
-    enrich both reads and records context and must see events in arrival order."""
+    """Chains the stages for a batch. Thread-safe: batches are *prepared* one at a time,
+    because enrich both reads and records context and must see events in arrival order;
+    ``decide_batch`` holds the same lock for its whole batch."""
 
     def __init__(self, components: Components,
                  on_batch: Callable[[BatchTimings], None] | None = None,
@@ -92,7 +127,7 @@ class DecisionPipeline:
         self._components = components
         #: What a rule set's ``policy:`` overrides apply to (settings.policy); see ``swap``.
         self.base_policy = base_policy or Policy()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         #: Called after every batch with its timings (the worker and serve feed Prometheus with it).
         self.on_batch = on_batch
         self.last_timings = BatchTimings()
@@ -118,8 +153,10 @@ class DecisionPipeline:
 
     def swap(self, **changes: Any) -> Components:
         """Atomically replace some components (``inference=..., model_version=...`` on a
-        promotion; ``guard=..., policy=...`` on a rule reload). Waits for the running
-        batch to finish, so the next batch sees all changes or none. Returns the old set.
+        promotion; ``guard=..., policy=...`` on a rule reload). Waits for a running
+        ``decide_batch`` or ``prepare`` to finish; batches already prepared keep the
+        components they started with, so every batch sees all changes or none. Returns
+        the old set.
 
         ``policy`` may be a ``Policy`` or a rule set's overrides mapping
         (``Guard.policy``), which is applied over ``base_policy`` — so removing a key from
@@ -145,26 +182,56 @@ class DecisionPipeline:
         """
         if not events:
             return []
+        with self._lock:
+            return self.finish(self.score(self.prepare(events, arrival_ms)))
+
+    def prepare(self, events: Sequence[TransactionEvent],
+                arrival_ms: Sequence[float] | None = None) -> PreparedBatch:
+        """enrich → encode (with the text-blind twins). Records the events' context, so
+        call it in arrival order; the batch then needs ``score`` and ``finish``."""
         if arrival_ms is not None and len(arrival_ms) != len(events):
             raise ValueError(f"{len(arrival_ms)} arrival times for {len(events)} events")
         start_wall_ms = time.time() * 1000.0
+        events = list(events)
+        timings = BatchTimings(size=len(events))
+        clock = _StageClock(timings)
         with self._lock:
             c = self._components  # read once: a swap lands between batches, never inside one
-            timings = BatchTimings(size=len(events))
-            clock = _StageClock(timings)
-
+            if not events:
+                return PreparedBatch(c, [], None, start_wall_ms, [], False, None, [], timings)
             with clock("enrich"):
                 snapshots, degraded = self._enrich(c, events)
             timings.degraded = degraded
-            detections, proposals, finals = _score(c, events, snapshots, degraded, clock)
-            self.last_timings = timings
+            with clock("encode"):
+                encoded, text_rows = _encode(c, events, snapshots)
+        return PreparedBatch(c, events, None if arrival_ms is None else [float(a) for a in arrival_ms],
+                             start_wall_ms, snapshots, degraded, encoded, text_rows, timings)
 
+    def score(self, prepared: PreparedBatch) -> ScoredBatch:
+        """infer: the model on every row of the batch in one call. Reads nothing that
+        ``prepare`` or ``finish`` of another batch writes, so it may run concurrently
+        with them."""
+        if not prepared.events:
+            return ScoredBatch(prepared, [])
+        with _StageClock(prepared.timings)("infer"):
+            rows = _infer(prepared.components, prepared.encoded, len(prepared.events) + len(prepared.text_rows))
+        return ScoredBatch(prepared, rows)
+
+    def finish(self, scored: ScoredBatch) -> list[Verdict]:
+        """detect → decide → guard → one ``Verdict`` per event, in input order."""
+        p = scored.prepared
+        if not p.events:
+            return []
+        c, events = p.components, p.events
+        detections, proposals, finals = _decide_and_guard(c, events, p.snapshots, p.degraded, scored.rows,
+                                                          p.text_rows, _StageClock(p.timings))
+        self.last_timings = p.timings
         decided_at = time.time() * 1000.0
         rules_version = str(getattr(c.guard, "version", "none")) if c.guard is not None else "none"
+        arrivals = p.arrival_ms if p.arrival_ms is not None else [p.start_wall_ms] * len(events)
         verdicts = []
-        for i, (event, proposal, detection, (final_verdict, rule_reasons, guarded_version)) in enumerate(
-                zip(events, proposals, detections, finals)):
-            arrived = float(arrival_ms[i]) if arrival_ms is not None else start_wall_ms
+        for event, arrived, proposal, detection, (final_verdict, rule_reasons, guarded_version) in zip(
+                events, arrivals, proposals, detections, finals):
             verdicts.append(Verdict(
                 event_id=event.event_id,
                 customer_id=event.customer_id,
@@ -172,7 +239,7 @@ class DecisionPipeline:
                 confidence=proposal.confidence,
                 probabilities=proposal.probabilities,
                 risk_score=proposal.risk_score,
-                reasons=_input_reasons(event, detection) + proposal.reasons + rule_reasons,
+                reasons=adapt.input_reasons(event, detection) + proposal.reasons + rule_reasons,
                 model_version=c.model_version,
                 rules_version=guarded_version or rules_version,  # the set that really decided
                 decision_latency_ms=max(0.0, decided_at - arrived),
@@ -181,7 +248,7 @@ class DecisionPipeline:
                 detector_score=proposal.detector_score,
             ))
         if self.on_batch is not None:
-            self.on_batch(timings)
+            self.on_batch(p.timings)
         return verdicts
 
     def warmup(self, batch_sizes: Sequence[int] = (1, 8)) -> float:
@@ -195,7 +262,9 @@ class DecisionPipeline:
             snapshots = [c.empty_context(e) if c.empty_context is not None else None for e in events]
             if any(s is None for s in snapshots):
                 raise RuntimeError("warmup needs Components.empty_context")
-            _score(c, events, snapshots, False, _StageClock(BatchTimings()))
+            encoded, text_rows = _encode(c, events, snapshots)
+            rows = _infer(c, encoded, n + len(text_rows))
+            _decide_and_guard(c, events, snapshots, False, rows, text_rows, _StageClock(BatchTimings()))
         return time.perf_counter() - t0
 
     def _enrich(self, c: Components, events: Sequence[TransactionEvent]) -> tuple[list[Any], bool]:
@@ -229,54 +298,46 @@ class _StageClock:
         self._timings.stage_ms[self._stage] += (time.perf_counter() - self._t0) * 1000.0
 
 
-def _score(c: Components, events: Sequence[TransactionEvent], snapshots: Sequence[Any], degraded: bool,
-           clock: _StageClock) -> tuple[list[Any], list[PolicyDecision], list[tuple[Any, tuple[Reason, ...], str | None]]]:
-    """encode → infer → detect → decide → guard, each timed. Rows with user text are
-    also scored text-blind, in the same forward pass; the more severe outcome wins."""
+def _encode(c: Components, events: Sequence[TransactionEvent], snapshots: Sequence[Any]) -> tuple[Any, list[int]]:
+    """The encoded batch plus, after its rows, a text-blind twin of every row with text."""
+    encoded = c.encoder.encode(events, snapshots)
+    text_rows = adapt.rows_with_text(encoded)
+    if text_rows:
+        encoded = type(encoded).concat([encoded, adapt.text_blind(encoded[text_rows])])
+    return encoded, text_rows
+
+
+def _infer(c: Components, encoded: Any, n_rows: int) -> list[ScoreRow]:
+    return adapt.score_rows(c.inference(encoded), n_rows)
+
+
+def _decide_and_guard(c: Components, events: Sequence[TransactionEvent], snapshots: Sequence[Any],
+                      degraded: bool, all_rows: Sequence[ScoreRow], text_rows: Sequence[int], clock: _StageClock
+                      ) -> tuple[list[Any], list[PolicyDecision], list[tuple[Any, tuple[Reason, ...], str | None]]]:
+    """detect → decide → guard, each timed; then the text-blind twins, and the more
+    severe outcome wins. A row already at the most severe verdict with its text cannot
+    be raised by its twin, so that twin is not decided at all."""
     n = len(events)
-    with clock("encode"):
-        encoded = c.encoder.encode(events, snapshots)
-        text_rows = _rows_with_text(encoded)
-        if text_rows:
-            encoded = type(encoded).concat([encoded, _text_blind(encoded[text_rows])])
-    with clock("infer"):
-        all_rows = _score_rows(c.inference(encoded), n + len(text_rows))
     rows, blind_rows = all_rows[:n], all_rows[n:]
     with clock("detect"):
-        detections = _detect(c.detector, events)
+        detections = adapt.detect(c.detector, events)
     with clock("decide"):
         proposals = [decide(r, d, c.policy, degraded) for r, d in zip(rows, detections)]
-        blind = [decide(r, detections[i], c.policy, degraded) for r, i in zip(blind_rows, text_rows)]
     with clock("guard"):
-        finals = _guard(c.guard, events, snapshots, proposals)
-        if text_rows:
-            blind_finals = _guard(c.guard, [events[i] for i in text_rows],
-                                  [snapshots[i] for i in text_rows], blind)
-            for i, proposal, final in zip(text_rows, blind, blind_finals):
-                if SEVERITY[final[0]] > SEVERITY[finals[i][0]]:
-                    proposals[i] = _trusted_only(proposal, proposals[i])
-                    finals[i] = final
+        contexts = adapt.rule_contexts(c.guard, snapshots)
+        finals = adapt.guard(c.guard, events, contexts, proposals)
+    open_twins = [(i, r) for i, r in zip(text_rows, blind_rows) if SEVERITY[finals[i][0]] < _MOST_SEVERE]
+    if open_twins:
+        with clock("decide"):
+            blind = [decide(r, detections[i], c.policy, degraded) for i, r in open_twins]
+        with clock("guard"):
+            blind_finals = adapt.guard(c.guard, [events[i] for i, _ in open_twins],
+                                       [contexts[i] for i, _ in open_twins], blind)
+        for (i, _), proposal, final in zip(open_twins, blind, blind_finals):
+            if SEVERITY[final[0]] > SEVERITY[finals[i][0]]:
+                proposals[i] = adapt.trusted_only(proposal, proposals[i])
+                finals[i] = final
     return detections, proposals, finals
-
-
-def _rows_with_text(encoded: Any) -> list[int]:
-    mask = getattr(encoded, "text_mask", None)
-    if mask is None:
-        return []
-    return [int(i) for i in mask.any(dim=1).nonzero().flatten().tolist()]
-
-
-def _text_blind(encoded: Any) -> Any:
-    """The same rows with the untrusted segment emptied: what the trusted fields alone say."""
-    return replace(encoded, text_ids=encoded.text_ids.new_zeros(encoded.text_ids.shape),
-                   text_mask=encoded.text_mask.new_zeros(encoded.text_mask.shape))
-
-
-def _trusted_only(blind: PolicyDecision, with_text: PolicyDecision) -> PolicyDecision:
-    reason = Reason(ReasonKind.POLICY, "user_text_cannot_lower",
-                    f"with its user text the model proposed {with_text.verdict.value}; on trusted "
-                    f"fields alone {blind.verdict.value} — untrusted text may only add suspicion")
-    return replace(blind, reasons=blind.reasons + (reason,))
 
 
 def _warmup_event(i: int) -> TransactionEvent:
@@ -292,94 +353,3 @@ def _context_unavailable_types() -> tuple[type[BaseException], ...]:
     except ImportError:  # the feature package defines it; without it nothing can raise it
         return ()
     return (ContextUnavailable,)
-
-
-def _score_rows(outputs: Any, n: int) -> list[ScoreRow]:
-    """``ModelOutputs`` (tensors or arrays) → one ``ScoreRow`` per event."""
-    probs = _to_list(outputs.probs)
-    risk = _to_list(outputs.risk)
-    exit_layer = getattr(outputs, "exit_layer", None)
-    exits = _to_list(exit_layer) if exit_layer is not None else [-1] * n
-    if len(probs) != n or len(risk) != n:
-        raise RuntimeError(f"model returned {len(probs)} rows for {n} events")
-    return [ScoreRow(tuple(float(x) for x in p), float(r), int(e)) for p, r, e in zip(probs, risk, exits)]
-
-
-def _to_list(value: Any) -> list:
-    if hasattr(value, "detach"):
-        value = value.detach().cpu()
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    return list(value)
-
-
-def _detect(detector: Any | None, events: Sequence[TransactionEvent]) -> list[Any]:
-    """One result per event: the worst of its untrusted text fields (memo, descriptor)."""
-    if detector is None:
-        return [None] * len(events)
-    screen_events = getattr(detector, "screen_events", None)
-    if screen_events is not None:  # engine.detect.InjectionDetector combines fields itself
-        results = list(screen_events(events))
-        return [r if getattr(r, "field", True) is not None else None for r in results]
-    texts: list[str | None] = []
-    for e in events:
-        texts.extend((e.memo, e.merchant_descriptor))
-    results = detector.score_texts(texts)
-    out: list[EventDetection | None] = []
-    for i, e in enumerate(events):
-        pair = [r for t, r in zip((e.memo, e.merchant_descriptor), results[2 * i:2 * i + 2]) if t]
-        if not pair:
-            out.append(None)
-            continue
-        out.append(EventDetection(
-            score=max(float(r.score) for r in pair),
-            flagged=any(bool(r.flagged) for r in pair),
-            reasons=tuple(dict.fromkeys(x for r in pair for x in (getattr(r, "reasons", ()) or ()))),
-        ))
-    return out
-
-
-def _guard(guard: Any | None, events: Sequence[TransactionEvent], snapshots: Sequence[Any],
-           proposals: Sequence[PolicyDecision]) -> list[tuple[Any, tuple[Reason, ...], str | None]]:
-    """Hard rules last: they always win. Returns (final verdict, rule reasons, rule-set
-    version if the guard reports one) per event."""
-    if guard is None:
-        return [(p.verdict, (), None) for p in proposals]
-    contexts = [_rule_inputs(s) for s in snapshots]
-    views = [p.model_view() for p in proposals]
-    apply_batch = getattr(guard, "apply_batch", None)
-    if apply_batch is not None:
-        guarded = apply_batch(list(events), contexts, views, list(proposals))
-    else:
-        guarded = [guard.apply(e, ctx, v, p) for e, ctx, v, p in zip(events, contexts, views, proposals)]
-    return [_unpack_guarded(g, p) for g, p in zip(guarded, proposals)]
-
-
-def _rule_inputs(snapshot: Any) -> dict[str, float]:
-    as_inputs = getattr(snapshot, "as_rule_inputs", None)
-    return dict(as_inputs()) if as_inputs is not None else dict(snapshot or {})
-
-
-def _unpack_guarded(guarded: Any, proposal: PolicyDecision) -> tuple[Any, tuple[Reason, ...], str | None]:
-    """The guard's verdict, the reasons it *added* (the proposal's are kept first), and
-    the version of the rule set that decided (a reload may land between batches)."""
-    reasons = tuple(getattr(guarded, "reasons", ()) or ())
-    already = set(proposal.reasons)
-    added = tuple(r for r in reasons if r not in already)
-    version = getattr(guarded, "rules_version", None)
-    return guarded.verdict, added, (str(version) if version else None)
-
-
-def _input_reasons(event: TransactionEvent, detection: Any | None) -> tuple[Reason, ...]:
-    """What cleaning did to the user text (truncated, invisible characters, …). The
-    detector reports it when it ran (same ``clean_user_text``); otherwise clean here."""
-    if detection is not None:
-        return tuple(r for r in (getattr(detection, "reasons", ()) or ())
-                     if isinstance(r, Reason) and r.kind is ReasonKind.INPUT)
-    out: list[Reason] = []
-    for name in ("memo", "merchant_descriptor"):
-        value = getattr(event, name)
-        if value:
-            for issue in clean_user_text(value).issues:
-                out.append(Reason(ReasonKind.INPUT, f"{name}_{issue}", f"{name}: {issue.replace('_', ' ')}"))
-    return tuple(out)

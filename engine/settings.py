@@ -74,9 +74,12 @@ class BatchSettings(_Frozen):
     #: stream then waits for no company, and under load batches still fill while the
     #: previous ones are decided (the worker overlaps them; see engine/worker.py).
     close_when_idle: bool = True
-    #: Score each batch on a thread of its own (PyTorch releases the GIL) while the main
-    #: thread prepares the next batch and finishes the previous one; off: score in line.
-    infer_thread: bool = True
+    #: Score each batch on a thread of its own (PyTorch releases the GIL inside each op)
+    #: while the main thread prepares the next batch and finishes the previous one. Off
+    #: by default: on 2 cores shared with the broker and Redis there is rarely a core to
+    #: spare, and the forward pass's many short ops then wait for the GIL behind the
+    #: main thread's Python (ops/bench/engine.py measured more worker CPU per event).
+    infer_thread: bool = False
 
 
 class PolicySettings(_Frozen):

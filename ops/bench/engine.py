@@ -3,6 +3,7 @@
     python ops/bench/engine.py                      # default B/W: fixed rates + saturation,
                                                     # with the model and with it removed
     python ops/bench/engine.py --sweep              # also try other (B, W) and say which wins
+    python ops/bench/engine.py --modes              # also: no close-when-idle; infer on its own thread
     python ops/bench/engine.py --rates 500 1000 --duration 20 --saturation-events 20000
 
 What is measured, and how:
@@ -16,7 +17,13 @@ What is measured, and how:
   wait, decision, transaction commit, and the reader's fetch: what a downstream
   consumer sees.
 * **Per-stage breakdown** is scraped from the worker's own ``/metrics`` (histogram
-  sums / counts per stage, per batch), before and after each run.
+  sums / counts per stage, per batch), before and after each run. Stages are wall
+  time, and the worker overlaps batches (a transaction commits while the next batch is
+  decided), so they do not add up to the time per batch.
+* **Worker CPU per event** (``cpu/ev``): user + system CPU of the worker process over
+  the run (``/proc``), divided by the events it decided. On a machine whose cores are
+  shared with the broker, Redis, this load generator and anything else, events/s
+  swing with the neighbours; CPU per event is what the worker itself costs.
 * **Fixed rates**: events are paced at R events/s for D seconds; the first second is
   dropped (warm caches, first rebalance). **Saturation**: the topic is pre-filled with
   N events before the worker joins; events/s = N / (last verdict − first verdict).
@@ -54,6 +61,9 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from engine.codec import Codec  # noqa: E402
 
 STAGES = ("decode", "enrich", "encode", "infer", "detect", "decide", "guard", "emit")
+#: ``--modes``: the default worker against one setting changed (settings.batch).
+MODES = {"fixed-W": {"TOLLGATE_BATCH__CLOSE_WHEN_IDLE": "false"},
+         "infer-thread": {"TOLLGATE_BATCH__INFER_THREAD": "true"}}
 
 
 # -- the model-removed pipeline (loaded by the worker subprocess via --pipeline) ----------
@@ -102,6 +112,10 @@ class RunResult:
     #: The worker's own view (means): produce → commit, and arrival at the worker → commit.
     produce_to_commit_ms: float = float("nan")
     arrival_to_commit_ms: float = float("nan")
+    #: CPU time (user + system, all threads) the worker process spent per decided event,
+    #: in µs: what the loop costs, less sensitive than events/s to other processes on
+    #: the same cores.
+    cpu_us_per_event: float = float("nan")
 
     def pct(self, q: float) -> float:
         if not self.latencies_ms:
@@ -125,7 +139,8 @@ class Bench:
 
             save_fresh_model(self.models_dir, "bench-v1")
 
-    def run(self, label: str, pipeline: str, batch: tuple[int, float], rate: float | None) -> RunResult:
+    def run(self, label: str, pipeline: str, batch: tuple[int, float], rate: float | None,
+            env: dict[str, str] | None = None) -> RunResult:
         from tests.integration.worker_support import WorkerEnv, WorkerProcess, make_events, produce_events
 
         u = uuid.uuid4().hex[:8]
@@ -135,7 +150,7 @@ class Bench:
             f.result(30)
         wenv = WorkerEnv(self.bootstrap, self.redis_url, u, topics["events"], topics["verdicts"], topics["dlq"],
                          self.models_dir, extra={"TOLLGATE_BATCH__MAX_EVENTS": str(batch[0]),
-                                                 "TOLLGATE_BATCH__MAX_WAIT_MS": str(batch[1])})
+                                                 "TOLLGATE_BATCH__MAX_WAIT_MS": str(batch[1]), **(env or {})})
         n = self.args.saturation_events if rate is None else int(rate * self.args.duration)
         events = make_events(u, n)
         if rate is None:  # pre-fill: the worker starts with a full backlog
@@ -147,11 +162,13 @@ class Bench:
             worker.wait_for("worker ready", timeout=180)
             port = worker.health_port
             before = _scrape(port)
+            before[("cpu_seconds", "")] = _cpu_seconds(worker.proc.pid)
             reader.start()
             if rate is not None:
                 _produce_timed(self.bootstrap, topics["events"], events, self.codec, rate)
             reader.join(timeout=self.args.timeout)
             after = _scrape(port)
+            after[("cpu_seconds", "")] = _cpu_seconds(worker.proc.pid)
         finally:
             worker.terminate()
             reader.stop()
@@ -184,9 +201,11 @@ class Bench:
 
         if len(got) < n:
             print(f"  ! {label}: only {len(got)} of {n} verdicts arrived", file=sys.stderr)
+        cpu_s = after[("cpu_seconds", "")] - before[("cpu_seconds", "")]
         return RunResult(label, rate, len(got), throughput, lat, stages, events / batches if batches else 0.0,
                          mean("tollgate_e2e_from_event_time_ms") if rate is not None else float("nan"),
-                         mean("tollgate_e2e_from_arrival_ms"))
+                         mean("tollgate_e2e_from_arrival_ms"),
+                         cpu_s * 1e6 / events if events else float("nan"))
 
 
 class _VerdictReader(threading.Thread):
@@ -241,6 +260,12 @@ def _produce_timed(bootstrap, topic, events, codec, rate):
     p.flush(60)
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux ``/proc/<pid>/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _scrape(port: int) -> dict[tuple[str, str], float]:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
         text = r.read().decode()
@@ -258,17 +283,18 @@ def _scrape(port: int) -> dict[tuple[str, str], float]:
 
 
 LEGEND = ("p50/p95/p99: produce -> verdict read by a read_committed consumer (ms); p2c / a2c: the worker's "
-          "mean produce -> commit / arrival -> commit (ms); batch: mean events per batch; stages: mean ms per batch")
+          "mean produce -> commit / arrival -> commit (ms); cpu/ev: worker CPU µs per event (all threads); "
+          "batch: mean events per batch; stages: mean wall ms per batch (stages of different batches overlap)")
 
 
 def _print(results: list[RunResult]) -> None:
     print(f"{'run':22} {'offered':>7} {'ev/s':>6} {'p50':>7} {'p95':>7} {'p99':>7} {'p2c':>6} {'a2c':>6} "
-          f"{'batch':>5}  " + " ".join(f"{s:>6}" for s in STAGES))
+          f"{'cpu/ev':>6} {'batch':>5}  " + " ".join(f"{s:>6}" for s in STAGES))
     for r in results:
         offered = "sat" if r.offered is None else f"{r.offered:g}"
         print(f"{r.label:22} {offered:>7} {r.throughput:6.0f} {r.pct(50):7.1f} {r.pct(95):7.1f} {r.pct(99):7.1f} "
-              f"{r.produce_to_commit_ms:6.1f} {r.arrival_to_commit_ms:6.1f} {r.mean_batch:5.1f}  "
-              + " ".join(f"{r.stage_ms_per_batch[s]:6.2f}" for s in STAGES))
+              f"{r.produce_to_commit_ms:6.1f} {r.arrival_to_commit_ms:6.1f} {r.cpu_us_per_event:6.0f} "
+              f"{r.mean_batch:5.1f}  " + " ".join(f"{r.stage_ms_per_batch[s]:6.2f}" for s in STAGES))
 
 
 def _recommend(results: list[RunResult]) -> None:
@@ -326,6 +352,9 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=6)
     ap.add_argument("--batch", type=str, default=None, help="B,W (default: settings.batch)")
     ap.add_argument("--sweep", action="store_true", help="also compare other (B, W) at 1000 ev/s and saturation")
+    ap.add_argument("--modes", action="store_true",
+                    help="also compare the worker's modes at 1000 ev/s and saturation: batches closed only "
+                         "at B or W (no close-when-idle), and the forward pass on its own thread")
     ap.add_argument("--no-model-baseline", dest="baseline", action="store_false")
     ap.add_argument("--timeout", type=float, default=180.0)
     ap.add_argument("--workdir", default=str(REPO / ".tollgate" / "bench"))
@@ -356,6 +385,11 @@ def main() -> None:
         if base_rate:
             results.append(bench.run(f"no-model {tag}", nm, default, base_rate))
         results.append(bench.run(f"no-model {tag}", nm, default, None))
+    if args.modes:
+        for name, env in MODES.items():
+            for rate in (1000.0, None):
+                results.append(bench.run(f"model {tag} {name}", model, default, rate, env))
+                _print(results[-1:])
     if args.sweep:
         for b, w in ((16, 2.0), (32, 5.0), (64, 5.0), (128, 10.0)):
             if (b, w) == default:

@@ -1,8 +1,11 @@
 """The worker loop and the emit stage with fake Kafka clients: commit order, redo on an
-aborted transaction, transient errors never dead-lettered, a poison event isolated,
-revocation drops buffered records, SIGTERM drains. (The real broker: tests/integration.)"""
+aborted transaction (of that batch and every later one in flight), transient errors
+never dead-lettered, a poison event isolated, revocation drops buffered and in-flight
+records of the revoked partitions, SIGTERM drains. (The real broker: tests/integration.)"""
 
 from __future__ import annotations
+
+import threading
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
@@ -14,7 +17,7 @@ from engine.records import Decision, TransactionEvent, Verdict
 from engine.settings import BatchSettings, KafkaSettings, Settings
 from engine.worker import Worker, WorkerOptions
 
-SETTINGS = Settings(batch=BatchSettings(max_events=4, max_wait_ms=1000.0),
+SETTINGS = Settings(batch=BatchSettings(max_events=4, max_wait_ms=1000.0, close_when_idle=False),
                     kafka=KafkaSettings(transaction_timeout_ms=2000))
 CODEC = Codec(SETTINGS)
 
@@ -160,7 +163,11 @@ class FakeEmitter:
         self.commits: list[tuple[list, list, dict]] = []
         self.abort_times = abort_times
 
-    def commit_batch(self, verdicts, dead_letters, offsets, meta):
+    def encode(self, verdicts, dead_letters):
+        return [("encoded", len(verdicts), len(dead_letters))]
+
+    def commit_batch(self, verdicts, dead_letters, offsets, meta, encoded=None):
+        assert encoded == self.encode(verdicts, dead_letters)  # encoded before the commit thread
         if self.abort_times:
             self.abort_times -= 1
             raise BatchAborted("coordinator moved")
@@ -168,19 +175,32 @@ class FakeEmitter:
 
 
 class FakePipeline:
+    """The three phases of ``DecisionPipeline``; ``prepared`` logs each batch's event ids."""
+
     model_version, rules_version = "m1", "r1"
 
     def __init__(self, fail_ids=(), transient: int = 0):
         self.on_batch = None
         self.fail_ids, self.transient = set(fail_ids), transient
+        self.prepared: list[list[str]] = []
 
-    def decide_batch(self, events, arrival_ms=None):
+    def prepare(self, events, arrival_ms=None):
         if self.transient:
             self.transient -= 1
             raise ConnectionError("redis away")
         if any(e.event_id in self.fail_ids for e in events):
             raise RuntimeError("model blew up on this event")
-        return [_verdict(e) for e in events]
+        self.prepared.append([e.event_id for e in events])
+        return list(events)
+
+    def score(self, prepared):
+        return prepared
+
+    def finish(self, scored):
+        return [_verdict(e) for e in scored]
+
+    def decide_batch(self, events, arrival_ms=None):
+        return self.finish(self.score(self.prepare(events, arrival_ms)))
 
 
 def _worker(consumer, emitter, pipeline) -> Worker:
@@ -194,6 +214,7 @@ def test_batch_closes_at_b_and_commits_offsets_of_every_record_including_dead_le
     emitter = FakeEmitter()
     w = _worker(FakeConsumer([records]), emitter, FakePipeline())
     w.step()
+    w.flush()
     [(verdicts, dls, offsets)] = emitter.commits
     assert [v.event_id for v in verdicts] == ["e0", "e2", "e3"]
     assert [d.source_offset for d in dls] == [101]
@@ -207,8 +228,10 @@ def test_aborted_transaction_rewinds_to_the_batch_start_and_redoes_it():
     consumer = FakeConsumer([records, list(records)])  # after the rewind the same records come back
     w = _worker(consumer, emitter, FakePipeline())
     w.step()
+    w.flush()
     assert consumer.rewinds == [{("tx.events", 0): 100}] and emitter.commits == []
     w.step()
+    w.flush()
     assert len(emitter.commits) == 1 and len(emitter.commits[0][0]) == 4
 
 
@@ -218,8 +241,10 @@ def test_transient_pipeline_error_is_retried_never_dead_lettered():
     consumer = FakeConsumer([records, list(records)])
     w = _worker(consumer, emitter, FakePipeline(transient=1))
     w.step()
+    w.flush()
     assert consumer.rewinds and emitter.commits == []
     w.step()
+    w.flush()
     assert not emitter.commits[0][1] and len(emitter.commits[0][0]) == 4
 
 
@@ -227,6 +252,7 @@ def test_an_event_that_always_breaks_the_pipeline_is_isolated_and_dead_lettered(
     emitter = FakeEmitter()
     w = _worker(FakeConsumer([[_rec(i) for i in range(4)]]), emitter, FakePipeline(fail_ids={"e2"}))
     w.step()
+    w.flush()
     [(verdicts, dls, offsets)] = emitter.commits
     assert [v.event_id for v in verdicts] == ["e0", "e1", "e3"]
     assert [(d.stage, d.source_offset, d.error_class) for d in dls] == [("pipeline", 102, "RuntimeError")]
@@ -245,5 +271,94 @@ def test_stop_request_closes_the_open_batch_at_once():
     w = _worker(FakeConsumer([[_rec(0), _rec(1)]]), emitter, FakePipeline())  # B=4, W=1 s: not closed
     w.request_stop()
     w.step()
+    w.flush()
     assert len(emitter.commits) == 1 and len(emitter.commits[0][0]) == 2
     assert w.health.readiness() == (False, "stopping")
+
+
+def _settings(**batch) -> Settings:
+    return Settings(batch=BatchSettings(max_events=4, max_wait_ms=1000.0, **batch),
+                    kafka=KafkaSettings(transaction_timeout_ms=2000))
+
+
+def test_a_batch_closes_when_the_consumer_has_nothing_more_fetched():
+    emitter, pipeline = FakeEmitter(), FakePipeline()
+    w = Worker(_settings(), pipeline, WorkerOptions("w1"), codec=CODEC)  # close_when_idle by default
+    w.consumer, w.emitter = FakeConsumer([[_rec(0), _rec(1)]]), emitter
+    w.step()  # 2 of B=4 records, well within W
+    assert pipeline.prepared == []
+    w.step()  # nothing more fetched: closed at once, not after W
+    assert pipeline.prepared == [["e0", "e1"]]
+    w.flush()
+    assert [v.event_id for v in emitter.commits[0][0]] == ["e0", "e1"]
+
+
+class GatedEmitter(FakeEmitter):
+    """Transactions wait for ``gate``: a test decides what happens while one is in flight."""
+
+    def __init__(self, abort_times: int = 0):
+        super().__init__(abort_times)
+        self.gate = threading.Event()
+
+    def commit_batch(self, verdicts, dead_letters, offsets, meta, encoded=None):
+        assert self.gate.wait(10), "gate never opened"
+        super().commit_batch(verdicts, dead_letters, offsets, meta, encoded)
+
+
+class HookedPipeline(FakePipeline):
+    """Calls ``on_prepare(event ids)`` when a batch is prepared."""
+
+    def __init__(self, on_prepare, **kw):
+        super().__init__(**kw)
+        self.on_prepare = on_prepare
+
+    def prepare(self, events, arrival_ms=None):
+        out = super().prepare(events, arrival_ms)
+        self.on_prepare([e.event_id for e in events])
+        return out
+
+
+@pytest.mark.parametrize("infer_thread", [False, True])
+def test_batches_in_flight_commit_in_order_one_transaction_each(infer_thread):
+    emitter = GatedEmitter()
+    pipeline = HookedPipeline(lambda ids: emitter.gate.set() if ids[0] == "e4" else None)
+    w = Worker(_settings(close_when_idle=False, infer_thread=infer_thread), pipeline, WorkerOptions("w1"),
+               codec=CODEC)
+    w.consumer, w.emitter = FakeConsumer([[_rec(i) for i in range(4)], [_rec(i) for i in range(4, 8)]]), emitter
+    w.step()
+    w.step()  # batch 2 is prepared while batch 1 is still on its way to commit
+    w.flush()
+    assert pipeline.prepared == [["e0", "e1", "e2", "e3"], ["e4", "e5", "e6", "e7"]]
+    assert [[v.event_id for v in c[0]] for c in emitter.commits] == [["e0", "e1", "e2", "e3"],
+                                                                      ["e4", "e5", "e6", "e7"]]
+    assert [c[2] for c in emitter.commits] == [{("tx.events", 0): 104}, {("tx.events", 0): 108}]
+
+
+@pytest.mark.parametrize("infer_thread", [False, True])
+def test_a_failed_transaction_rewinds_it_and_every_later_batch_in_flight(infer_thread):
+    first, second = [_rec(i) for i in range(4)], [_rec(i, partition=1) for i in range(4, 8)]
+    emitter = GatedEmitter(abort_times=1)
+    pipeline = HookedPipeline(lambda ids: emitter.gate.set() if ids[0] == "e4" else None)
+    consumer = FakeConsumer([first, second])
+    w = Worker(_settings(close_when_idle=False, infer_thread=infer_thread), pipeline, WorkerOptions("w1"),
+               codec=CODEC)
+    w.consumer, w.emitter = consumer, emitter
+    w.step()
+    w.step()  # batch 2 is prepared (and scored) while batch 1's transaction fails
+    w.flush()
+    assert emitter.commits == []
+    assert consumer.rewinds == [{("tx.events", 0): 100, ("tx.events", 1): 104}]
+
+
+def test_revoked_partitions_leave_batches_in_flight_unemitted_and_uncommitted():
+    emitter = FakeEmitter()
+    records = [_rec(0, partition=0), _rec(1, partition=1), _rec(2, partition=0), _rec(3, partition=1)]
+    w = Worker(_settings(close_when_idle=False, infer_thread=True), FakePipeline(), WorkerOptions("w1"),
+               codec=CODEC)
+    w.consumer, w.emitter = FakeConsumer([records]), emitter
+    w.step()  # on the infer thread, not yet finished
+    w.on_revoked([TopicPartition("tx.events", 0)], lost=False)
+    w.flush()
+    [(verdicts, dls, offsets)] = emitter.commits
+    assert [v.event_id for v in verdicts] == ["e1", "e3"]
+    assert offsets == {("tx.events", 1): 104}

@@ -10,15 +10,15 @@ from pathlib import Path
 
 from engine.codec import JSON_HEADERS, Codec
 from engine.consume import RawRecord, consumer_config
-from engine.decode import DecodeStage
+from engine.decode import Decoded, DecodeStage
 from engine.emit import dead_letter_headers, producer_config
 from engine.health import HealthServer, HealthState
 from engine.hotswap import ModelWatcher
+from engine.inflight import InFlight, first_offsets
 from engine.metrics import EngineMetrics
 from engine.records import Decision, Reason, ReasonKind, TransactionEvent, Verdict
 from engine.settings import KafkaSettings, Settings
 from engine.warmup import synthetic_events
-from engine.worker import _first_offsets, _next_offsets
 from feedback.registry import FakeRedis
 
 
@@ -70,8 +70,8 @@ def test_dead_letter_headers_name_stage_error_and_source():
 
 def test_offsets_cover_every_record_of_the_batch_including_dead_letters():
     records = [_rec(5, b"", 0), _rec(9, b"", 1), _rec(6, b"", 0), _rec(7, b"", 0), _rec(8, b"", 1)]
-    assert _next_offsets(records) == {("tx.events", 0): 8, ("tx.events", 1): 10}
-    assert _first_offsets(records) == {("tx.events", 0): 5, ("tx.events", 1): 8}
+    assert InFlight(records, Decoded([], [], [])).next_offsets() == {("tx.events", 0): 8, ("tx.events", 1): 10}
+    assert first_offsets([records]) == {("tx.events", 0): 5, ("tx.events", 1): 8}
 
 
 def test_client_configs_are_exactly_once_shaped():

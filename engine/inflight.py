@@ -1,0 +1,108 @@
+"""``InFlight``: one micro-batch on its way from poll to commit, and what its
+transaction holds.
+
+The worker (``engine.worker``) keeps several batches in flight — one being decided on
+its main thread (or scored on the infer thread), one in a Kafka transaction on the
+commit thread — and commits them strictly in order. This module is the
+bookkeeping that makes that safe: which records a batch holds, which of its
+partitions were revoked while it was in flight (their records are then neither
+emitted nor committed by it: the new owner re-reads them from the committed offset),
+and where to rewind when a batch and everything after it must be redone.
+
+>>> from engine.consume import RawRecord
+>>> from engine.decode import Decoded
+>>> recs = [RawRecord("t", p, o, None, b"", (), 0, 0.0) for p, o in ((0, 5), (1, 7), (0, 6))]
+>>> b = InFlight(recs, Decoded([], [], []))
+>>> b.next_offsets()
+{('t', 0): 7, ('t', 1): 8}
+>>> b.revoked.add(("t", 1)); b.next_offsets()
+{('t', 0): 7}
+>>> first_offsets([recs[1:], recs[:1]])
+{('t', 1): 7, ('t', 0): 5}
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+from engine.codec import DeadLetter
+from engine.consume import RawRecord
+from engine.decode import Decoded
+from engine.records import Verdict
+
+Partition = tuple[str, int]
+
+
+@dataclass(slots=True, eq=False)
+class InFlight:
+    records: list[RawRecord]
+    decoded: Decoded
+    #: ``DecisionPipeline.prepare``'s result, None when the batch has no event to decide.
+    prepared: Any = None
+    #: ``DecisionPipeline.score`` running on the infer thread; None when not scored there.
+    scoring: Future | None = None
+    verdicts: list[Verdict] = field(default_factory=list)
+    #: Arrival time of each verdict's event, and its source partition (aligned with ``verdicts``).
+    arrivals: list[float] = field(default_factory=list)
+    sources: list[Partition] = field(default_factory=list)
+    dead_letters: list[DeadLetter] = field(default_factory=list)
+    #: Partitions taken from this worker while the batch was in flight.
+    revoked: set[Partition] = field(default_factory=set)
+    #: ``TransactionalEmitter.commit_batch`` running on the commit thread (or done in line).
+    committing: Future | None = None
+    #: Commit on the commit thread while the next batch is decided (records were still
+    #: arriving when this batch closed); otherwise in line, at once.
+    overlap_commit: bool = False
+
+    @property
+    def scored(self) -> bool:
+        return self.scoring is None or self.scoring.done()
+
+    def decided(self, verdicts: Sequence[Verdict], events: Sequence[Any], arrivals: Sequence[float],
+                failed: Sequence[DeadLetter] = ()) -> None:
+        """Record the verdicts of ``events`` (aligned) and the events that failed."""
+        self.verdicts = list(verdicts)
+        self.arrivals = list(arrivals)
+        self.sources = [(e.source.topic, e.source.partition) if e.source is not None else ("", -1) for e in events]
+        self.dead_letters = list(self.decoded.dead_letters) + list(failed)
+
+    def to_commit(self) -> tuple[list[Verdict], list[float], list[DeadLetter], dict[Partition, int]]:
+        """Verdicts (with arrival times), dead letters and next offsets of the partitions
+        this worker still owns."""
+        gone = self.revoked
+        keep = [i for i, src in enumerate(self.sources) if src not in gone]
+        dead = [d for d in self.dead_letters if (d.source_topic, d.source_partition) not in gone]
+        return ([self.verdicts[i] for i in keep], [self.arrivals[i] for i in keep], dead, self.next_offsets())
+
+    def next_offsets(self) -> dict[Partition, int]:
+        """Last offset + 1 of every owned partition in the batch, dead-lettered records included."""
+        out: dict[Partition, int] = {}
+        for r in self.records:
+            key = (r.topic, r.partition)
+            if key not in self.revoked and r.offset + 1 > out.get(key, -1):
+                out[key] = r.offset + 1
+        return out
+
+
+def first_offsets(record_lists: Iterable[Sequence[RawRecord]]) -> dict[Partition, int]:
+    """The earliest offset per partition over several batches: where a redo starts."""
+    out: dict[Partition, int] = {}
+    for records in record_lists:
+        for r in records:
+            key = (r.topic, r.partition)
+            if key not in out or r.offset < out[key]:
+                out[key] = r.offset
+    return out
+
+
+def run_now(fn: Callable[[Any], Any], arg: Any) -> Future:
+    """``fn(arg)`` on this thread, as a finished future: a batch scored in line takes the
+    same path (and error path, at ``result()``) as one scored on the infer thread."""
+    future: Future = Future()
+    try:
+        future.set_result(fn(arg))
+    except Exception as exc:  # noqa: BLE001 - re-raised by result(), as the thread's would be
+        future.set_exception(exc)
+    return future

@@ -1,0 +1,107 @@
+"""The worker's infer stage on a real-shaped batch: one model call or length-sorted
+chunks, with PyTorch's encoder layers or the serving layers (``engine.infer_layers``).
+
+    python ops/bench/engine_infer.py [--batch 128] [--reps 40] [--threads 1] [--model-dir DIR]
+
+A worker batch is B events enriched with a warm context (full 16-event histories),
+about half of them with a memo, plus the text-blind twin of every event with text
+(``engine.pipeline``), encoded by the real encoder. The same rows are scored four ways:
+one model call (``Inference._forward``) or length-sorted chunks of at most
+``CPU_CHUNK_ROWS`` (``_forward_in_chunks``), each with the stock
+``nn.TransformerEncoderLayer`` and with ``ServingEncoderLayer``. ``Inference`` on the
+CPU does the last (chunks, serving layers); the first is what it did before. Variants
+run in shuffled order and this thread's CPU time is measured (less sensitive than wall
+time to other processes on a shared machine). Prints medians, ratios to the first, and
+the largest difference from the first's outputs. ``--batch 8`` shows a quiet stream's
+small batches (``Inference`` makes one call up to ``CPU_CHUNK_ROWS`` rows).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path[0] = str(REPO)  # ops/bench/ must not shadow the standard library (http.py, …)
+elif str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+import argparse  # noqa: E402
+import random  # noqa: E402
+import statistics  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--batch", type=int, default=128, help="events per batch (before twins)")
+    ap.add_argument("--reps", type=int, default=40)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--model-dir", default=None, help="a model directory (default: a fresh model)")
+    args = ap.parse_args()
+
+    import torch
+
+    from engine.encode import EncodedBatch, FieldIsolatedEncoder
+    from engine.features.memory import MemoryFeatureStore
+    from engine.infer import CPU_CHUNK_ROWS, Inference
+    from engine.model.inputs import as_inputs
+    from engine.stage_adapters import rows_with_text, text_blind
+    from tests.integration.worker_support import make_events, save_fresh_model
+
+    torch.set_num_threads(args.threads)
+    model_dir = args.model_dir
+    if model_dir is None:
+        model_dir = str(save_fresh_model(Path(tempfile.mkdtemp(prefix="tollgate-infer-")), "bench"))
+    stock, served = Inference.from_dir(model_dir, serving_layers=False), Inference.from_dir(model_dir)
+    encoder, store = FieldIsolatedEncoder(), MemoryFeatureStore()
+    warm = 30  # batches of history first, so every customer has a full window
+    events = make_events("bench", args.batch * (warm + 1))
+    for i in range(warm):
+        store.enrich(events[i * args.batch:(i + 1) * args.batch])
+    last = events[warm * args.batch:]
+    encoded = encoder.encode(last, store.enrich(last))
+    text_rows = rows_with_text(encoded)
+    if text_rows:
+        encoded = EncodedBatch.concat([encoded, text_blind(encoded[text_rows])])
+    inputs = as_inputs(encoded)
+    t = stock.card.temperature.verdict
+
+    def variant(infer, chunked):
+        def run():
+            with torch.inference_mode():
+                raw = infer._forward_in_chunks(inputs, t) if chunked else infer._forward(inputs, t)
+            return raw[0]["verdict"]
+        return run
+
+    variants = {"one call, stock layers": variant(stock, False),
+                f"chunks <= {CPU_CHUNK_ROWS}, stock layers": variant(stock, True),
+                "one call, serving layers": variant(served, False),
+                f"chunks <= {CPU_CHUNK_ROWS}, serving layers": variant(served, True)}
+    first = next(iter(variants))
+    reference = variants[first]()
+    diffs = {name: float((fn() - reference).abs().max()) for name, fn in variants.items()}
+    times: dict[str, list[float]] = {k: [] for k in variants}
+    names = list(variants)
+    for _ in range(3):
+        for fn in variants.values():
+            fn()
+    for _ in range(args.reps):
+        random.shuffle(names)
+        for name in names:
+            t0 = time.thread_time()
+            variants[name]()
+            times[name].append((time.thread_time() - t0) * 1000.0)
+    print(f"{len(inputs.control_numeric)} rows ({len(last)} events + {len(text_rows)} text-blind twins), "
+          f"torch threads {torch.get_num_threads()}, {args.reps} reps, CPU ms per batch:")
+    base = statistics.median(times[first])
+    for name in variants:
+        med = statistics.median(times[name])
+        print(f"  {name:34s} median {med:7.2f}  min {min(times[name]):7.2f}  ratio {med / base:.2f}  "
+              f"max |diff| {diffs[name]:.1e}")
+
+
+if __name__ == "__main__":
+    main()
