@@ -19,15 +19,9 @@ import gc
 import os
 import platform
 import random
-import sys
 import time
-from pathlib import Path
 
-# ops/bench holds other benchmarks (one is called engine.py): keep the script's folder
-# off sys.path so ``import engine`` finds the package, not a sibling script.
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
-sys.path.insert(0, str(_HERE.parent.parent))
+import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
 
 import numpy as np  # noqa: E402
 

@@ -10,12 +10,9 @@ others — the share of good customers the detector alone would send to review.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-# Run as a script, this folder is sys.path[0]; its sibling engine.py would shadow the package.
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [str(_HERE.parents[1])] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402

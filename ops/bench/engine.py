@@ -38,13 +38,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# Run as a script, Python puts ops/bench/ first on sys.path, where sibling benchmarks
-# (http.py, …) would shadow the standard library. Put the repository there instead.
-REPO = Path(__file__).resolve().parents[2]
-if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    sys.path[0] = str(REPO)
-elif str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
+from _common import REPO  # noqa: E402
 
 import argparse
 import json
@@ -81,7 +76,6 @@ class ConstantInference:
         n = int(batch.control_numeric.shape[0])
         probs = torch.tensor([[0.9, 0.07, 0.03]]).expand(n, 3)
         return ModelOutputs(probs, torch.zeros(n), torch.zeros(n, dtype=torch.long), self.version)
-
 
 
 def no_model_pipeline(settings, *, model=None):

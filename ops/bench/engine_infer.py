@@ -18,14 +18,9 @@ small batches (``Inference`` makes one call up to ``CPU_CHUNK_ROWS`` rows).
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    sys.path[0] = str(REPO)  # ops/bench/ must not shadow the standard library (http.py, …)
-elif str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
 
 import argparse  # noqa: E402
 import random  # noqa: E402

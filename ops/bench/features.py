@@ -16,16 +16,12 @@ import argparse
 import gc
 import random
 import statistics
-import sys
 import time
 import uuid
 from dataclasses import replace
 from pathlib import Path
 
-# Run as a script, this folder is sys.path[0]; a sibling benchmark named like a stdlib
-# module (http.py) would shadow it. Put the repository root there instead.
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [str(_HERE.parents[1])] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
 
 import torch  # noqa: E402
 

@@ -34,7 +34,8 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
+from _common import percentile as pct, timed_ms  # noqa: E402
 
 from engine.infer import Inference  # noqa: E402
 from engine.model import InputSpec, fresh_model, random_inputs  # noqa: E402
@@ -45,28 +46,6 @@ JSON_TOKENS = 14  # {"verdict":"review","risk":0.42} in JSON-piece tokens (as op
 SMOLLM2_135M = dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9,
                     num_key_value_heads=3, vocab_size=49152, max_position_embeddings=8192,
                     rms_norm_eps=1e-5, rope_theta=100000.0, tie_word_embeddings=True)
-
-
-def pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(q / 100 * (len(xs) - 1))))]
-
-
-def timed(fn, repeat: int, warmup: int = 5, cuda: bool = False) -> list[float]:
-    """Wall-clock ms per call; on CUDA each call is synchronised, so the figure is what a
-    caller waiting for the verdict sees (copies to and from the device included)."""
-    for _ in range(warmup):
-        fn()
-    if cuda:
-        torch.cuda.synchronize()
-    out = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        if cuda:
-            torch.cuda.synchronize()
-        out.append((time.perf_counter() - t) * 1000)
-    return out
 
 
 def default_spec() -> InputSpec:
@@ -87,15 +66,15 @@ def bench_default_model(quick: bool) -> None:
           f"CPU (2 threads) vs CUDA, through engine.infer.Inference")
     for fill, label in ((0.0, "no memo"), (1.0, "full memo")):
         one = random_inputs(spec, 1, seed=1, text_fill=fill)
-        c, g = timed(lambda: cpu(one), rep), timed(lambda: gpu(one), rep, cuda=True)
+        c, g = timed_ms(lambda: cpu(one), rep), timed_ms(lambda: gpu(one), rep, sync=torch.cuda.synchronize)
         print(f"batch 1 {label:9s}  CPU p50 {pct(c, 50):6.2f} p99 {pct(c, 99):6.2f} ms   "
               f"CUDA p50 {pct(g, 50):6.2f} p99 {pct(g, 99):6.2f} ms")
     print(f"{'batch':>6s} {'CPU ev/s':>10s} {'CUDA ev/s':>11s} {'CUDA/CPU':>9s}   (half with memo)")
     for bs in (32, 128, 1024, 8192):
         batch = random_inputs(spec, bs, seed=2, text_fill=0.5)
         n = max(10, rep // 10)
-        c_ms = statistics.median(timed(lambda: cpu(batch), n if bs <= 1024 else 3, warmup=2))
-        g_ms = statistics.median(timed(lambda: gpu(batch), n, warmup=3, cuda=True))
+        c_ms = statistics.median(timed_ms(lambda: cpu(batch), n if bs <= 1024 else 3, warmup=2))
+        g_ms = statistics.median(timed_ms(lambda: gpu(batch), n, warmup=3, sync=torch.cuda.synchronize))
         print(f"{bs:6d} {bs / c_ms * 1000:10.0f} {bs / g_ms * 1000:11.0f} {c_ms / g_ms:8.1f}x")
     batch = random_inputs(spec, 512, seed=4, text_fill=0.5)
     diff = (cpu(batch).probs - gpu(batch).probs).abs().max().item()
@@ -134,8 +113,8 @@ def bench_hf_backbone(folder: Path, quick: bool) -> None:
         infer = Inference(model, card, device="cuda")
         load_s = time.perf_counter() - t0
         mib = (torch.cuda.memory_allocated() - before) / 2**20
-        b1 = timed(lambda: infer(one), rep, cuda=True)
-        b256 = statistics.median(timed(lambda: infer(big), max(10, rep // 5), cuda=True))
+        b1 = timed_ms(lambda: infer(one), rep, sync=torch.cuda.synchronize)
+        b256 = statistics.median(timed_ms(lambda: infer(big), max(10, rep // 5), sync=torch.cuda.synchronize))
         probs = infer(big).probs
         if reference is None:
             reference, drift = probs, 0.0
@@ -198,8 +177,8 @@ def bench_generate_vs_heads(folder: Path, quick: bool) -> None:
                         min_new_tokens=JSON_TOKENS, do_sample=False, pad_token_id=0)
 
     rep = 20 if quick else 50
-    h = statistics.median(timed(heads_once, rep, cuda=True))
-    g = statistics.median(timed(generate, max(5, rep // 4), warmup=2, cuda=True))
+    h = statistics.median(timed_ms(heads_once, rep, sync=torch.cuda.synchronize))
+    g = statistics.median(timed_ms(generate, max(5, rep // 4), warmup=2, sync=torch.cuda.synchronize))
     print(f"\n== 4. A/B on CUDA, SmolLM2-135M-shaped, bf16, 48-token prompt, batch 1: forward + head "
           f"{h:.2f} ms   generate {JSON_TOKENS} tokens {g:.2f} ms   ratio {g / h:.1f}x")
 

@@ -21,34 +21,18 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
+from _common import percentile as pct, timed_ms as timed  # noqa: E402
 
 from engine.infer import Inference  # noqa: E402
 from engine.model import InputSpec, fresh_model, load_model_dir, random_inputs  # noqa: E402
 
 JSON_TOKENS = 14  # {"verdict":"review","risk":0.42} in JSON-piece tokens
-
-
-def timed(fn, repeat: int, warmup: int = 5) -> list[float]:
-    for _ in range(warmup):
-        fn()
-    out = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - t) * 1000)
-    return out
-
-
-def pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(q / 100 * (len(xs) - 1))))]
 
 
 def bench_default(infer_fp32: Inference, infer_int8: Inference, spec: InputSpec, quick: bool) -> None:

@@ -26,12 +26,11 @@ import base64
 import json
 import os
 import statistics
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
 
 DATA = "/work/shared/data/handbook/transactions_2018-04-01_to_2018-08-07.parquet"
 

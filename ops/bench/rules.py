@@ -19,15 +19,10 @@ Run: ``nice python ops/bench/rules.py [--events 20000] [--rules rules/]``
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-# Run as `python ops/bench/rules.py`, this folder is sys.path[0]; a sibling benchmark
-# named like a stdlib module (ops/bench/http.py) would shadow it. Import from the repo.
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
-REPO = _HERE.parents[1]
-sys.path.insert(0, str(REPO))
+import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
+from _common import REPO, percentile  # noqa: E402
 
 import argparse  # noqa: E402
 import gc  # noqa: E402
@@ -93,11 +88,6 @@ def timed(fn, items, repeats: int = 1, clock=time.perf_counter_ns) -> list[float
         gc.enable()
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 def plot(rows: list[tuple[str, list[float]]], path: Path) -> None:
     import matplotlib
 
@@ -108,7 +98,7 @@ def plot(rows: list[tuple[str, list[float]]], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(8, 4.5))
     bins = np.logspace(0, 4.5, 90)
     for label, values in rows:
-        ax.hist(values, bins=bins, histtype="step", label=f"{label} (p99 {pct(values, .99):.0f} µs)")
+        ax.hist(values, bins=bins, histtype="step", label=f"{label} (p99 {percentile(values, 99):.0f} µs)")
     ax.axvline(200, color="red", linestyle="--", label="target: 200 µs at p99")
     ax.set(xscale="log", yscale="log", xlabel="µs per event", ylabel="events",
            title="Hard rules: time per event (Guard.apply)")
@@ -166,14 +156,14 @@ def main() -> None:
     base_raw, base_best, base_cpu, default_raw, default_best, default_cpu = (r[1] for r in rows[:6])
     print(f"\n{'per event (µs)':<32}{'n':>7}{'p50':>9}{'p90':>9}{'p99':>9}{'p99.9':>9}{'mean':>9}")
     for label, values in rows:
-        print(f"{label:<32}{len(values):>7}{pct(values, .5):>9.1f}{pct(values, .9):>9.1f}"
-              f"{pct(values, .99):>9.1f}{pct(values, .999):>9.1f}{statistics.fmean(values):>9.1f}")
+        print(f"{label:<32}{len(values):>7}{percentile(values, 50):>9.1f}{percentile(values, 90):>9.1f}"
+              f"{percentile(values, 99):>9.1f}{percentile(values, 99.9):>9.1f}{statistics.fmean(values):>9.1f}")
     for label, default, base in (("single run, wall", default_raw, base_raw),
                                  (f"best of {args.repeats}, wall", default_best, base_best),
                                  ("single run, thread CPU time", default_cpu, base_cpu)):
-        p99 = pct(default, 0.99)
+        p99 = percentile(default, 99)
         print(f"\ndefault set, {label}: p99 {p99:.1f} µs per event in total (rules + activation + record), "
-              f"{p99 - pct(base, 0.99):+.1f} µs over the empty guard; target < 200 µs: {'OK' if p99 < 200 else 'OVER'}")
+              f"{p99 - percentile(base, 99):+.1f} µs over the empty guard; target < 200 µs: {'OK' if p99 < 200 else 'OVER'}")
     ref_mean, ours_mean = statistics.fmean(rows[-1][1]), statistics.fmean(default_best)
     if str(args.png):
         plot([rows[i] for i in (0, 1, 3, 4)], args.png)

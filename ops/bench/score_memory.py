@@ -23,12 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
-# Run as a script, this folder comes first on sys.path, and its sibling ops/bench/engine.py
-# would shadow the ``engine`` package: put the repository root first instead.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
+from _common import REPO  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
 TOLLGATE = str(Path(sys.executable).parent / "tollgate")
 
 

@@ -10,12 +10,7 @@ Run:  nice python ops/bench/simulate.py [--days 14]
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# Run as a script, this folder is sys.path[0], and ops/bench/engine.py would shadow the
-# engine package; drop it so `engine` always means the project.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
 
 import argparse
 import platform

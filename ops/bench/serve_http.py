@@ -1,6 +1,6 @@
 """HTTP scoring service benchmark: wrk (a second process) at fixed request rates.
 
-    python ops/bench/http.py [--rates 25,50,100,200,0] [--duration 10] [--connections 8]
+    python ops/bench/serve_http.py [--rates 25,50,100,200,0] [--duration 10] [--connections 8]
                              [--events-per-request 1] [--model DIR] [--memory]
 
 Starts ``tollgate serve`` in a subprocess (the real pipeline; context in Redis under a
@@ -26,25 +26,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-if __name__ == "http":
-    # A sibling script in ops/bench (whose folder is first on sys.path) imported the
-    # standard library's ``http`` and found this file: hand over to the real package.
-    import importlib
-
-    _here = str(Path(__file__).resolve().parent)
-    _saved = list(sys.path)
-    sys.path[:] = [p for p in sys.path if str(Path(p or ".").resolve()) != _here]
-    del sys.modules["http"]
-    try:
-        sys.modules["http"] = importlib.import_module("http")
-    finally:
-        sys.path[:] = _saved
-    # The rest of this file only defines things; the import system returns sys.modules["http"].
-elif __name__ == "__main__":
-    # Run as a script, this folder comes first on sys.path and would shadow the standard
-    # library's ``http`` (urllib imports http.client): drop it, put the repo root first.
-    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
+from _common import REPO  # noqa: E402
 
 import argparse
 import json
@@ -57,7 +40,6 @@ import time
 import urllib.request
 import uuid
 
-REPO = Path(__file__).resolve().parents[2]
 TOLLGATE = str(Path(sys.executable).parent / "tollgate")
 
 LUA = r"""

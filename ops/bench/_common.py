@@ -1,0 +1,57 @@
+"""What every benchmark in ``ops/bench`` shares. Import it first, before the project:
+
+    import _common  # noqa: F401  (first: the repository, not this folder, on sys.path)
+    from _common import REPO, percentile, timed_ms
+
+Why first: run as ``python ops/bench/X.py``, Python puts this folder at the front of
+``sys.path``, and the sibling benchmark ``engine.py`` (the name the engine issue gives
+it) would then shadow the ``engine`` package. Importing this module swaps the folder for
+the repository root, so ``import engine`` means the project (installed or not). It is
+found because the folder is still first at that moment; afterwards it stays in
+``sys.modules``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+REPO = _HERE.parents[1]
+sys.path[:] = [str(REPO)] + [p for p in sys.path if Path(p or ".").resolve() not in (_HERE, REPO)]
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The nearest-rank ``q``-th percentile (``q`` in 0..100) of ``values``: a value that
+    was measured, not an interpolation between two.
+
+    >>> percentile([5, 1, 4, 2, 3], 50), percentile(range(1, 101), 99), percentile([7], 99)
+    (3, 99, 7)
+    """
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("percentile of no values")
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+def timed_ms(fn: Callable[[], object], repeat: int, warmup: int = 5,
+             sync: Callable[[], None] | None = None) -> list[float]:
+    """Wall-clock milliseconds of ``repeat`` calls of ``fn``, after ``warmup`` untimed ones.
+
+    ``sync`` (e.g. ``torch.cuda.synchronize``) runs after every call inside the timing, so
+    on an accelerator the figure is what a caller waiting for the result sees.
+    """
+    for _ in range(warmup):
+        fn()
+    if sync is not None:
+        sync()
+    out = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        if sync is not None:
+            sync()
+        out.append((time.perf_counter() - t0) * 1000.0)
+    return out
