@@ -38,8 +38,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
-from _common import REPO  # noqa: E402
+try:
+    import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
+except ModuleNotFoundError:  # imported as ops.bench.engine: the worker loads its pipeline factories from here
+    from ops.bench import _common
+REPO = _common.REPO
 
 import argparse
 import json
