@@ -141,7 +141,7 @@ def main() -> None:
     ap.add_argument("--cache-dir", default=".tollgate/backtest-cache")
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=JSON")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
-    ap.add_argument("--epochs", type=int, default=10)
+    ap.add_argument("--epochs", type=int, default=14, help="14 = the headline backtest's (docs/decision-model.md)")
     ap.add_argument("--lightgbm", action="store_true", help="also the LightGBM baseline (seed 0)")
     ap.add_argument("--jobs", type=int, default=1, help="processes (one torch thread each)")
     ap.add_argument("--json-out", default=None)
