@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from engine.records import Decision, Reason, ReasonKind, TransactionEvent
+from engine.records import WARMUP_PREFIX, Decision, Reason, ReasonKind, TransactionEvent
 from engine.rules.metrics import RuleMetrics, default_metrics
 from engine.rules.ruleset import Evaluation, RuleSet, arbitrate
 
@@ -150,6 +150,8 @@ class Guard:
         )
 
     def _record(self, event: TransactionEvent, result: Evaluation) -> None:
+        if event.event_id.startswith(WARMUP_PREFIX):
+            return  # warmup decides synthetic events at every start: hit counts and shadow logs are for real traffic
         for rule in result.fired:
             self.metrics.hit(rule.id, "enforce")
         for rule in result.shadow:

@@ -34,6 +34,9 @@ class Decision(str, enum.Enum):
 #: Verdict labels in the fixed order used by every model head and probability vector.
 DECISIONS: tuple[Decision, ...] = (Decision.PASS, Decision.REVIEW, Decision.REJECT)
 SEVERITY: dict[Decision, int] = {Decision.PASS: 0, Decision.REVIEW: 1, Decision.REJECT: 2}
+#: Event ids (and customer/terminal ids) of the synthetic events a worker decides while
+#: warming up (``engine.warmup``): kept out of everything that counts real traffic.
+WARMUP_PREFIX = "__warmup__"
 
 
 class OutcomeKind(str, enum.Enum):

@@ -87,6 +87,16 @@ def test_shadow_rules_never_change_the_verdict_but_are_counted(guard: Guard) -> 
     assert 'tollgate_rule_hits_total{mode="shadow",rule="shadow-all"} 1.0' in text
 
 
+def test_warmup_events_are_decided_but_not_counted(guard: Guard) -> None:
+    """A worker decides synthetic events at every start; rule hit counts and the shadow
+    log are what ops read about real traffic, so warmup must not move them."""
+    result = run(guard, P, event_id="__warmup__1700000000000-3", amount=960.0)
+    assert result.verdict is X and result.shadow == ("shadow-all",)  # decided exactly like any event
+    text = generate_latest(guard.metrics.registry).decode()
+    assert 'tollgate_rule_hits_total{mode="shadow",rule="shadow-all"}' not in text
+    assert 'rule="rej-high"' not in text
+
+
 def test_a_rule_that_fails_to_evaluate_does_not_fire_and_is_counted(guard: Guard) -> None:
     result = run(guard, P)
     assert result.errors == ("broken",) and "broken" not in result.fired
