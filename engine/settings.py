@@ -80,6 +80,12 @@ class BatchSettings(_Frozen):
     #: spare, and the forward pass's many short ops then wait for the GIL behind the
     #: main thread's Python (ops/bench/engine.py measured more worker CPU per event).
     infer_thread: bool = False
+    #: PyTorch intra-op threads for the forward pass (0 = PyTorch's default, one per
+    #: core). 1 by default: the worker shares its cores with the Kafka client's threads
+    #: (and, on small hosts, the broker and Redis), and two spinning OpenMP threads lost
+    #: to one in interleaved saturation runs (1,244 vs 986 and 892 vs 701 events/s on
+    #: 2 cores; ops/bench/engine.py --modes).
+    torch_threads: int = Field(default=1, ge=0)
 
 
 class PolicySettings(_Frozen):

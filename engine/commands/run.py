@@ -80,6 +80,10 @@ def register(app: typer.Typer) -> None:
         wid = worker_id or socket.gethostname()
         client = redis.Redis.from_url(settings.redis.url, socket_timeout=settings.redis.socket_timeout_s,
                                       socket_connect_timeout=settings.redis.socket_timeout_s)
+        if settings.batch.torch_threads:
+            import torch
+
+            torch.set_num_threads(settings.batch.torch_threads)
         pipe = _load_factory(pipeline)(settings, model=model)
         rules_watcher = follow_rule_changes(settings, pipe) if follow_rules else None
         # A commit may legitimately block for a whole transaction timeout while the broker

@@ -61,7 +61,8 @@ from engine.codec import Codec  # noqa: E402
 STAGES = ("decode", "enrich", "encode", "infer", "detect", "decide", "guard", "emit")
 #: ``--modes``: the default worker against one setting changed (settings.batch).
 MODES = {"fixed-W": {"TOLLGATE_BATCH__CLOSE_WHEN_IDLE": "false"},
-         "infer-thread": {"TOLLGATE_BATCH__INFER_THREAD": "true"}}
+         "infer-thread": {"TOLLGATE_BATCH__INFER_THREAD": "true"},
+         "torch-threads-per-core": {"TOLLGATE_BATCH__TORCH_THREADS": "0"}}
 
 
 # -- the model-removed pipeline (loaded by the worker subprocess via --pipeline) ----------
@@ -351,7 +352,8 @@ def main() -> None:
     ap.add_argument("--sweep", action="store_true", help="also compare other (B, W) at 1000 ev/s and saturation")
     ap.add_argument("--modes", action="store_true",
                     help="also compare the worker's modes at 1000 ev/s and saturation: batches closed only "
-                         "at B or W (no close-when-idle), and the forward pass on its own thread")
+                         "at B or W (no close-when-idle), the forward pass on its own thread, and "
+                         "PyTorch's default threads (one per core) instead of one")
     ap.add_argument("--no-model-baseline", dest="baseline", action="store_false")
     ap.add_argument("--timeout", type=float, default=180.0)
     ap.add_argument("--workdir", default=str(REPO / ".tollgate" / "bench"))
