@@ -104,14 +104,17 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(1) from None
         typer.echo(format_report(report))
         if json_out is not None:
+            sides = (*report.baselines, report.current, report.proposed)
             json_out.write_text(json.dumps({
                 "events": report.events, "bad": report.bad, "model_source": report.model_source,
+                "proposal_source": report.proposal_source, "policy_applied": report.policy_applied,
+                "policy": {"current": report.current_policy, "proposed": report.proposed_policy},
                 "current_version": report.current_version, "proposed_version": report.proposed_version,
                 "hits": {"current": dict(report.current.hits), "proposed": dict(report.proposed.hits)},
                 "migration": {f"{a}->{b}": n for (a, b), n in report.migration.items()},
-                "verdicts": {s.name: dict(s.verdicts) for s in (report.model_only, report.current, report.proposed)},
-                "fraud_caught": {s.name: s.bad_not_passed for s in (report.model_only, report.current, report.proposed)},
-                "good_hurt": {s.name: s.good_not_passed for s in (report.model_only, report.current, report.proposed)},
+                "verdicts": {s.name: dict(s.verdicts) for s in sides},
+                "fraud_caught": {s.name: s.bad_not_passed for s in sides},
+                "good_hurt": {s.name: s.good_not_passed for s in sides},
             }, indent=2))
 
     app.add_typer(rules, name="rules")

@@ -8,16 +8,27 @@ Cases live in ``<rules dir>/tests/*.yaml``::
         context: {velocity_1h_count: 1}                   # unset features: neutral values
         model: {p_pass: 0.9, p_review: 0.07, p_reject: 0.03, risk: 0.02}
         detector: {score: 0.1, flagged: false}
-        proposed: pass                                    # the policy's verdict (default pass)
         expect:
           verdict: reject
           rules: [blocked-device]                         # exactly the enforced rules that fired
           shadow: []                                      # optional: exactly these shadow hits
+          reasons: [threshold_pass]                       # optional: these reason codes are present
+
+The proposal the rules start from is made as in the worker: with the model's
+probabilities (``p_pass``, ``p_review``, ``p_reject``, all three) the policy decides —
+``engine.decide.decide`` with this set's ``policy.yaml`` over the settings' policy,
+the detector result and ``model.degraded`` included — so a threshold change in
+``policy.yaml`` changes the outcome of a case as it changes live verdicts.
+``proposed: pass|review|reject`` overrides the policy (the model's outputs then only
+feed ``model.*``); without probabilities and without ``proposed:`` the proposal is
+``pass``.
 
 A case passes when the verdict matches, the fired rules match as a set (``deciding:``
-optionally pins the first one), no rule failed to evaluate, and ``shadow`` (when
-given) matches. Context values not given are the neutral values of an event with no
-history (``engine.features.snapshot.EMPTY_VALUES``), with ``context_available: 1``.
+optionally pins the first one), no rule failed to evaluate, ``shadow`` (when given)
+matches and every code in ``reasons`` (when given) is among the verdict's reasons —
+``threshold_reject``, ``abstain``, ``tie_margin``, ``injection_flagged``, a rule id….
+Context values not given are the neutral values of an event with no history
+(``engine.features.snapshot.EMPTY_VALUES``), with ``context_available: 1``.
 """
 
 from __future__ import annotations
@@ -46,6 +57,9 @@ DEFAULT_EVENT: dict[str, Any] = {
 
 MODEL_KEYS = frozenset({"p_pass", "p_review", "p_reject", "risk", "risk_score", "confidence", "verdict",
                         "model_verdict", "degraded", "probabilities"})
+PROB_KEYS = ("p_pass", "p_review", "p_reject")
+#: What the policy computes from the probabilities; a case cannot also set them.
+POLICY_OUTPUTS = ("verdict", "model_verdict", "confidence")
 
 
 class _Strict(BaseModel):
@@ -57,6 +71,7 @@ class Expectation(_Strict):
     rules: list[str] = Field(default_factory=list)
     deciding: str | None = None
     shadow: list[str] | None = None
+    reasons: list[str] | None = None
 
 
 class CaseSpec(_Strict):
@@ -65,7 +80,8 @@ class CaseSpec(_Strict):
     context: dict[str, float] = Field(default_factory=dict)
     model: dict[str, Any] = Field(default_factory=dict)
     detector: dict[str, Any] = Field(default_factory=dict)
-    proposed: Literal["pass", "review", "reject"] = "pass"
+    #: an explicit proposal, instead of the policy's decision on ``model``'s probabilities
+    proposed: Literal["pass", "review", "reject"] | None = None
     expect: Expectation
 
 
@@ -121,8 +137,10 @@ def load_cases(directory: str | Path) -> list[tuple[str, int | None, CaseSpec]]:
     return out
 
 
-def run_case(ruleset: RuleSet, case: CaseSpec, where: str = "") -> CaseResult:
-    from engine.guard import Guard, ProposedVerdict
+def run_case(ruleset: RuleSet, case: CaseSpec, where: str = "", policy: Any = None) -> CaseResult:
+    """Run one case. ``policy``: the decide stage's policy (default: the set's, as the
+    worker builds it — ``RuleSet.decision_policy``)."""
+    from engine.guard import Guard
 
     failures: list[str] = []
     try:
@@ -134,18 +152,19 @@ def run_case(ruleset: RuleSet, case: CaseSpec, where: str = "") -> CaseResult:
     if unknown:
         failures.append(f"unknown context feature(s): {', '.join(unknown)}")
     context.update(case.context)
-    view: dict[str, Any] = dict(case.model)
-    bad_model = sorted(set(view) - MODEL_KEYS)
+    bad_model = sorted(set(case.model) - MODEL_KEYS)
     if bad_model:
         failures.append(f"unknown model field(s): {', '.join(bad_model)} (use {', '.join(sorted(MODEL_KEYS))})")
     if case.detector:
         bad = sorted(set(case.detector) - {"score", "flagged"})
         if bad:
             failures.append(f"unknown detector field(s): {', '.join(bad)} (use score, flagged)")
-        view["detector_score"] = case.detector.get("score", 0.0)
-        view["detector_flagged"] = case.detector.get("flagged", False)
+    try:
+        view, proposal = _proposal(ruleset, case, policy)
+    except ValueError as exc:
+        return CaseResult(case.name, where, (*failures, str(exc)))
     guard = Guard(ruleset, metrics=RuleMetrics(CollectorRegistry()))
-    result = guard.apply(event, context, view, ProposedVerdict(Decision(case.proposed)))
+    result = guard.apply(event, context, view, proposal)
     expect = case.expect
     if result.verdict.value != expect.verdict:
         failures.append(f"verdict {result.verdict.value}, expected {expect.verdict}")
@@ -155,13 +174,68 @@ def run_case(ruleset: RuleSet, case: CaseSpec, where: str = "") -> CaseResult:
         failures.append(f"deciding rule {result.fired[:1] or 'none'}, expected {expect.deciding}")
     if expect.shadow is not None and set(result.shadow) != set(expect.shadow):
         failures.append(f"shadow rules fired {sorted(result.shadow)}, expected {sorted(expect.shadow)}")
+    if expect.reasons is not None:
+        codes = [r.code for r in result.reasons]
+        missing = [c for c in expect.reasons if c not in codes]
+        if missing:
+            failures.append(f"reason(s) {missing} not among the verdict's reasons {codes}")
     if result.errors:
         failures.append(f"rule(s) failed to evaluate: {', '.join(result.errors)}")
     return CaseResult(case.name, where, tuple(failures))
 
 
-def run_cases(ruleset: RuleSet, directory: str | Path) -> list[CaseResult]:
-    return [run_case(ruleset, case, f"{file}:{line}") for file, line, case in load_cases(directory)]
+def _proposal(ruleset: RuleSet, case: CaseSpec, policy: Any) -> tuple[dict[str, Any], Any]:
+    """(what rules read as model.*/detector.*, the proposal). With probabilities and no
+    ``proposed:``, the policy decides as in the worker; ``ValueError`` says why a case's
+    model outputs cannot be used."""
+    from engine.decide import ScoreRow, decide
+    from engine.guard import ProposedVerdict
+    from engine.stage_adapters import EventDetection
+
+    model = dict(case.model)
+    detection = None
+    if case.detector:
+        detection = EventDetection(float(case.detector.get("score", 0.0)), bool(case.detector.get("flagged", False)))
+    probs = _probabilities(model)
+    if case.proposed is not None or probs is None:
+        view = model
+        if detection is not None:
+            view.update(detector_score=detection.score, detector_flagged=detection.flagged)
+        return view, ProposedVerdict(Decision(case.proposed or "pass"))
+    computed = [k for k in POLICY_OUTPUTS if k in model]
+    if computed:
+        raise ValueError(f"model.{', model.'.join(computed)}: the policy computes these from the probabilities; "
+                         "remove them, or give `proposed:` to set the proposal yourself")
+    risk = float(model.get("risk", model.get("risk_score", 0.0)) or 0.0)
+    decision = decide(ScoreRow(probs, risk), detection,
+                      ruleset.decision_policy() if policy is None else policy, bool(model.get("degraded", False)))
+    return decision.model_view(), decision
+
+
+def _probabilities(model: Mapping[str, Any]) -> tuple[float, float, float] | None:
+    """The three probabilities, in p_pass/p_review/p_reject order, or None if none given."""
+    nested = model.get("probabilities")
+    source = {f"p_{k}": v for k, v in nested.items()} if isinstance(nested, Mapping) else model
+    given = [k for k in PROB_KEYS if k in source]
+    if not given:
+        return None
+    if len(given) < len(PROB_KEYS):
+        missing = ", ".join(k for k in PROB_KEYS if k not in source)
+        raise ValueError(f"model: give all of p_pass, p_review and p_reject (missing {missing}), "
+                         "or `proposed:` instead")
+    try:
+        probs = tuple(float(source[k]) for k in PROB_KEYS)
+    except (TypeError, ValueError):
+        raise ValueError("model: p_pass, p_review and p_reject must be numbers") from None
+    if any(not 0.0 <= p <= 1.0 for p in probs) or abs(sum(probs) - 1.0) > 0.01:
+        raise ValueError(f"model: p_pass + p_review + p_reject must be probabilities summing to 1, "
+                         f"got {' + '.join(f'{p:g}' for p in probs)}")
+    return probs  # type: ignore[return-value]
+
+
+def run_cases(ruleset: RuleSet, directory: str | Path, policy: Any = None) -> list[CaseResult]:
+    policy = ruleset.decision_policy() if policy is None else policy
+    return [run_case(ruleset, case, f"{file}:{line}", policy) for file, line, case in load_cases(directory)]
 
 
 def summarize(results: list[CaseResult]) -> Mapping[str, int]:

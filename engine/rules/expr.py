@@ -41,18 +41,20 @@ from celpy.evaluation import celstr
 from engine.rules.ops import (REFUSED_FUNCTIONS, RELATIONS, STRING_METHODS, FUNCTIONS, EvalError,
                               arith, as_bool, contains, cel_eq, field_of, kind_of, is_number, ordered, size,
                               str_method)
+from engine.rules.typecheck import TypeMismatch, check_types
 
 #: Compile-time bounds (the "bounded evaluation time" of the issue).
 MAX_EXPR_CHARS = 2000
 MAX_NESTING = 16  # brackets: ( [ {
 MAX_AST_NODES = 600
 
-#: Trusted event fields a rule may read. ``memo`` and ``merchant_descriptor`` are
-#: written by end users and deliberately absent (field isolation).
+#: Trusted event fields a rule may read (``engine.guard.event_inputs`` fills them).
+#: ``memo`` and ``merchant_descriptor`` are written by end users and deliberately
+#: absent, and so is whether they are present (field isolation: inserting text
+#: changes no rule input).
 EVENT_FIELDS = frozenset({
     "event_id", "event_time_ms", "customer_id", "account_id", "terminal_id", "merchant_category",
-    "amount", "currency", "channel", "country", "device_id", "ip", "attributes",
-    "hour", "weekday", "has_memo", "has_descriptor",
+    "amount", "currency", "channel", "country", "device_id", "ip", "attributes", "hour", "weekday",
 })
 UNTRUSTED_EVENT_FIELDS = frozenset({"memo", "merchant_descriptor"})
 MODEL_FIELDS = frozenset({
@@ -127,6 +129,10 @@ def compile_condition(source: str, *, lists: Mapping[str, Any] | None = None,
         raise ExpressionError(f"condition is too large ({count} syntax nodes; the limit is {MAX_AST_NODES})")
     compiler = _Compiler(lists or {}, ctx_names)
     fn = compiler.node(tree)
+    try:  # after compiling, so an unknown name is reported as such first
+        check_types(tree, source)
+    except TypeMismatch as exc:
+        raise ExpressionError(str(exc), exc.line, exc.column) from None
     return Condition(source, fn, frozenset(compiler.names), frozenset(compiler.list_names))
 
 

@@ -64,6 +64,10 @@ class RuleMetrics:
         self.reload_failures.inc()
         self.last_reload_ok.set(0)
 
+    def recovered(self) -> None:
+        """The refused change was undone: the files on disk are the running set again."""
+        self.last_reload_ok.set(1)
+
     def hit(self, rule: str, mode: str) -> None:
         child = self._children.get((rule, mode))
         if child is None:

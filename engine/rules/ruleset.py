@@ -84,6 +84,18 @@ class RuleSet:
     def rules(self) -> tuple[CompiledRule, ...]:
         return self.enforce + self.shadow
 
+    def decision_policy(self, base: Any = None) -> Any:
+        """The decide stage's ``engine.decide.Policy`` under this set, built as the worker
+        builds it: ``base`` (default: the settings' policy) with this set's ``policy:``
+        overrides applied. ``rules test`` and ``rules backtest`` decide with it."""
+        from engine.decide import Policy
+
+        if base is None:
+            from engine.settings import get_settings
+
+            base = Policy.from_settings(get_settings().policy)
+        return Policy.coerce(base).with_overrides(dict(self.policy))
+
     def evaluate(self, env: Mapping[str, Any]) -> Evaluation:
         fired: list[CompiledRule] = []
         shadow: list[CompiledRule] = []

@@ -109,7 +109,11 @@ class RuleWatcher:
                 refresh_due(self._current.lists, self.redis_clients)
                 self.metrics.lists(self._current.lists)
             fingerprint = self._scan()
-            if fingerprint == self._fingerprint or fingerprint == self._refused:
+            if fingerprint == self._fingerprint:
+                # e.g. a vanished file restored with its old mtime: the disk is the running set
+                self._clear_error(fingerprint)
+                return ReloadResult(False, self._current.version, None)
+            if fingerprint == self._refused:
                 return ReloadResult(False, self._current.version, None)
             if self.settle_s > 0:
                 now = time.monotonic()
@@ -126,7 +130,8 @@ class RuleWatcher:
                 return self._refuse(f"{self.directory}: no rule files found; keeping the last good set",
                                     fingerprint)
             if content_version(snapshot) == self._current.version:
-                self._fingerprint, self._refused, self.last_error = fingerprint, None, None
+                # a touch, or a broken edit reverted to the running content
+                self._clear_error(fingerprint)
                 return ReloadResult(False, self._current.version, None)
             try:
                 new = build_ruleset(snapshot, directory=str(self.directory), ctx_names=self.ctx_names,
@@ -149,6 +154,15 @@ class RuleWatcher:
             except Exception:  # noqa: BLE001
                 log.exception("rules: on_change callback failed for %s", new.version)
         return ReloadResult(True, new.version, None)
+
+    def _clear_error(self, fingerprint: Fingerprint) -> None:
+        """The files are the running set again: forget the refusal and say the rules are ok."""
+        self._fingerprint, self._refused = fingerprint, None
+        if self.last_error is not None:
+            self.last_error = None
+            self.metrics.recovered()
+            log.info("rules: the refused change was undone; %s is running and matches the files",
+                     self._current.version)
 
     def _refuse(self, message: str, fingerprint: Fingerprint | None) -> ReloadResult:
         if fingerprint is not None:

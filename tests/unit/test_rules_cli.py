@@ -119,7 +119,76 @@ def test_backtest_uses_model_columns_when_present(cli, sim_data: Path, tmp_path:
     result = invoke(cli, "rules", "backtest", str(REPO / "rules"), "--data", str(path))
     assert result.exit_code == 0, result.output
     assert "model outputs from the data file" in result.output
+    assert "the file's `proposed` column is ignored" in result.output
     assert "verdicts: model 0/0/300" in result.output
+
+
+def _policy_only_change(tmp_path: Path, *changes: tuple[str, str]) -> Path:
+    """A copy of rules/ whose only change is in policy.yaml."""
+    shutil.copytree(REPO / "rules", tmp_path / "proposed")
+    edit = tmp_path / "proposed" / "policy.yaml"
+    text = edit.read_text()
+    for old, new in changes:
+        assert old in text
+        text = text.replace(old, new)
+    edit.write_text(text)
+    return tmp_path / "proposed"
+
+
+def test_backtest_policy_change_moves_the_migration_matrix(cli, sim_data: Path, tmp_path: Path) -> None:
+    """Each side decides from the probabilities with its own policy.yaml."""
+    import pandas as pd
+
+    frame = pd.read_parquet(sim_data).head(300)
+    # p(reject) 0.4: under 0.5 -> review (p(review)+p(reject) = 0.5); under 0.3 -> reject
+    frame["p_pass"], frame["p_review"], frame["p_reject"] = 0.5, 0.1, 0.4
+    path = tmp_path / "scored.parquet"
+    frame.to_parquet(path)
+    proposed = _policy_only_change(tmp_path, ("reject_threshold: 0.5", "reject_threshold: 0.3"))
+    out_json = tmp_path / "report.json"
+    result = invoke(cli, "rules", "backtest", str(REPO / "rules"), "--data", str(path),
+                    "--proposed", str(proposed), "--json", str(out_json))
+    assert result.exit_code == 0, result.output
+    assert "changed: reject_threshold" in result.output
+    report = json.loads(out_json.read_text())
+    assert report["policy"]["current"]["reject_threshold"] == 0.5
+    assert report["policy"]["proposed"]["reject_threshold"] == 0.3
+    assert report["hits"]["current"] == report["hits"]["proposed"]  # the rules did not change
+    # most events move review -> reject; only rules that reject or allowlist keep them in place
+    assert report["migration"].get("review->reject", 0) >= 250, report["migration"]
+    assert report["verdicts"]["model"] == {"review": 300}
+    assert report["verdicts"]["model-proposed"] == {"reject": 300}
+
+
+def test_backtest_without_probabilities_says_policy_cannot_show(cli, sim_data: Path, tmp_path: Path) -> None:
+    import pandas as pd
+
+    frame = pd.read_parquet(sim_data).head(200)
+    frame["proposed"] = "review"
+    path = tmp_path / "proposals.parquet"
+    frame.to_parquet(path)
+    proposed = _policy_only_change(tmp_path, ("reject_threshold: 0.5", "reject_threshold: 0.3"))
+    out_json = tmp_path / "report.json"
+    result = invoke(cli, "rules", "backtest", str(REPO / "rules"), "--data", str(path),
+                    "--proposed", str(proposed), "--json", str(out_json))
+    assert result.exit_code == 0, result.output
+    assert "the data file's `proposed` column, for both sets (no probabilities: policy.yaml changes do not show)" \
+        in result.output
+    assert "(not applied: no model probabilities)" in result.output
+    report = json.loads(out_json.read_text())
+    assert report["verdicts"]["model"] == {"review": 200}  # the column is the proposal
+    assert all(a == b for a, b in (k.split("->") for k in report["migration"]))
+
+
+def test_backtest_refuses_partial_probability_columns(cli, sim_data: Path, tmp_path: Path) -> None:
+    import pandas as pd
+
+    frame = pd.read_parquet(sim_data).head(20)
+    frame["p_pass"], frame["p_reject"] = 0.9, 0.05
+    path = tmp_path / "partial.parquet"
+    frame.to_parquet(path)
+    result = invoke(cli, "rules", "backtest", str(REPO / "rules"), "--data", str(path))
+    assert result.exit_code == 1 and "missing p_review" in result.output
 
 
 def test_backtest_missing_file(cli, tmp_path: Path) -> None:
@@ -138,6 +207,44 @@ def test_case_typos_fail_the_case(tmp_path: Path) -> None:
     assert any("unknown model field(s): p_rejet" in f for f in failures)
     assert any("unknown context feature(s): velocity_1h_cnt" in f for f in failures)
     assert any("unknown detector field(s): flaged" in f for f in failures)
+
+
+def test_case_verdict_comes_from_the_sets_policy(cli, tmp_path: Path) -> None:
+    """A case with probabilities and no `proposed:` is decided by policy.yaml, then the rules."""
+    shutil.copytree(REPO / "rules", tmp_path / "r")
+    assert invoke(cli, "rules", "test", str(tmp_path / "r")).exit_code == 0
+    policy = tmp_path / "r" / "policy.yaml"
+    policy.write_text(policy.read_text().replace("reject_threshold: 0.5", "reject_threshold: 0.7"))
+    result = invoke(cli, "rules", "test", str(tmp_path / "r"))
+    assert result.exit_code == 1, result.output
+    assert "the model's reject stands when no rule fires (p_reject reaches reject_threshold)" in result.output
+    assert "verdict review, expected reject" in result.output
+    assert "reason(s) ['threshold_reject'] not among the verdict's reasons ['threshold_review'" in result.output
+    assert "an explicit proposal overrides the policy" not in result.output  # `proposed:` ignores the policy
+
+
+def test_case_policy_path_and_its_errors() -> None:
+    from engine.rules.cases import CaseSpec, run_case
+    from engine.rules.loader import load_ruleset
+
+    rs = load_ruleset(REPO / "rules")
+
+    def run(**case):
+        return run_case(rs, CaseSpec.model_validate({"name": "c", **case})).failures
+
+    model = {"p_pass": 0.2, "p_review": 0.2, "p_reject": 0.6}
+    assert run(model=model, expect={"verdict": "reject", "reasons": ["threshold_reject"]}) == ()
+    assert run(model={"probabilities": {"pass": 0.2, "review": 0.2, "reject": 0.6}},
+               expect={"verdict": "reject"}) == ()
+    assert run(model=model, proposed="pass", expect={"verdict": "pass"}) == ()  # the override
+    # degraded_mode: review (policy.yaml) holds even a model reject for review
+    assert run(model={**model, "degraded": True}, expect={"verdict": "review", "reasons": ["context_unavailable"]}) == ()
+    assert any("give all of p_pass, p_review and p_reject (missing p_review)" in f
+               for f in run(model={"p_pass": 0.4, "p_reject": 0.6}, expect={"verdict": "reject"}))
+    assert any("summing to 1, got 0.5 + 0.2 + 0.6" in f
+               for f in run(model={**model, "p_pass": 0.5}, expect={"verdict": "reject"}))
+    assert any("model.verdict: the policy computes these" in f
+               for f in run(model={**model, "verdict": "pass"}, expect={"verdict": "reject"}))
 
 
 @pytest.mark.slow
@@ -162,3 +269,20 @@ def test_backtest_scores_with_a_model_through_the_real_pipeline(cli, sim_data: P
     assert f"model outputs: model {model_dir}" in result.output
     report = json.loads(out_json.read_text())
     assert sum(report["verdicts"]["model"].values()) == 200
+    # The model's outputs are recorded once and each side decides with its own policy:
+    # a policy-only change (reject whatever the model says: p(reject) >= 0, never abstain
+    # or call a tie) must show.
+    proposed = _policy_only_change(tmp_path, ("reject_threshold: 0.5", "reject_threshold: 0.0"),
+                                   ("tie_margin: 0.05", "tie_margin: 0.0"),
+                                   ("abstain_threshold: 0.5", "abstain_threshold: 0.0"))
+    result = invoke(cli, "rules", "backtest", str(REPO / "rules"), "--data", str(data), "--model", str(model_dir),
+                    "--proposed", str(proposed), "--json", str(out_json))
+    assert result.exit_code == 0, result.output
+    moved = json.loads(out_json.read_text())
+    assert moved["verdicts"]["model"] == report["verdicts"]["model"]
+    assert moved["verdicts"]["model-proposed"] == {"reject": 200}
+    assert moved["hits"]["current"] == report["hits"]["current"]
+    # every event the current set does not reject is rejected now, but allowlisted ones
+    passed_by_rule = moved["hits"]["proposed"].get("trusted-customer", 0)
+    into_reject = sum(n for k, n in moved["migration"].items() if k.endswith("->reject") and k != "reject->reject")
+    assert into_reject >= 200 - report["verdicts"]["current"].get("reject", 0) - passed_by_rule > 0

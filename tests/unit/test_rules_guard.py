@@ -21,7 +21,7 @@ rules:
   - {id: allow, description: d, owner: o, when: "event.customer_id in lists.vip", then: pass}
   - {id: np, description: d, owner: o, when: "ctx.device_is_new > 0.5", then: {constraint: never_pass}}
   - {id: shadow-all, description: d, owner: o, mode: shadow, when: "event.amount > 0", then: reject}
-  - {id: broken, description: d, owner: o, when: "event.country > 3", then: reject}
+  - {id: broken, description: d, owner: o, when: "int(event.country) > 3", then: reject}
   - {id: off, description: d, owner: o, enabled: false, when: "true", then: reject}
 lists:
   vip: {values: [vip-1]}

@@ -128,6 +128,9 @@ def test_bad_edit_changes_nothing_and_says_what_is_wrong(case: str, watcher: Rul
     edit(rules_dir / file, old, old)
     watcher.poll_once()
     assert watcher.version == v1 and watcher.last_error is None
+    # ... and the health gauge says so again (it stayed 0 after the revert before)
+    assert metric(watcher, "tollgate_rules_last_reload_ok") == "tollgate_rules_last_reload_ok 1.0"
+    assert metric(watcher, "tollgate_rules_reload_failures_total") == "tollgate_rules_reload_failures_total 1.0"
 
 
 @pytest.mark.parametrize("payload, expected", [
