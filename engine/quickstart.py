@@ -63,8 +63,9 @@ def ensure_stack(env: dict[str, str]) -> dict[str, str]:
 # -- 2. the model -----------------------------------------------------------------------------
 
 def ensure_model(settings: Settings, redis_client: Any, *, history_days: int, customers: int, seed: int,
-                 say: Any = print) -> str:
-    """The serving version; trains and promotes one on simulated history if there is none."""
+                 say: Any = print, epochs: int = 5, name: str = "quickstart") -> str:
+    """The serving version; trains and promotes one on simulated history if there is none
+    (registered as ``<name>-<YYYYmmdd-HHMMSS>``; ``tollgate model bootstrap`` uses it too)."""
     from feedback.registry import ModelRegistry
 
     registry = ModelRegistry(settings, redis_client)
@@ -75,10 +76,10 @@ def ensure_model(settings: Settings, redis_client: Any, *, history_days: int, cu
     train_customers = world_customers(customers)
     say(f"model: none serving — training a small one on {history_days} simulated days "
         f"({train_customers} customers); a few minutes on 2 CPU cores")
-    model, card = train_quick(history_days=history_days, customers=train_customers, seed=seed,
-                              report_dir=Path(settings.paths.reports_dir) / "quickstart-training")
-    version = registry.register(model, card, version=f"quickstart-{time.strftime('%Y%m%d-%H%M%S')}")
-    registry.promote(version, who="quickstart", why="first model, trained on simulated history")
+    model, card = train_quick(history_days=history_days, customers=train_customers, seed=seed, epochs=epochs,
+                              report_dir=Path(settings.paths.reports_dir) / f"{name}-training")
+    version = registry.register(model, card, version=f"{name}-{time.strftime('%Y%m%d-%H%M%S')}")
+    registry.promote(version, who=name, why="first model, trained on simulated history")
     say(f"model: {version} trained, registered and promoted "
         f"(validation: {json.dumps({k: round(v, 3) for k, v in card.metrics.items() if isinstance(v, float)})})")
     return version

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 from typing import Any
 
 import faust
@@ -49,14 +50,26 @@ def broker_urls(bootstrap: str) -> list[str]:
     return [f"kafka://{h.strip()}" for h in bootstrap.split(",") if h.strip()]
 
 
+def faust_datadir(settings: Settings, app_id: str) -> Path:
+    """Where faust keeps its per-app files: ``<state_dir>/faust/<app_id>``, created here
+    because faust makes only the last level of it."""
+    path = Path(settings.paths.state_dir) / "faust" / app_id
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def build_app(settings: Settings, processor: FeedbackProcessor, *, app_id: str | None = None,
               batch_size: int = 500, within_s: float = 0.5, flush_interval_s: float = 5.0,
               consume_events: bool = False, session_timeout_s: float = 10.0,
               metrics: FeedbackMetrics | None = None) -> faust.App:
     """The faust app with its agents and flush timer; run it with ``run_worker``."""
+    name = app_id or settings.feedback.consumer_group
     app = faust.App(
-        app_id or settings.feedback.consumer_group,
+        name,
         broker=broker_urls(settings.kafka.bootstrap),
+        # faust's default data dir is "<name>-data" in the working directory: the repo
+        # root in tests, a read-only /app in the image. Ours lives under the state dir.
+        datadir=str(faust_datadir(settings, name)),
         value_serializer="raw", key_serializer="raw",
         store="memory://",
         topic_disable_leader=True,

@@ -1,4 +1,5 @@
-"""``tollgate feedback worker|fine-tune|export`` and ``tollgate model list|promote|rollback``.
+"""``tollgate feedback worker|fine-tune|export`` and
+``tollgate model list|promote|rollback|audit|bootstrap``.
 
 The model commands join an existing ``model`` group if another area registered one
 (``engine.commands.model`` owns ``model train``), so the CLI shows a single group.
@@ -149,6 +150,22 @@ def model_rollback(who: str = typer.Option(..., help="Who rolls back (recorded).
     typer.echo(f"serving {event.version} (rolled back from {event.previous})")
 
 
+def model_bootstrap(history_days: int = typer.Option(14, min=2, help="Days of simulated history to train on."),
+                    customers: int = typer.Option(1000, min=10, help="Simulated cards (at least 1,000 are used)."),
+                    seed: int = typer.Option(42, help="Simulation and training seed."),
+                    epochs: int = typer.Option(5, min=1, help="Training epochs."),
+                    ) -> None:
+    """Make sure a model serves: if the registry serves none, train a small one on
+    simulated history, register and promote it; otherwise do nothing. The container
+    stack runs this once before the engine starts (docker-compose.yml, model-init)."""
+    from engine.quickstart import ensure_model
+
+    settings = _settings()
+    version = ensure_model(settings, _redis(settings), history_days=history_days, customers=customers,
+                           seed=seed, epochs=epochs, name="bootstrap", say=typer.echo)
+    typer.echo(f"serving {version}")
+
+
 def model_audit() -> None:
     """Every promotion and rollback, with who and why."""
     for e in _registry().audit():
@@ -164,6 +181,6 @@ def register(app: typer.Typer) -> None:
         app.add_typer(model_group, name="model")
     taken = {c.name or (c.callback.__name__ if c.callback else "") for c in model_group.registered_commands}
     for name, fn in (("list", model_list), ("promote", model_promote), ("rollback", model_rollback),
-                     ("audit", model_audit)):
+                     ("audit", model_audit), ("bootstrap", model_bootstrap)):
         if name not in taken:
             model_group.command(name)(fn)

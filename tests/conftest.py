@@ -2,15 +2,18 @@
 
 Integration tests never mock the broker or Redis. When ``TOLLGATE_KAFKA_BOOTSTRAP``
 and ``TOLLGATE_REDIS_URL`` are set (CI starts the stack once with ``ops/stack up``),
-they are reused; otherwise this starts a private stack with ``ops/stack`` on spare
-ports in a temporary state directory and stops it at the end of the session.
+they are reused; otherwise this starts a private stack with ``ops/stack`` on free
+loopback ports (chosen at start) in a temporary state directory, and stops it at the
+end of the session.
 Each test gets its own topic names, consumer group and Redis key prefix.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 import uuid
@@ -39,6 +42,16 @@ class Stack:
                               capture_output=True, text=True, timeout=300, check=True)
 
 
+def _free_ports(count: int) -> list[int]:
+    """``count`` distinct loopback ports that are free at this moment (all held open
+    together while choosing, so the kernel cannot hand out the same one twice)."""
+    with contextlib.ExitStack() as held:
+        sockets = [held.enter_context(socket.socket()) for _ in range(count)]
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+
+
 @pytest.fixture(scope="session")
 def stack() -> Iterator[Stack]:
     bootstrap = os.environ.get("TOLLGATE_KAFKA_BOOTSTRAP")
@@ -47,13 +60,16 @@ def stack() -> Iterator[Stack]:
         yield Stack(bootstrap, redis_url)
         return
     state_dir = Path(tempfile.mkdtemp(prefix="tollgate-test-stack-"))
+    # Ports the kernel says are free now, so a second test session or a default stack
+    # on 9092/6379 does not collide with this one.
+    kafka_port, controller_port, redis_port = _free_ports(3)
     env = dict(os.environ,
                TOLLGATE_STATE_DIR=str(state_dir),
-               TOLLGATE_KAFKA_PORT="19092", TOLLGATE_KAFKA_CONTROLLER_PORT="19093",
-               TOLLGATE_REDIS_PORT="16379")
+               TOLLGATE_KAFKA_PORT=str(kafka_port), TOLLGATE_KAFKA_CONTROLLER_PORT=str(controller_port),
+               TOLLGATE_REDIS_PORT=str(redis_port))
     subprocess.run([str(REPO / "ops" / "stack"), "up"], env=env, check=True, timeout=600)
     try:
-        yield Stack("127.0.0.1:19092", "redis://127.0.0.1:16379/0", state_dir, env)
+        yield Stack(f"127.0.0.1:{kafka_port}", f"redis://127.0.0.1:{redis_port}/0", state_dir, env)
     finally:
         subprocess.run([str(REPO / "ops" / "stack"), "down"], env=env, timeout=120)
         shutil.rmtree(state_dir, ignore_errors=True)

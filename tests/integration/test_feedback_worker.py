@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
@@ -50,6 +51,7 @@ def test_worker_killed_mid_run_loses_no_outcome(stack, unique, kafka_topics, red
     env = dict(os.environ, TOLLGATE_KAFKA_BOOTSTRAP=stack.kafka_bootstrap, TOLLGATE_REDIS_URL=stack.redis_url,
                TOLLGATE_TOPICS__VERDICTS=verdicts_t, TOLLGATE_TOPICS__OUTCOMES=outcomes_t,
                TOLLGATE_REDIS__KEY_PREFIX=prefix, TOLLGATE_PATHS__EXAMPLES_DIR=str(tmp_path / "examples"),
+               TOLLGATE_PATHS__STATE_DIR=str(tmp_path),
                TOLLGATE_FEEDBACK__CONSUMER_GROUP=f"tollgate-feedback-{unique}", PYTHONUNBUFFERED="1")
     events = [_event(i) for i in range(N)]
     RedisFeatureStore(redis_client, s).enrich(events)  # the engine's decision log
@@ -109,3 +111,7 @@ def test_worker_killed_mid_run_loses_no_outcome(stack, unique, kafka_topics, red
     assert len(DecisionStore(tmp_path / "examples" / "decisions").read()) == N
     # Delayed-label state: one label per outcome event, none counted twice.
     assert sum(1 for _ in redis_client.scan_iter(f"{prefix}:lab:*")) == len(expected)
+    # faust kept its files under the state dir, not in the working directory.
+    group = env["TOLLGATE_FEEDBACK__CONSUMER_GROUP"]
+    assert (tmp_path / "faust" / group).is_dir()
+    assert not (Path.cwd() / f"{group}-data").exists()

@@ -6,10 +6,12 @@ restarts it; the session's shared stack is never touched.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -66,8 +68,14 @@ def test_restart_keeps_topics_and_messages(tmp_path: Path) -> None:
         down = _run(env, "down")
         assert down.returncode == 0, down.stderr
         assert _run(env, "status").returncode != 0
-        up = _run(env, "up")
-        assert up.returncode == 0, up.stderr
+        # As after a reboot: pid files left behind whose pids now belong to something
+        # else. `up` must see through them and start the broker and Redis again.
+        with _unrelated_process() as stranger:
+            _plant_pid_files(tmp_path / "state", stranger.pid)
+            up = _run(env, "up")
+            assert up.returncode == 0, up.stderr
+            assert stranger.poll() is None, "up must not touch the process a stale pid file names"
+            assert "stale pid file" in up.stderr
 
         admin = AdminClient({"bootstrap.servers": bootstrap})
         assert topic in admin.list_topics(timeout=30).topics
@@ -86,6 +94,44 @@ def test_restart_keeps_topics_and_messages(tmp_path: Path) -> None:
         assert redis.Redis.from_url(redis_url).get("tollgate:restart-check") == b"kept"
     finally:
         _run(env, "down")
+
+
+@contextlib.contextmanager
+def _unrelated_process() -> Iterator[subprocess.Popen]:
+    """A process that is neither a Kafka broker nor Redis, to own a stale pid file's pid."""
+    proc = subprocess.Popen(["sleep", "300"])
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def _plant_pid_files(state_dir: Path, pid: int) -> None:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    for name in ("kafka.pid", "redis.pid"):
+        (state_dir / name).write_text(f"{pid}\n")
+
+
+def test_stale_pid_files_are_removed_and_their_process_is_never_signalled(tmp_path: Path) -> None:
+    env = _stack_env(tmp_path)
+    state = tmp_path / "state"
+    with _unrelated_process() as stranger:
+        _plant_pid_files(state, stranger.pid)
+        status = _run(env, "status")
+        assert status.returncode != 0 and "kafka: stopped" in status.stdout and "redis: stopped" in status.stdout
+        _plant_pid_files(state, stranger.pid)
+        down = _run(env, "down")
+        assert down.returncode == 0, down.stderr
+        assert stranger.poll() is None, "down signalled a process it did not start"
+        assert f"pid {stranger.pid} is not our kafka" in down.stderr
+        assert f"pid {stranger.pid} is not our redis" in down.stderr
+        assert not (state / "kafka.pid").exists() and not (state / "redis.pid").exists()
+    # A pid that no longer runs at all is stale too.
+    (state / "redis.pid").write_text(f"{stranger.pid}\n")
+    down = _run(env, "down")
+    assert down.returncode == 0 and f"pid {stranger.pid} is not running" in down.stderr
+    assert not (state / "redis.pid").exists()
 
 
 def test_port_taken_is_named_and_nothing_starts(tmp_path: Path) -> None:

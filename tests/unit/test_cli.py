@@ -30,5 +30,5 @@ def test_every_subcommand_has_help() -> None:
     for expected in ("topics create", "simulate", "run", "train", "backtest", "serve", "score",
                      "rules check", "rules test", "rules backtest", "feedback worker",
                      "feedback fine-tune", "feedback export", "model list", "model promote",
-                     "model rollback", "quickstart"):
+                     "model rollback", "model bootstrap", "quickstart"):
         assert expected in seen, f"missing command: tollgate {expected}"

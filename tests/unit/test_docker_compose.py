@@ -1,22 +1,101 @@
 """docker-compose.yml cannot run here (no Docker engine), so check it statically:
 every reference resolves, the broker is KRaft with transactions on one node, the
-commands the containers run are real `tollgate` commands, and Prometheus scrapes the
-ports the workers really serve."""
+commands the containers run are real `tollgate` commands, Prometheus scrapes the
+ports the workers really serve, the paths the code uses are the volumes' mount points,
+those mount points exist in the image owned by its user, and nothing that needs a model
+starts before the init service has put one in place."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import shlex
+from pathlib import Path, PurePosixPath
 
+import pytest
 import yaml
 
-from engine.settings import Settings
+from engine.settings import PathSettings, Settings
 
 REPO = Path(__file__).resolve().parents[2]
 
 
+#: Services that load the serving model (or fine-tune from it) when they start.
+NEEDS_MODEL = ("engine", "serve", "feedback", "scheduler")
+INIT_COMMAND = ["tollgate", "model", "bootstrap"]
+
+
 def _compose() -> dict:
     return yaml.safe_load((REPO / "docker-compose.yml").read_text())
+
+
+def _tollgate_services() -> dict[str, dict]:
+    """The services that run the Tollgate image (every one but the third-party ones)."""
+    return {name: svc for name, svc in _compose()["services"].items()
+            if str(svc.get("image", "")).split(":")[0] == "tollgate"}
+
+
+def _dockerfile() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) with continuation lines joined and comments dropped."""
+    out: list[tuple[str, str]] = []
+    pending = ""
+    for raw in (REPO / "Dockerfile").read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        line, pending = pending + line, ""
+        word, _, rest = line.partition(" ")
+        out.append((word.upper(), rest.strip()))
+    return out
+
+
+def _image_env() -> dict[str, str]:
+    env: dict[str, str] = {}
+    for word, rest in _dockerfile():
+        if word == "ENV":
+            for item in shlex.split(rest):
+                key, _, value = item.partition("=")
+                env[key] = value
+    return env
+
+
+def _image_filesystem() -> tuple[set[PurePosixPath], dict[PurePosixPath, str], str]:
+    """What the Dockerfile's RUN lines create: directories made with ``mkdir``, owners
+    given with ``chown -R`` (path -> user), and the user the image runs as."""
+    made: set[PurePosixPath] = set()
+    owned: dict[PurePosixPath, str] = {}
+    user = "root"
+    for word, rest in _dockerfile():
+        if word == "USER":
+            user = rest.split(":")[0]
+        if word != "RUN":
+            continue
+        for command in rest.split("&&"):
+            argv = shlex.split(command)
+            if argv and argv[0] == "mkdir":
+                dirs = [PurePosixPath(a) for a in argv[1:] if not a.startswith("-")]
+                made |= set(dirs)
+                if "-p" in argv:  # and every missing parent
+                    made |= {parent for d in dirs for parent in d.parents}
+            if argv and argv[0] == "chown" and "-R" in argv:
+                args = [a for a in argv[1:] if not a.startswith("-")]
+                owned.update({PurePosixPath(a): args[0].split(":")[0] for a in args[1:]})
+    return made, owned, user
+
+
+def _service_env(svc: dict) -> dict[str, str]:
+    """The environment a container of ``svc`` sees: the image's ENV, then Compose's."""
+    env = dict(_image_env())
+    assert isinstance(svc.get("environment", {}), dict), "write environment as a mapping"
+    env.update({k: str(v) for k, v in (svc.get("environment") or {}).items()})
+    return env
+
+
+def _mounts(svc: dict) -> list[tuple[str, PurePosixPath]]:
+    """(source, target) of each volume entry in short syntax."""
+    return [(v.split(":")[0], PurePosixPath(v.split(":")[1])) for v in svc.get("volumes") or []]
 
 
 def test_services_present_and_dependencies_resolve() -> None:
@@ -64,7 +143,7 @@ def test_containers_run_real_tollgate_commands() -> None:
 
     cli._register_all()
     root = typer.main.get_command(cli.app)
-    for name in ("topics", "engine", "feedback", "scheduler", "serve"):
+    for name in ("topics", "model-init", "engine", "feedback", "scheduler", "serve"):
         argv = _compose()["services"][name]["command"]
         assert argv[0] == "tollgate"
         command = root
@@ -92,3 +171,78 @@ def test_dockerfile_copies_existing_paths() -> None:
         if line.startswith("COPY "):
             for source in line.split()[1:-1]:
                 assert (REPO / source).exists(), f"Dockerfile copies missing {source}"
+
+
+def test_tollgate_services_build_their_image_and_never_pull_it() -> None:
+    services = _tollgate_services()
+    assert {"topics", "model-init", *NEEDS_MODEL} <= set(services)
+    for name, svc in services.items():
+        build = svc.get("build")
+        assert build is not None, f"{name}: tollgate:latest is a local image; give the service a build"
+        context = build if isinstance(build, str) else build["context"]
+        dockerfile = "Dockerfile" if isinstance(build, str) else build.get("dockerfile", "Dockerfile")
+        assert (REPO / context / dockerfile).is_file()
+        # Without it, Compose first tries to pull tollgate:latest from Docker Hub.
+        assert svc.get("pull_policy") == "build", f"{name}: pull_policy must be build"
+
+
+@pytest.mark.parametrize("name", sorted(_tollgate_services()))
+def test_every_path_setting_is_set_and_each_mount_is_where_the_code_looks(name: str, monkeypatch) -> None:
+    svc = _tollgate_services()[name]
+    env = _service_env(svc)
+    paths = {key.removeprefix("TOLLGATE_PATHS__").lower(): PurePosixPath(value)
+             for key, value in env.items() if key.startswith("TOLLGATE_PATHS__")}
+    # Every path setting is given: the defaults point into the image's read-only /app.
+    assert set(paths) == set(PathSettings.model_fields), f"{name}: set every TOLLGATE_PATHS__*"
+    # ... under names the settings really read.
+    for key, value in env.items():
+        if key.startswith("TOLLGATE_"):
+            monkeypatch.setenv(key, value)
+    settings = Settings()
+    for field, value in paths.items():
+        assert PurePosixPath(getattr(settings.paths, field)) == value
+    # Every mount is exactly the directory of one path setting, so what the service
+    # writes lands in the volume (and what it reads comes from it).
+    for source, target in _mounts(svc):
+        assert target in paths.values(), (
+            f"{name} mounts {source} at {target}, but no TOLLGATE_PATHS__* points there: {paths}")
+
+
+def test_a_volume_is_mounted_at_the_same_path_in_every_service() -> None:
+    where: dict[str, set[PurePosixPath]] = {}
+    for svc in _tollgate_services().values():
+        for source, target in _mounts(svc):
+            where.setdefault(source, set()).add(target)
+    for source, targets in where.items():
+        assert len(targets) == 1, f"{source} is mounted at {sorted(map(str, targets))}"
+
+
+def test_mount_points_exist_in_the_image_and_belong_to_its_user() -> None:
+    made, owned, user = _image_filesystem()
+    assert user != "root", "the image must not run as root"
+    volumes = set(_compose()["volumes"])
+    for name, svc in _tollgate_services().items():
+        state_dir = PurePosixPath(_service_env(svc)["TOLLGATE_PATHS__STATE_DIR"])
+        writable = [state_dir] + [target for source, target in _mounts(svc) if source in volumes]
+        for target in writable:
+            # A named volume takes the ownership of the directory it mounts over; a
+            # mount point missing from the image is created owned by root.
+            assert target in made, f"{name}: the Dockerfile does not create {target}"
+            owner = next((owned[p] for p in (target, *target.parents) if p in owned), None)
+            assert owner == user, f"{name}: {target} is not chown -R'd to {user} in the Dockerfile"
+
+
+def test_services_that_need_a_model_start_after_the_init_service_put_one_there() -> None:
+    services = _compose()["services"]
+    inits = [name for name, svc in services.items() if svc.get("command") == INIT_COMMAND]
+    assert len(inits) == 1, f"one service must run {' '.join(INIT_COMMAND)}"
+    init = services[inits[0]]
+    assert init.get("restart") == "no", "the init service runs once"
+    # The registry's serving pointer lives in Redis.
+    assert init["depends_on"]["redis"]["condition"] == "service_healthy"
+    init_models = dict((s, t) for s, t in _mounts(init))["models"]
+    assert init_models == PurePosixPath(_service_env(init)["TOLLGATE_PATHS__MODELS_DIR"])
+    for name in NEEDS_MODEL:
+        svc = services[name]
+        assert svc["depends_on"][inits[0]]["condition"] == "service_completed_successfully", name
+        assert dict(_mounts(svc)).get("models") == init_models, f"{name} must see the init service's models"
