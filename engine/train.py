@@ -5,10 +5,14 @@ One forward pass feeds every head, so one loss sums them:
 1. **verdict**: focal loss against cost-derived targets (``engine.model.losses``), classes
    re-weighted by inverse square-root frequency, plus a KL regulariser that keeps the
    batch's mean verdict distribution near the targets' (no collapse onto ``pass``);
-   rule-engine verdicts, when given as soft labels, are a cold-start target for
-   unlabelled events;
-2. **risk**: binary cross-entropy on the bad-outcome label, on the natural class mix
-   (no re-sampling), so its probabilities need only a temperature to be calibrated;
+   rule-engine verdicts, when given as soft labels (``soft_verdict``, built by
+   ``engine.train_data``), are a second focal target: the only one for a cold start
+   with no outcomes yet, where they also pick the epoch and fit the verdict temperature;
+2. **risk**: binary cross-entropy on the bad-outcome label, only where the outcome is
+   known (NaN = unknown: masked, never presumed good). With ``negative_keep`` < 1 each
+   epoch re-samples the good events, and the loss adds log(1/keep) to the logit (logit
+   adjustment), so the head still learns the natural-prior probability and needs only
+   a temperature to be calibrated;
 3. **extra heads** and **early-exit heads**: their own losses, weighted.
 
 Training is deterministic for a seed (seeded init, seeded shuffling, deterministic
@@ -18,7 +22,6 @@ is held out: it picks the best epoch and fits the temperatures.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,19 +34,13 @@ from torch import Tensor
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
-from engine.infer import Inference
-from engine.metrics_quality import (
-    auc_roc, average_precision, expected_calibration_error, plot_confusion, plot_pr_curve, plot_reliability,
-)
-from engine.model.calibration import fit_temperature, nll
 from engine.model.card import ModelCard, Temperatures
 from engine.model.config import ModelConfig
 from engine.model.decision import DecisionModel
-from engine.model.inputs import ModelInputs, as_inputs, take_rows
+from engine.model.inputs import ModelInputs, take_rows
 from engine.model.losses import (
     VerdictCosts, class_weights, collapse_penalty, focal_loss, verdict_targets,
 )
-from engine.records import DECISIONS
 
 
 @dataclass(slots=True)
@@ -54,7 +51,8 @@ class LabelledSet:
     is_bad: Tensor  # [N] float: 1 bad, 0 good, NaN = outcome not (yet) known
     amount: Tensor  # [N] float, for the cost-derived verdict targets
     event_time_ms: Tensor  # [N] int64
-    soft_verdict: Tensor | None = None  # [N, 3] rule-engine verdicts as soft labels (cold start)
+    #: [N, 3] rule-engine verdicts as soft labels (cold start); a NaN row = no rule verdict.
+    soft_verdict: Tensor | None = None
     extra_targets: dict[str, Tensor] = field(default_factory=dict)
 
     def __len__(self) -> int:
@@ -77,7 +75,9 @@ class TrainConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     seed: int = 0
-    epochs: int = Field(default=8, ge=1)
+    #: 14: the configuration the published handbook figures were measured with
+    #: (docs/decision-model.md); quick runs (tests, quickstart) pass fewer.
+    epochs: int = Field(default=14, ge=1)
     batch_size: int = Field(default=128, ge=1)
     lr: float = Field(default=3e-3, gt=0)
     weight_decay: float = Field(default=1e-4, ge=0)
@@ -120,9 +120,27 @@ def _seed_everything(seed: int, threads: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
+@dataclass(slots=True)
+class TargetStats:
+    """Class weights and priors of the two verdict targets, from the training part alone."""
+
+    alpha: Tensor  # outcome-derived (cost) targets
+    prior: Tensor
+    rule_alpha: Tensor  # rule verdicts (soft labels)
+    rule_prior: Tensor
+
+
+def rule_rows(data: LabelledSet) -> Tensor | None:
+    """[N] bool: rows that carry a rule verdict (None: no soft labels at all)."""
+    if data.soft_verdict is None:
+        return None
+    return ~torch.isnan(data.soft_verdict).any(-1)
+
+
 def _losses(model: DecisionModel, out: dict[str, Tensor], batch: LabelledSet, cfg: TrainConfig,
-            mix: float, alpha: Tensor, prior: Tensor) -> tuple[Tensor, dict[str, float]]:
+            mix: float, stats: TargetStats) -> tuple[Tensor, dict[str, float]]:
     known = ~torch.isnan(batch.is_bad)
+    ruled = rule_rows(batch)
     logit_shift = -math.log(cfg.negative_keep)
     y = torch.nan_to_num(batch.is_bad, nan=0.0)
     parts: dict[str, Tensor] = {}
@@ -135,11 +153,14 @@ def _losses(model: DecisionModel, out: dict[str, Tensor], batch: LabelledSet, cf
             target = verdict_targets(y, risk_p, batch.amount, cfg.costs, mix)
             loss = loss + cfg.risk_weight * F.binary_cross_entropy_with_logits(r_logits[known] + logit_shift,
                                                                                y[known])
-            loss = loss + cfg.verdict_weight * focal_loss(v_logits[known], target[known], cfg.focal_gamma, alpha)
-            loss = loss + cfg.collapse_weight * collapse_penalty(v_logits[known], prior)
-        if batch.soft_verdict is not None:
-            soft = batch.soft_verdict
-            loss = loss + cfg.soft_label_weight * focal_loss(v_logits, soft.argmax(-1), cfg.focal_gamma, soft=soft)
+            loss = loss + cfg.verdict_weight * focal_loss(v_logits[known], target[known], cfg.focal_gamma,
+                                                          stats.alpha)
+            loss = loss + cfg.collapse_weight * collapse_penalty(v_logits[known], stats.prior)
+        if ruled is not None and ruled.any():
+            soft, v_ruled = batch.soft_verdict[ruled], v_logits[ruled]  # type: ignore[index]
+            loss = loss + cfg.soft_label_weight * focal_loss(v_ruled, soft.argmax(-1), cfg.focal_gamma,
+                                                             stats.rule_alpha, soft=soft)
+            loss = loss + cfg.collapse_weight * collapse_penalty(v_ruled, stats.rule_prior)
         return loss
 
     total = heads_loss("")
@@ -163,38 +184,63 @@ def _losses(model: DecisionModel, out: dict[str, Tensor], batch: LabelledSet, cf
     return total, {k: float(v) for k, v in parts.items()}
 
 
-def _target_stats(data: LabelledSet, cfg: TrainConfig) -> tuple[Tensor, Tensor]:
-    """Class weights and prior of the verdict targets, from labels alone (belief = label)."""
-    known = ~torch.isnan(data.is_bad)
-    targets = verdict_targets(data.is_bad[known], data.is_bad[known], data.amount[known], cfg.costs, 0.0)
-    counts = torch.bincount(targets, minlength=3).float()
+def _weights_and_prior(counts: Tensor) -> tuple[Tensor, Tensor]:
     # Review targets only appear once the model's belief enters; give review a floor so
-    # its weight and prior are defined from the start.
+    # its weight and prior are defined from the start (no targets at all: uniform).
+    if float(counts.sum()) <= 0:
+        counts = torch.ones(3)
+    counts = counts.clone()
     counts[1] = max(float(counts[1]), float(counts.sum()) * 0.01)
     return class_weights(counts), counts / counts.sum()
 
 
-@torch.no_grad()
-def predict_logits(model: DecisionModel, inputs: ModelInputs, batch_size: int = 2048) -> dict[str, Tensor]:
-    """Raw logits of the final heads for a whole set, in chunks (eval mode)."""
-    model.eval()
-    chunks: list[dict[str, Tensor]] = []
-    n = inputs.batch_size
-    for start in range(0, n, batch_size):
-        chunks.append(model(take_rows(inputs, torch.arange(start, min(n, start + batch_size)))))
-    return {k: torch.cat([c[k] for c in chunks]) for k in chunks[0]} if chunks else {}
+def _target_stats(data: LabelledSet, cfg: TrainConfig) -> TargetStats:
+    """Verdict-target class weights and priors: outcome targets from labels alone
+    (belief = label), rule targets from the soft labels' mass."""
+    known = ~torch.isnan(data.is_bad)
+    targets = verdict_targets(data.is_bad[known], data.is_bad[known], data.amount[known], cfg.costs, 0.0)
+    alpha, prior = _weights_and_prior(torch.bincount(targets, minlength=3).float())
+    ruled = rule_rows(data)
+    rule_mass = (data.soft_verdict[ruled].sum(0) if ruled is not None  # type: ignore[index]
+                 else torch.zeros(3))
+    rule_alpha, rule_prior = _weights_and_prior(rule_mass.float())
+    return TargetStats(alpha, prior, rule_alpha, rule_prior)
+
+
+def _window(*parts: LabelledSet | None) -> tuple[int, int] | None:
+    """Event-time window [first, last + 1) covered by the given sets (ms)."""
+    times = [p.event_time_ms for p in parts if p is not None and len(p)]
+    if not times:
+        return None
+    t = torch.cat(times)
+    return int(t.min()), int(t.max()) + 1
+
+
+def _selection_score(record: dict[str, float]) -> float | None:
+    """Held-out score that picks the best epoch: outcome AP, else -risk NLL (no bad event
+    held out), else -NLL of the rules' verdicts (a cold start without outcomes: smoother
+    than agreement, which a handful of held-out rejects makes jumpy)."""
+    for key, sign in (("val_average_precision", 1.0), ("val_risk_nll", -1.0), ("val_rule_nll", -1.0)):
+        value = record.get(key)
+        if value is not None and not math.isnan(value):
+            return sign * value
+    return None
 
 
 def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig = TrainConfig(),
                 version: str = "trained", report_dir: str | Path | None = None,
                 validation: LabelledSet | None = None) -> TrainResult:
     """Train, pick the best epoch on held-out events, fit temperatures, write the report."""
+    from engine.train_eval import calibrate, val_scores, write_report
+
     gen = _seed_everything(cfg.seed, cfg.threads)
     if validation is None and cfg.val_fraction > 0:
         data, validation = data.split_by_time(cfg.val_fraction)
     model = DecisionModel(model_config)
     # PLE bin edges (target-aware: they read the labels) from the training part only,
-    # never from the held-out tail that picks the epoch.
+    # never from the held-out tail that picks the epoch. Rule verdicts stay out of them:
+    # on a simulated cold start, bins cut at the rules' thresholds learned the rules
+    # worse (agreement 0.84-0.86) than plain quantile bins (0.91).
     model.fit_input_statistics(data.inputs, data.is_bad)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     negatives = (data.is_bad == 0)
@@ -202,7 +248,7 @@ def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig =
     steps_per_epoch = max(1, math.ceil(n_epoch / cfg.batch_size))
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=cfg.epochs * steps_per_epoch,
                                                 pct_start=0.1)
-    alpha, prior = _target_stats(data, cfg)
+    stats = _target_stats(data, cfg)
     history: list[dict[str, float]] = []
     best: tuple[float, dict[str, Tensor]] | None = None
     bar = tqdm(total=cfg.epochs * steps_per_epoch, desc=f"train {version}", disable=not cfg.progress,
@@ -218,7 +264,7 @@ def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig =
                 break
             batch = data.rows(idx)
             mix = cfg.belief_mix * min(1.0, (epoch * steps_per_epoch + step) / steps_per_epoch)
-            loss, _ = _losses(model, model(batch.inputs), batch, cfg, mix, alpha, prior)
+            loss, _ = _losses(model, model(batch.inputs), batch, cfg, mix, stats)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -227,10 +273,9 @@ def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig =
             bar.update(1)
         record = {"epoch": epoch + 1, "train_loss": running / steps_per_epoch}
         if validation is not None and len(validation):
-            record.update(_val_scores(model, validation))
-            score = record.get("val_average_precision", float("nan"))
-            score = -record["val_risk_nll"] if math.isnan(score) else score
-            if best is None or score > best[0]:
+            record.update(val_scores(model, validation))
+            score = _selection_score(record)
+            if score is not None and (best is None or score > best[0]):
                 best = (score, {k: v.detach().clone() for k, v in model.state_dict().items()})
         history.append(record)
         bar.set_postfix({k: round(v, 4) for k, v in record.items() if k != "epoch"})
@@ -238,67 +283,19 @@ def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig =
     if best is not None:
         model.load_state_dict(best[1])
     model.eval()
-    temps, val_metrics = calibrate(model, validation, cfg) if validation is not None else (Temperatures(), {})
-    window = (int(data.event_time_ms.min()), int(data.event_time_ms.max()) + 1) if len(data) else None
+    has_val = validation is not None and len(validation) > 0
+    temps, val_metrics = calibrate(model, validation, cfg) if has_val else (Temperatures(), {})
+    ruled = rule_rows(data)
     card = ModelCard(version=version, schema_hash=model_config.inputs.schema_hash, architecture=model_config,
-                     temperature=temps, data_window=window, metrics=val_metrics,
+                     temperature=temps, data_window=_window(data, validation), metrics=val_metrics,
                      early_exit_threshold=cfg.early_exit_threshold if model_config.early_exit_layers else None,
                      training={**cfg.model_dump(mode="json"), "n_train": len(data),
-                               "n_val": 0 if validation is None else len(validation), "history": history})
-    if report_dir is not None and validation is not None and len(validation):
-        write_report(model, card, validation, report_dir, cfg)
+                               "n_val": 0 if validation is None else len(validation),
+                               # data_window is both parts; these say which part did what
+                               "fit_window": _window(data), "heldout_window": _window(validation),
+                               "n_train_outcomes": int((~torch.isnan(data.is_bad)).sum()),
+                               "n_train_rule_verdicts": 0 if ruled is None else int(ruled.sum()),
+                               "history": history})
+    if report_dir is not None and has_val:
+        write_report(model, card, validation, report_dir, cfg)  # type: ignore[arg-type]
     return TrainResult(model, card, history, val_metrics)
-
-
-def _val_scores(model: DecisionModel, val: LabelledSet) -> dict[str, float]:
-    logits = predict_logits(model, val.inputs)
-    known = ~torch.isnan(val.is_bad)
-    y, r = val.is_bad[known].numpy(), logits["risk"][known]
-    return {"val_auc_roc": auc_roc(y, torch.sigmoid(r).numpy()),
-            "val_average_precision": average_precision(y, torch.sigmoid(r).numpy()),
-            "val_risk_nll": nll(r, torch.as_tensor(y))}
-
-
-def calibrate(model: DecisionModel, val: LabelledSet, cfg: TrainConfig = TrainConfig()) -> tuple[Temperatures, dict[str, Any]]:
-    """Fit verdict and risk temperatures on held-out events; report NLL/ECE before and after."""
-    logits = predict_logits(model, val.inputs)
-    known = ~torch.isnan(val.is_bad)
-    y = val.is_bad[known]
-    r_logits, v_logits = logits["risk"][known], logits["verdict"][known]
-    v_target = verdict_targets(y, torch.sigmoid(r_logits), val.amount[known], cfg.costs, cfg.belief_mix)
-    t_risk, t_verdict = fit_temperature(r_logits, y), fit_temperature(v_logits, v_target)
-    risk_cal = torch.sigmoid(r_logits / t_risk).numpy()
-    probs_raw, probs_cal = F.softmax(v_logits, -1).numpy(), F.softmax(v_logits / t_verdict, -1).numpy()
-    metrics = {
-        "auc_roc": auc_roc(y.numpy(), risk_cal), "average_precision": average_precision(y.numpy(), risk_cal),
-        "risk_nll_raw": nll(r_logits, y), "risk_nll_calibrated": nll(r_logits, y, t_risk),
-        "risk_ece_raw": expected_calibration_error(torch.sigmoid(r_logits).numpy(), y.numpy()),
-        "risk_ece_calibrated": expected_calibration_error(risk_cal, y.numpy()),
-        "verdict_nll_raw": nll(v_logits, v_target), "verdict_nll_calibrated": nll(v_logits, v_target, t_verdict),
-        "verdict_ece_raw": expected_calibration_error(probs_raw, v_target.numpy()),
-        "verdict_ece_calibrated": expected_calibration_error(probs_cal, v_target.numpy()),
-        "verdict_share": {d.value: float((probs_cal.argmax(1) == i).mean()) for i, d in enumerate(DECISIONS)},
-        "n_val": int(known.sum()), "n_val_bad": int(y.sum()),
-    }
-    return Temperatures(verdict=t_verdict, risk=t_risk), metrics
-
-
-def write_report(model: DecisionModel, card: ModelCard, val: LabelledSet, report_dir: str | Path,
-                 cfg: TrainConfig = TrainConfig()) -> Path:
-    """metrics.json + reliability diagram, confusion matrix and PR curve (PNG)."""
-    out = Path(report_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    outputs = Inference(model, card)(val.inputs)
-    known = ~torch.isnan(val.is_bad)
-    y = val.is_bad[known].long().numpy()
-    risk = outputs.risk[known].numpy()
-    verdict = outputs.probs[known].argmax(-1).numpy()
-    plot_reliability(risk, y, out / "reliability.png")
-    # Predicted verdict against the binary outcome: how each verdict splits good and bad.
-    plot_confusion(y, verdict, [d.value for d in DECISIONS], out / "confusion.png",
-                   title="Verdict vs outcome (held-out)", true_names=["good", "bad"])
-    plot_pr_curve(y, risk, out / "pr_curve.png")
-    (out / "metrics.json").write_text(json.dumps({"version": card.version, "temperature": card.temperature.model_dump(),
-                                                  **card.metrics, "history": card.training.get("history", [])},
-                                                 indent=2, default=float))
-    return out

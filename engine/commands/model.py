@@ -19,61 +19,77 @@ def register(app: typer.Typer) -> None:
         data: Path = typer.Option(..., "--data", exists=True, help="Events: a `tollgate simulate` "
                                   "Parquet/CSV file, or the handbook's Parquet (--format handbook)."),
         outcomes: Path | None = typer.Option(None, help="Outcomes file (default: DATA's "
-                                             "FILE.outcomes.parquet next to it, for --format simulated)."),
+                                             "FILE.outcomes.parquet next to it, for --format simulated; "
+                                             "optional with --rules/--rule-verdicts: a cold start)."),
         fmt: str = typer.Option("simulated", "--format", help="simulated | handbook"),
         delay_days: float = typer.Option(7.0, help="handbook format: labels arrive this long after events."),
+        rules: Path | None = typer.Option(None, "--rules", exists=True, file_okay=False,
+                                          help="Cold start: run this YAML rule set over the events (as the "
+                                          "guard would, without a model) and learn its verdicts as soft "
+                                          "labels; events without an outcome stay unlabelled for the risk head."),
+        rule_verdicts: Path | None = typer.Option(None, "--rule-verdicts", exists=True, dir_okay=False,
+                                                  help="Cold start from recorded rule-engine verdicts: a "
+                                                  "Parquet/CSV/JSONL file with event_id and verdict "
+                                                  "(pass|review|reject), used like --rules."),
+        rule_confidence: float = typer.Option(0.9, min=0.34, max=1.0, help="Probability a rule verdict puts on itself as a soft "
+                                              "label (the rest is shared by the other two verdicts)."),
         version: str | None = typer.Option(None, help="Model version (default: a timestamp)."),
         models_dir: Path | None = typer.Option(None, help="Where model directories go (default from settings)."),
         report_dir: Path | None = typer.Option(None, help="Report directory (default <reports>/<version>)."),
-        epochs: int = typer.Option(6, min=1), seed: int = typer.Option(0),
+        epochs: int = typer.Option(14, min=1, help="Training epochs (14: the published backtest's)."),
+        seed: int = typer.Option(0),
         negative_keep: float = typer.Option(0.25, help="Share of good events kept per epoch (re-sampling)."),
         threads: int = typer.Option(1, min=1, help="torch threads (1: see TrainConfig.threads)."),
     ) -> None:
-        """Train the decision model on events + outcomes; write the model directory and a report."""
-        import numpy as np
-        import torch
-
-        from engine.backtest import (
-            Replay, delayed_truth_arrivals, outcome_arrivals, read_handbook, read_simulated,
-        )
-        from engine.encode import EncodedBatch, FeatureSchema, FieldIsolatedEncoder
+        """Train the decision model on events + outcomes (or rule verdicts for a cold start);
+        write the model directory and a report."""
+        from engine.backtest import delayed_truth_arrivals, outcome_arrivals, read_handbook, read_simulated
+        from engine.encode import FeatureSchema
         from engine.model import InputSpec, ModelConfig, save_model_dir
-        from engine.train import LabelledSet, TrainConfig, train_model
+        from engine.train import TrainConfig, train_model
+        from engine.train_data import build_training_set, no_arrivals, read_rule_verdicts, rule_judge
 
         settings = get_settings()
         if fmt not in FORMATS:
             raise typer.BadParameter(f"--format must be one of {FORMATS}")
+        if rules is not None and rule_verdicts is not None:
+            raise typer.BadParameter("give --rules or --rule-verdicts, not both")
+        cold_start = rules is not None or rule_verdicts is not None
+        try:  # a rule set that does not load (RuleSetError) or a bad verdict file: refuse up front
+            judge = rule_judge(rules) if rules is not None else None
+            verdict_map = read_rule_verdicts(rule_verdicts) if rule_verdicts is not None else None
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from exc
         version = version or datetime.utcnow().strftime("m%Y%m%dT%H%M%S")
         frame = read_handbook(data) if fmt == "handbook" else read_simulated(data)
         if fmt == "handbook":
             arrivals = delayed_truth_arrivals(frame, int(delay_days * 86_400_000))
         else:
-            path = outcomes or data.with_name(data.name.replace(data.suffix, ".outcomes" + data.suffix))
-            if not path.exists():
-                raise typer.BadParameter(f"outcomes file {path} not found (give --outcomes)")
             import pandas as pd
 
-            arrivals = outcome_arrivals(frame, pd.read_parquet(path) if path.suffix == ".parquet"
-                                        else pd.read_json(path, lines=True))
-        # The label of an event is its latest outcome; no outcome = presumed good
-        # (a chargeback would have arrived), which is what a card issuer assumes too.
-        latest = arrivals.sort_values("arrival_time_ms").groupby("event_id")["is_bad"].last()
-        labels = frame["event_id"].map(latest).fillna(False).astype(float).to_numpy()
-        batches: list[EncodedBatch] = []
-        replay = Replay(frame, arrivals, FieldIsolatedEncoder())
-        replay.run_until(int(frame["event_time_ms"].max()) + 1, lambda r, e, enc: batches.append(enc), "encode")
-        dataset = LabelledSet(EncodedBatch.concat(batches), torch.tensor(labels, dtype=torch.float32),
-                              torch.tensor(frame["amount"].to_numpy(), dtype=torch.float32),
-                              torch.tensor(frame["event_time_ms"].to_numpy(), dtype=torch.int64))
+            path = outcomes or data.with_name(data.name.replace(data.suffix, ".outcomes" + data.suffix))
+            if path.exists():
+                arrivals = outcome_arrivals(frame, pd.read_parquet(path) if path.suffix == ".parquet"
+                                            else pd.read_json(path, lines=True))
+            elif cold_start and outcomes is None:  # no outcomes yet: the rules are all there is
+                arrivals = no_arrivals()
+            else:
+                raise typer.BadParameter(f"outcomes file {path} not found (give --outcomes, or --rules for "
+                                         "a cold start)")
+        built = build_training_set(frame, arrivals, judge=judge, rule_verdicts=verdict_map,
+                                   confidence=rule_confidence)
         cfg = TrainConfig(seed=seed, epochs=epochs, negative_keep=negative_keep, threads=threads)
         model_cfg = ModelConfig(inputs=InputSpec.from_schema(FeatureSchema.default()))
         report = report_dir or settings.paths.reports_dir / version
-        result = train_model(dataset, model_cfg, cfg, version=version, report_dir=report)
+        result = train_model(built.dataset, model_cfg, cfg, version=version, report_dir=report)
         out = save_model_dir(result.model, result.card, (models_dir or settings.paths.models_dir) / version)
         summary = {k: result.val_metrics.get(k) for k in ("auc_roc", "average_precision", "risk_ece_calibrated",
-                                                          "verdict_ece_calibrated", "verdict_share")}
+                                                          "verdict_ece_calibrated", "verdict_share",
+                                                          "rule_agreement", "rule_balanced_agreement")
+                   if k in result.val_metrics}
         typer.echo(json.dumps(summary, default=float))
-        typer.echo(f"model {version} -> {out}; report -> {report} (n={len(dataset)}, bad={int(np.sum(labels))})")
+        typer.echo(f"model {version} -> {out}; report -> {report} (n={len(built.dataset)}, "
+                   f"outcomes={built.n_outcomes}, bad={built.n_bad}, rule verdicts={built.n_rule_verdicts})")
 
     @app.command("backtest")
     def backtest(
@@ -87,7 +103,8 @@ def register(app: typer.Typer) -> None:
                                  "confidence (+ event time, card, assessed, label)."),
         model: list[str] = typer.Option(["transformer"], "--model", help="transformer | lightgbm (repeatable: "
                                         "several families share one replay)."),
-        epochs: int = typer.Option(6, min=1), seed: int = typer.Option(0),
+        epochs: int = typer.Option(14, min=1, help="Training epochs (14: the published figures')."),
+        seed: int = typer.Option(0),
         int8: bool = typer.Option(False, "--int8", help="Also score with the int8-quantised transformer."),
         report_dir: Path | None = typer.Option(None, help="Training reports and metrics.json go here."),
         threads: int = typer.Option(1, min=1, help="torch threads (1: see TrainConfig.threads)."),

@@ -115,11 +115,13 @@ class ModelConfig(_Frozen):
     #: id), then summed in this many contiguous groups, one token each; 0 = one token per
     #: field. Grouping keeps the sequence near the ~32 tokens the CPU budget allows
     #: (26 numeric fields would otherwise double it) without mixing any text in.
+    #: Field transformer only: the "hf" backbone always gives each field its own token.
     numeric_tokens: int = Field(default=6, ge=0)
     #: Piecewise-linear encoding (PLE) of the numeric fields against this many bins
     #: fitted on the training window (engine.model.numeric; Gorishniy et al. 2022), for
     #: the field tokens and the wide path; 0 = the first models' per-field GELU(x*w + b)
-    #: of the value. Field transformer only (the "hf" backbone keeps the value embedding).
+    #: of the value. Both backbones: the "hf" one embeds the fields through the same
+    #: ``FieldEmbedder`` (engine.model.hf), PLE included.
     #: On the handbook's validation fold: AP 0.615 -> 0.708 (docs/decision-model.md).
     numeric_bins: int = Field(default=16, ge=0)
     #: PLE bin edges from a per-field decision tree on the labels, completed with

@@ -168,3 +168,17 @@ def test_cached_window_is_the_replay_and_a_changed_file_is_not_reused(tmp_path):
     changed = frame.assign(tx_fraud=frame["tx_fraud"].to_numpy()[::-1])
     assert cache_key(changed, window, 64, schema) != cache_key(frame, window, 64, schema)
     assert cache_key(frame, window, 128, schema) != cache_key(frame, window, 64, schema)
+
+
+@pytest.mark.parametrize("unit", ["ns", "us", "ms"])
+def test_read_handbook_reads_event_time_at_any_timestamp_resolution(tmp_path, unit):
+    from engine.backtest import read_handbook
+
+    when = pd.Series(pd.to_datetime(["2018-05-02 00:00:31", "2018-05-01 12:00:00"])).dt.as_unit(unit)
+    raw = pd.DataFrame({"TRANSACTION_ID": [7, 8], "TX_DATETIME": when, "CUSTOMER_ID": [1, 2],
+                        "TERMINAL_ID": [3, 4], "TX_AMOUNT": [10.0, 20.0], "TX_FRAUD": [0, 1],
+                        "TX_FRAUD_SCENARIO": [0, 1]})
+    raw.to_parquet(tmp_path / "hb.parquet")
+    frame = read_handbook(tmp_path / "hb.parquet", start_ms=T0)  # T0 = 2018-05-01 00:00 UTC
+    assert frame["event_time_ms"].tolist() == [T0 + 12 * 3_600_000, T0 + DAY_MS + 31_000]
+    assert frame["event_id"].tolist() == ["8", "7"] and frame["tx_fraud"].tolist() == [1, 0]

@@ -46,7 +46,11 @@ def test_report_directory_has_metrics_and_pictures(tmp_path):
     assert {"metrics.json", "reliability.png", "confusion.png", "pr_curve.png"} <= {p.name for p in tmp_path.iterdir()}
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert metrics["version"] == "t1" and "risk_ece_calibrated" in metrics
-    assert result.card.temperature.risk > 0 and result.card.data_window is not None
+    assert result.card.temperature.risk > 0
+    # the card's window is all the model saw: the fitted part and the held-out tail (25 %)
+    assert result.card.data_window == (0, 479 * 1000 + 1)
+    assert result.card.training["fit_window"] == (0, 359 * 1000 + 1)
+    assert result.card.training["heldout_window"] == (360 * 1000, 479 * 1000 + 1)
 
 
 def test_focal_loss_down_weights_easy_examples():
