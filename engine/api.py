@@ -18,7 +18,12 @@ verdict the stream gives for the same event and context.
 
 Context: by default the model keeps its own in-memory context (``context="memory"``),
 which starts empty and learns from every event you score, in the order you score them
-— so score a customer's history in event-time order, as the stream would see it.
+— so score a customer's history in event-time order, as the stream would see it. Like
+the stream's Redis keys, it forgets customers and terminals idle for 31 days (of event
+time), so a long-lived model's memory stays bounded. Delayed outcomes
+(``model.decide(events, outcomes=...)`` or ``model.add_outcomes``) are fed into it in
+outcome-time order as later events are scored, as the stream's feedback worker feeds
+Redis, so ``terminal_risk_*`` match the stream's (``engine.outcome_feed``).
 ``context="redis"`` reads (and records into) the live feature state of the stream.
 """
 
@@ -29,9 +34,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, overload
 
-from engine.assemble import ContextSource, build_pipeline
+from engine.assemble import ContextSource, build_pipeline, make_store
+from engine.outcome_feed import OutcomeFeed
 from engine.pipeline import DecisionPipeline
-from engine.records import Decision, TransactionEvent, Verdict
+from engine.records import Decision, Outcome, TransactionEvent, Verdict
 from engine.settings import Settings, get_settings
 
 
@@ -81,6 +87,7 @@ class TollgateModel:
         self.pipeline = pipeline
         self.settings = settings
         self._context = context
+        self._outcomes: OutcomeFeed | None = None
 
     @property
     def model_version(self) -> str:
@@ -95,28 +102,58 @@ class TollgateModel:
         return self.pipeline.policy
 
     @overload
-    def decide(self, events: TransactionEvent | Mapping[str, Any], *, batch_size: int = ...) -> Verdict: ...
+    def decide(self, events: TransactionEvent | Mapping[str, Any], *, batch_size: int = ...,
+               outcomes: Any = ...) -> Verdict: ...
     @overload
-    def decide(self, events: Iterable[TransactionEvent | Mapping[str, Any]], *, batch_size: int = ...) -> Verdicts: ...
+    def decide(self, events: Iterable[TransactionEvent | Mapping[str, Any]], *, batch_size: int = ...,
+               outcomes: Any = ...) -> Verdicts: ...
 
-    def decide(self, events: Any, *, batch_size: int = 256) -> Verdict | Verdicts:
+    def decide(self, events: Any, *, batch_size: int = 256, outcomes: Any = None) -> Verdict | Verdicts:
         """Verdicts for one event (→ ``Verdict``) or many (→ ``Verdicts``, same order).
 
+        ``outcomes``: delayed outcomes to feed the context (see ``add_outcomes``).
         Invalid events raise ``EventValidationError`` naming the field, before anything
         is scored or recorded.
         """
         single = isinstance(events, (TransactionEvent, Mapping))
         batch = [to_event(e) for e in _rows(events)]
+        if outcomes is not None:
+            self.add_outcomes(outcomes)
         out = Verdicts()
         for start in range(0, len(batch), batch_size):
-            out.extend(self.pipeline.decide_batch(batch[start:start + batch_size]))
+            chunk = batch[start:start + batch_size]
+            if self._outcomes is None:
+                out.extend(self.pipeline.decide_batch(chunk))
+                continue
+            for part in self._outcomes.parts(chunk, self.pipeline.components.store):
+                out.extend(self.pipeline.decide_batch(part))
         return out[0] if single else out
 
+    def add_outcomes(self, outcomes: Any) -> OutcomeFeed:
+        """Delayed outcomes (``Outcome`` records, dicts in the ``tx.outcomes`` layout, or a
+        DataFrame with those columns), for events scored before or after this call: each
+        is fed into the memory context once the events scored reach its
+        ``outcome_time_ms``, oldest first — when the stream's feedback worker would have
+        recorded it. Returns the feed (``.applied``, ``.unmatched``, ``.describe()``)."""
+        if self._context != "memory":
+            raise RuntimeError("outcomes feed the memory context; with context='redis' the stream's feedback "
+                               "worker records them")
+        if self._outcomes is None:
+            self._outcomes = OutcomeFeed()
+        rows = [outcomes] if isinstance(outcomes, (Outcome, Mapping)) else _rows(outcomes)
+        self._outcomes.add(rows, self.pipeline.components.store)
+        return self._outcomes
+
     def reset_context(self) -> None:
-        """Forget every event scored so far (memory context only)."""
+        """Forget every event and outcome seen so far (memory context only)."""
         if self._context != "memory":
             raise RuntimeError("reset_context only applies to context='memory'; the Redis state is the stream's")
-        self.pipeline.swap(store=type(self.pipeline.components.store)())  # a fresh, empty store of the same kind
+        from engine.features.memory import MemoryFeatureStore
+
+        self._outcomes = None
+        old = self.pipeline.components.store
+        fresh = make_store(self.settings, "memory") if isinstance(old, MemoryFeatureStore) else type(old)()
+        self.pipeline.swap(store=fresh)
 
     def __repr__(self) -> str:
         p = self.policy

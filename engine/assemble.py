@@ -74,8 +74,11 @@ def make_store(settings: Settings, context: ContextSource | Any = "memory") -> A
         return context
     if context == "memory":
         from engine.features.memory import MemoryFeatureStore
+        from engine.features.spec import IDLE_STATE_TTL_MS
 
-        return MemoryFeatureStore()
+        # Forget customers and terminals idle for 31 days of event time, as the stream's
+        # Redis keys expire: a long-lived notebook or `serve --memory` stays bounded.
+        return MemoryFeatureStore(forget_idle_after_ms=IDLE_STATE_TTL_MS)
     if context == "redis":
         from engine.features.redis_store import RedisFeatureStore
 

@@ -7,11 +7,21 @@ rate. Each chunk goes through ``DecisionPipeline.decide_batch`` — the stream's
 
 Context, and why the verdicts equal the stream's: by default a private
 ``MemoryFeatureStore`` is replayed **in file order**, which must be event-time order
-(as exports and ``tollgate simulate`` write it): every event sees exactly the history
-the stream's Redis state would have given it, because both backends run the same
-feature code in event time. Rows that go back in time are counted and reported.
-``--redis`` reads (and records into) the live Redis state instead — use it to score
-events the stream has not seen, against today's context.
+(as exports and ``tollgate simulate`` write it); both backends run the same feature
+code in event time, so each event sees the history the stream's Redis state would have
+given it *provided the stream saw the same events and outcomes*:
+
+- the customer and terminal features come from the file's earlier events only (the
+  stream's state before the file's first event is not there; a customer idle for over
+  31 days is forgotten, as its Redis keys expire);
+- ``terminal_risk_*``/``terminal_labelled_*`` count delayed fraud outcomes, which the
+  stream learns from its feedback worker. Give the file's outcomes with ``outcomes=``
+  (``--outcomes FILE``, see ``engine.outcome_feed``) and they are fed in outcome-time
+  order exactly as the stream would see them; without them those features stay 0.
+
+Rows that go back in time are counted and reported. ``--redis`` reads (and records
+into) the live Redis state instead — use it to score events the stream has not seen,
+against today's context (outcomes there come from the feedback worker).
 
 Rows that are not valid events are not scored; each is written to an errors file
 (``OUTPUT.errors.jsonl``) with its row number and the field at fault.
@@ -26,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.outcome_feed import OutcomeFeed
 from engine.pipeline import DecisionPipeline
 from engine.records import EventValidationError, TransactionEvent, Verdict
 
@@ -228,12 +239,15 @@ class ScoreSummary:
     out_of_order: int = 0
     verdicts: dict[str, int] = field(default_factory=lambda: {"pass": 0, "review": 0, "reject": 0})
     errors_path: Path | None = None
+    outcomes: OutcomeFeed | None = None
 
     def describe(self) -> str:
         counts = ", ".join(f"{n} {k}" for k, n in self.verdicts.items())
         text = f"{self.scored} of {self.rows} rows scored ({counts})"
         if self.invalid:
             text += f"; {self.invalid} invalid rows listed in {self.errors_path}"
+        if self.outcomes is not None:
+            text += f"; {self.outcomes.describe()}"
         if self.out_of_order:
             text += (f"; WARNING: {self.out_of_order} rows went back in event time — their context differs "
                      "from the stream's; sort the file by event_time_ms")
@@ -241,13 +255,17 @@ class ScoreSummary:
 
 
 def score_file(pipeline: DecisionPipeline, input_path: Path, output_path: Path, *, chunk_rows: int = 4096,
-               batch_size: int = 512, errors_path: Path | None = None, progress: bool = True) -> ScoreSummary:
-    """Score ``input_path`` into ``output_path``; returns what happened."""
+               batch_size: int = 512, errors_path: Path | None = None, progress: bool = True,
+               outcomes: OutcomeFeed | None = None) -> ScoreSummary:
+    """Score ``input_path`` into ``output_path``; returns what happened. ``outcomes``
+    (an ``OutcomeFeed``) are recorded into the pipeline's feature store as the events'
+    time passes theirs."""
     from tqdm import tqdm
 
     file_format(output_path)  # fail before reading anything
     errors_path = errors_path or output_path.with_name(output_path.name + ".errors.jsonl")
-    summary = ScoreSummary(errors_path=errors_path)
+    summary = ScoreSummary(errors_path=errors_path, outcomes=outcomes)
+    store = pipeline.components.store if outcomes is not None else None
     writer = VerdictWriter(output_path)
     errors_fh = None
     last_time = None
@@ -272,11 +290,14 @@ def score_file(pipeline: DecisionPipeline, input_path: Path, output_path: Path, 
                 last_time = event.event_time_ms if last_time is None else max(last_time, event.event_time_ms)
                 events.append(event)
             for start in range(0, len(events), batch_size):
-                verdicts = pipeline.decide_batch(events[start:start + batch_size])
-                writer.write(verdicts)
-                summary.scored += len(verdicts)
-                for v in verdicts:
-                    summary.verdicts[v.verdict.value] += 1
+                batch = events[start:start + batch_size]
+                # outcomes.parts records the outcomes due before each part (one part, bar corrections)
+                for part in (outcomes.parts(batch, store) if outcomes is not None else (batch,)):
+                    verdicts = pipeline.decide_batch(part)
+                    writer.write(verdicts)
+                    summary.scored += len(verdicts)
+                    for v in verdicts:
+                        summary.verdicts[v.verdict.value] += 1
             bar.update(len(chunk))
             bar.set_postfix(summary.verdicts, refresh=False)
     finally:

@@ -12,14 +12,20 @@ not Kafka producers, with the same ``DecisionPipeline`` as the stream.
   constant time). Bodies over ``max_request_bytes`` get 413 before they are read whole;
   malformed JSON gets 400 naming the position; a bad field gets 422 naming the field.
 - **Health.** ``/healthz`` (process alive), ``/readyz`` (200 only after the warm-up
-  batch), ``/metrics`` (Prometheus), ``/openapi.json`` + ``/docs``.
+  batch), ``/metrics`` (Prometheus), ``/openapi.json`` + ``/docs``. The warm-up runs in
+  the background *after* startup, so the socket is open while it runs: ``/healthz``
+  answers 200 throughout, ``/readyz`` and ``/v1/decide`` answer 503 (with
+  ``Retry-After``) until it is done. A warm-up that fails leaves the service unready
+  and turns ``/healthz`` to 500, so a liveness probe restarts it.
 """
 
 # No ``from __future__ import annotations``: FastAPI must see the endpoint annotations
 # as objects, and some of them close over values built in ``create_app``.
 import asyncio
 import hmac
+import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -35,6 +41,8 @@ from engine.pipeline import STAGES, BatchTimings, DecisionPipeline
 from engine.records import EventValidationError, TransactionEvent, Verdict
 from engine.serve_models import ERROR_RESPONSES, EventIn, VerdictOut
 from engine.settings import Settings
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -59,6 +67,11 @@ class AsyncBatcher:
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="tollgate-batcher")
+
+    async def run_in_decide_thread(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` on the thread that runs batches: the pipeline is used from one thread
+        only, and ``stop`` waits for it like for a batch."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -175,8 +188,11 @@ def _limit_body_size(app: FastAPI, max_bytes: int) -> None:
         return await call_next(request)
 
 
-def create_app(pipeline: DecisionPipeline, settings: Settings | None = None, *, warmup: bool = True) -> FastAPI:
-    """The ASGI app around ``pipeline``. Readiness turns true once ``warmup`` finished."""
+def create_app(pipeline: DecisionPipeline, settings: Settings | None = None, *,
+               warmup: bool | Callable[[], float] = True) -> FastAPI:
+    """The ASGI app around ``pipeline``. Readiness turns true once the warm-up finished:
+    ``warmup=True`` runs ``pipeline.warmup``, ``False`` none, and a callable runs in its
+    place (it returns the seconds it took) — e.g. a warm-up that first waits for a gate."""
     settings = settings or Settings()
     http = settings.http
     token = http.api_token.get_secret_value().encode() if http.api_token is not None else None
@@ -188,7 +204,18 @@ def create_app(pipeline: DecisionPipeline, settings: Settings | None = None, *, 
         if previous_observer is not None:
             previous_observer(t)
 
-    state: dict[str, Any] = {"ready": False, "batcher": None, "warmup_s": None}
+    state: dict[str, Any] = {"ready": False, "batcher": None, "warmup_s": None, "warmup_error": None}
+    warmup_fn: Callable[[], float] | None = (pipeline.warmup if warmup is True else warmup) or None
+
+    async def warm_up(batcher: AsyncBatcher) -> None:
+        try:
+            if warmup_fn is not None:
+                state["warmup_s"] = await batcher.run_in_decide_thread(warmup_fn)
+        except Exception as exc:  # noqa: BLE001 - reported by /healthz and /readyz, logged here
+            log.exception("warm-up failed; the service stays unready")
+            state["warmup_error"] = f"{type(exc).__name__}: {exc}"
+            return
+        state["ready"] = True
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # noqa: ANN202
@@ -196,13 +223,14 @@ def create_app(pipeline: DecisionPipeline, settings: Settings | None = None, *, 
         batcher = AsyncBatcher(pipeline, settings.batch.max_events, settings.batch.max_wait_ms)
         batcher.start()
         state["batcher"] = batcher
-        if warmup:
-            state["warmup_s"] = await asyncio.get_running_loop().run_in_executor(None, pipeline.warmup)
-        state["ready"] = True
+        # Not awaited here: uvicorn opens the socket only once startup returns, and
+        # readiness is only observable (as false) while the socket is open.
+        warming = asyncio.get_running_loop().create_task(warm_up(batcher), name="tollgate-warmup")
         try:
             yield
         finally:
             state["ready"] = False
+            warming.cancel()  # the thread itself runs to its end; batcher.stop waits for it
             await batcher.stop()
             pipeline.on_batch = previous_observer
 
@@ -255,7 +283,9 @@ def create_app(pipeline: DecisionPipeline, settings: Settings | None = None, *, 
             return []
         if not state["ready"]:
             metrics.requests.labels("503").inc()
-            raise HTTPException(503, "warming up; retry shortly", headers={"Retry-After": "1"})
+            why = (f"not ready: the warm-up failed ({state['warmup_error']})" if state["warmup_error"]
+                   else "not ready: the model is warming up; retry in a second (GET /readyz says when it is ready)")
+            raise HTTPException(503, why, headers={"Retry-After": "1"})
         verdicts = await state["batcher"].submit(events, arrival_ms)
         metrics.requests.labels("200").inc()
         metrics.request_ms.observe((time.perf_counter() - started) * 1000.0)
@@ -263,15 +293,19 @@ def create_app(pipeline: DecisionPipeline, settings: Settings | None = None, *, 
         out = [v.to_dict() for v in verdicts]
         return out[0] if single else out
 
-    @app.get("/healthz", response_class=PlainTextResponse, summary="The process is alive")
-    async def healthz() -> str:
-        return "ok"
+    @app.get("/healthz", response_class=PlainTextResponse, summary="The process is alive",
+             responses={500: {"description": "The warm-up failed: the process cannot serve and should be restarted"}})
+    async def healthz() -> PlainTextResponse:
+        if state["warmup_error"]:
+            return PlainTextResponse(f"warm-up failed: {state['warmup_error']}", status_code=500)
+        return PlainTextResponse("ok")
 
     @app.get("/readyz", summary="Ready to score (after warm-up)",
              responses={503: {"description": "Still warming up"}})
     async def readyz() -> JSONResponse:
         body = {"ready": state["ready"], "model_version": pipeline.model_version,
-                "rules_version": pipeline.rules_version, "warmup_s": state["warmup_s"]}
+                "rules_version": pipeline.rules_version, "warmup_s": state["warmup_s"],
+                "warmup_error": state["warmup_error"]}
         return JSONResponse(body, status_code=200 if state["ready"] else 503)
 
     @app.get("/metrics", dependencies=[Depends(authorise)], response_class=PlainTextResponse,

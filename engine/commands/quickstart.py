@@ -95,6 +95,51 @@ def wait_worker_ready(worker: Proc, timeout: float = 180.0) -> int:
     raise typer.Exit(_fail(f"the engine worker was not ready within {timeout:.0f} s:\n{worker.tail()}"))
 
 
+def report_meta(version: str, *, days: int, speed: float, customers: int, seed: int, wall_s: float) -> dict:
+    """The run as the report states it: the customers are the simulated world's (at
+    least 1,000 — ``world_customers``), not the option as typed."""
+    from engine.quickstart import world_customers
+
+    return {"model_version": version, "days": days, "speed": speed, "customers": world_customers(customers),
+            "seed": seed, "wall_s": round(wall_s, 1)}
+
+
+def fallback_model(settings: Settings, exc: Exception) -> str:
+    """Training failed: the worker would serve the newest model directory, if there is one
+    (``engine.assemble.find_model_dir``) — say so; with none it could not start at all,
+    so stop here with what to do instead of a worker failing later with model-not-found."""
+    from engine.assemble import ModelNotFound, find_model_dir
+
+    try:
+        found = find_model_dir(settings)
+    except ModelNotFound:
+        raise typer.Exit(_fail(
+            f"could not train a model ({type(exc).__name__}: {exc}), and there is no model in "
+            f"{settings.paths.models_dir} for the engine worker to serve.\n"
+            "  Train one with `tollgate model bootstrap` (or `tollgate train` then `tollgate model promote`), "
+            "then run the quickstart again.")) from exc
+    warn(f"could not train a model ({type(exc).__name__}: {exc}); the engine worker will serve the newest "
+         f"model directory instead: {found}")
+    return found.name
+
+
+def grafana_hint(port: int | None, metrics_port: int) -> list[str]:
+    """Where the dashboard is, and honestly what it can show: the compose stack's Grafana
+    charts the compose deployment (its own broker, Redis and workers, on ports that clash
+    with the stack this run used), not this run's worker, which has stopped by now."""
+    scrape = (f"rerun with --metrics-port {metrics_port or 9464}, and while it runs point a Prometheus at "
+              f"127.0.0.1:{metrics_port or 9464} (a static scrape target for the worker's /metrics; the jobs in "
+              "ops/prometheus/prometheus.yml show the metric names' source)")
+    return [
+        f"Grafana dashboard: {DASHBOARD} (import it into any Grafana with a Prometheus data source)",
+        (f"  this run's engine worker served its metrics at http://127.0.0.1:{port}/metrics while it ran; "
+         if port else "  ") + f"to chart a run like this one, {scrape}",
+        "  `docker compose up` provisions the same dashboard at http://localhost:3000 for the compose deployment "
+        "— its own Kafka, Redis and workers, not this run's (stop this stack first: `ops/stack down`; "
+        "its ports clash)",
+    ]
+
+
 def _fail(message: str) -> int:
     typer.secho(f"✗ {message}", fg=typer.colors.RED, err=True)
     return 1
@@ -105,12 +150,16 @@ def register(app: typer.Typer) -> None:
     def quickstart(
         days: int = typer.Option(2, min=1, help="Simulated days to replay through Kafka."),
         speed: float = typer.Option(1440.0, min=1.0, help="Simulated seconds per real second (1440: a day a minute)."),
-        customers: int = typer.Option(400, min=10, help="Simulated customers (cards)."),
+        customers: int = typer.Option(1000, min=10, help="Simulated customers (cards); the world has at least "
+                                                           "1,000 (fewer leave too few frauds to learn from)."),
         history_days: int = typer.Option(14, min=2, help="Days of simulated history to train on, if no model serves."),
         outcome_delay_days: float = typer.Option(1.5, min=1.0, help="Mean delay of fraud outcomes (days)."),
         seed: int = typer.Option(42, help="Simulation seed."),
         stack: bool = typer.Option(True, "--stack/--no-stack", help="Run `ops/stack up` (off: use the running stack)."),
         feedback: bool = typer.Option(True, "--feedback/--no-feedback", help="Also run the feedback worker."),
+        metrics_port: int = typer.Option(0, min=0, max=65535,
+                                         help="The engine worker's /healthz, /readyz, /metrics port (0: any free "
+                                              "one) — fix it to point a Prometheus at the run."),
     ) -> None:
         """Start the stack, train a model if needed, replay simulated days through Kafka with
         the engine and feedback workers, and print a live summary and a report."""
@@ -139,18 +188,18 @@ def register(app: typer.Typer) -> None:
         try:
             version = ensure_model(settings, client, history_days=history_days, customers=customers, seed=seed,
                                    say=say)
-        except Exception as exc:  # noqa: BLE001 - training is optional: the worker can serve untrained
-            warn(f"could not train a model ({type(exc).__name__}: {exc}); the worker will serve an UNTRAINED "
-                 "model and the figures below will be poor")
-            version = "untrained"
+        except Exception as exc:  # noqa: BLE001 - said, then the fallback the worker itself would take
+            version = fallback_model(settings, exc)
 
         run_dir = Path(settings.paths.state_dir) / "quickstart" / time.strftime("%Y%m%d-%H%M%S")
         say(f"starting the engine worker{' and the feedback worker' if feedback else ''} (logs in {run_dir})")
-        worker = Proc("engine-worker", ["run", "--worker-id", "quickstart-engine-1", "--port", "0"], env, run_dir)
+        worker = Proc("engine-worker", ["run", "--worker-id", "quickstart-engine-1", "--port", str(metrics_port)],
+                      env, run_dir)
         procs = [worker]
         if feedback:
             procs.append(Proc("feedback-worker", ["feedback", "worker"], env, run_dir))
         summary = replay = None
+        port = None
         try:
             port = wait_worker_ready(worker)
             say(f"engine worker ready: http://127.0.0.1:{port}/metrics")
@@ -204,13 +253,13 @@ def register(app: typer.Typer) -> None:
         report = write_report(
             Path(settings.paths.reports_dir) / f"quickstart-{time.strftime('%Y%m%d-%H%M%S')}", figures,
             [v.decision_latency_ms for v in summary.verdicts.values()],
-            {"model_version": version, "days": days, "speed": speed, "customers": customers, "seed": seed,
-             "wall_s": round(time.monotonic() - started, 1)})
+            report_meta(version, days=days, speed=speed, customers=customers, seed=seed,
+                        wall_s=time.monotonic() - started))
         typer.echo("")
         typer.secho("Summary", bold=True)
         typer.echo(summary_line(figures))
         say(f"report: {report / 'summary.md'} (figures in summary.json, latency histogram in latency.png)")
         say(f"worker logs: {run_dir}")
-        say(f"Grafana dashboard: {DASHBOARD} — with Docker, `docker compose up -d prometheus grafana` "
-            "provisions it at http://localhost:3000 (Tollgate folder)")
+        for line in grafana_hint(port, metrics_port):
+            say(line)
         say(f"done in {timedelta(seconds=int(time.monotonic() - started))}")

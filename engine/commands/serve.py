@@ -57,6 +57,11 @@ def score(
     redis_context: bool = typer.Option(False, "--redis",
                                        help="Use (and record into) the stream's live Redis context instead of "
                                             "replaying the file into a private in-memory context."),
+    outcomes: Optional[Path] = typer.Option(
+        None, "--outcomes", exists=True, dir_okay=False, metavar="FILE",
+        help="Delayed outcomes (.csv/.parquet/.jsonl, tx.outcomes columns; `tollgate simulate --out "
+             "week.parquet` writes week.outcomes.parquet), fed into the context in outcome-time order as the "
+             "stream's feedback worker would: terminal_risk_* then match the stream's. Not with --redis."),
     chunk_rows: int = typer.Option(4096, min=1, help="Rows read per chunk (memory stays flat)."),
     batch_size: int = typer.Option(512, min=1, help="Events per decide_batch."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
@@ -65,7 +70,8 @@ def score(
 
     Default context: the file is replayed, in file order (which must be event-time
     order), into a fresh in-memory feature state — each event sees the history the
-    stream would have given it. With --redis, the live Redis state is used instead.
+    stream would have given it after the same events (and, with --outcomes, the same
+    outcomes). With --redis, the live Redis state is used instead.
     """
     from engine.assemble import ModelNotFound, build_pipeline
     from engine.score import file_format, score_file
@@ -73,25 +79,38 @@ def score(
     try:
         file_format(input_path)
         file_format(output)
+        if outcomes is not None:
+            file_format(outcomes)
     except ValueError as exc:
         _fail(str(exc))
+    if outcomes is not None and redis_context:
+        _fail("--outcomes feeds the private in-memory context; with --redis the stream's feedback worker "
+              "records outcomes into Redis")
     settings = get_settings()
     if redis_context:
         context = "redis"
     else:
         from engine.features.memory import MemoryFeatureStore
-        from engine.features.spec import DAY_MS
+        from engine.features.spec import DAY_MS, IDLE_STATE_TTL_MS
 
         # Keep per-event snapshots (the decision log, which makes a repeated event id
-        # idempotent) for one day of event time only: memory stays flat on any file length.
-        context = MemoryFeatureStore(snapshot_retention_ms=DAY_MS)
+        # idempotent) for one day of event time only, and forget customers and terminals
+        # idle for 31 days (as their Redis keys expire): memory stays flat on any file.
+        context = MemoryFeatureStore(snapshot_retention_ms=DAY_MS, forget_idle_after_ms=IDLE_STATE_TTL_MS)
     try:
         pipeline = build_pipeline(settings, model=model, rules=rules, context=context)
     except ModelNotFound as exc:
         _fail(str(exc))
+    feed = None
+    if outcomes is not None:
+        from engine.outcome_feed import OutcomeFeed
+
+        # Read whole before scoring (an index by event_id, ~220 bytes an outcome): the
+        # outcome file is in outcome-time order, the events file in event-time order.
+        feed = OutcomeFeed.from_file(outcomes, pipeline.components.store)
     started = time.perf_counter()
     summary = score_file(pipeline, input_path, output, chunk_rows=chunk_rows, batch_size=batch_size,
-                         progress=not quiet)
+                         progress=not quiet, outcomes=feed)
     elapsed = time.perf_counter() - started
     rate = summary.scored / elapsed if elapsed > 0 else 0.0
     typer.echo(f"{summary.describe()} in {elapsed:.1f} s ({rate:,.0f} events/s) → {output}", err=True)

@@ -1,7 +1,8 @@
 """The one feature implementation: per-key state, what an event sees, how it is recorded.
 
-Both backends run exactly this code. ``MemoryFeatureStore`` keeps the states in dicts for
-the whole stream; ``RedisFeatureStore`` loads the states a batch touches, runs the same
+Both backends run exactly this code. ``MemoryFeatureStore`` keeps the states in dicts (for
+the whole stream, or until a key is idle for 31 days when asked to forget, as Redis keys
+expire); ``RedisFeatureStore`` loads the states a batch touches, runs the same
 ``enrich_batch`` on them, and writes back what changed. So a replay through memory and
 live serving through Redis compute the same numbers by construction.
 

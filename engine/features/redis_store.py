@@ -42,12 +42,12 @@ from engine.features.compute import (
     TERMINAL_KEEP_BUCKETS, BucketCounter, CustomerState, TerminalState, enrich_batch,
 )
 from engine.features.snapshot import ContextSnapshot
-from engine.features.spec import BUCKET_MS, DAY_MS, STATE_HORIZON_MS
+from engine.features.spec import BUCKET_MS, DAY_MS, IDLE_STATE_TTL_MS
 from engine.features.store import ContextUnavailable, LabelArrival
 from engine.records import EventValidationError, TransactionEvent
 from engine.settings import Settings, get_settings
 
-STATE_TTL_MS = STATE_HORIZON_MS + DAY_MS
+STATE_TTL_MS = IDLE_STATE_TTL_MS
 
 def _json_dumps(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()

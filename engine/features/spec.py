@@ -51,6 +51,10 @@ VELOCITY_WINDOWS: tuple[tuple[str, int], ...] = (
 TERMINAL_WINDOWS: tuple[tuple[str, int], ...] = (("1d", DAY_MS), ("7d", 7 * DAY_MS), ("30d", 30 * DAY_MS))
 #: How far back any per-key state must reach; older state is dropped (and expires in Redis).
 STATE_HORIZON_MS = 30 * DAY_MS
+#: Per-key state untouched for this long is forgotten: Redis keys expire this long after
+#: their last write, and the memory store (when asked to) forgets state idle this long in
+#: event time. The extra day beyond the horizon tolerates late (out-of-order) events.
+IDLE_STATE_TTL_MS = STATE_HORIZON_MS + DAY_MS
 #: Terminal counters are kept per hour bucket.
 BUCKET_MS = HOUR_MS
 #: The customer's last N events form the history window the encoder turns into a sequence.

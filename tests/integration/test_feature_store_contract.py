@@ -40,10 +40,14 @@ def ns_client(stack, unique):
     client.close()
 
 
-@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.integration)])
+@pytest.fixture(params=["memory", "memory-forgetting", pytest.param("redis", marks=pytest.mark.integration)])
 def store(request) -> FeatureStore:
     if request.param == "memory":
         return MemoryFeatureStore()
+    if request.param == "memory-forgetting":  # as `tollgate score` and `load_model` build it
+        from engine.features.spec import IDLE_STATE_TTL_MS
+
+        return MemoryFeatureStore(forget_idle_after_ms=IDLE_STATE_TTL_MS)
     stack, unique = request.getfixturevalue("stack"), request.getfixturevalue("unique")
     request.getfixturevalue("ns_client")  # cleans the namespace afterwards
     return RedisFeatureStore(settings=Settings(redis={"url": stack.redis_url}), namespace=unique)

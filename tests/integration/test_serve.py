@@ -65,9 +65,13 @@ def free_port() -> int:
 
 
 class LiveServer:
-    def __init__(self, app, port: int):
+    """uvicorn on a loopback port in a thread; entering waits for ``/readyz`` 200, or with
+    ``wait_for="/healthz"`` only for the socket to answer (the warm-up may still run)."""
+
+    def __init__(self, app, port: int, wait_for: str = "/readyz"):
         import uvicorn
 
+        self.wait_for = wait_for
         self.url = f"http://127.0.0.1:{port}"
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
                                                     access_log=False))
@@ -78,19 +82,20 @@ class LiveServer:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
-                if httpx.get(self.url + "/readyz", timeout=1).status_code == 200:
+                if httpx.get(self.url + self.wait_for, timeout=1).status_code == 200:
                     return self
             except httpx.HTTPError:
                 pass
             time.sleep(0.05)
-        raise RuntimeError("server did not become ready")
+        self.__exit__()
+        raise RuntimeError(f"server did not answer 200 on {self.wait_for} within 30 s")
 
     def __exit__(self, *exc) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=10)
 
 
-def build(stack, unique: str, tmp_path: Path, token: str | None = TOKEN, **http):
+def build(stack, unique: str, tmp_path: Path, token: str | None = TOKEN, warmup=True, **http):
     from pydantic import SecretStr
 
     from engine.assemble import build_pipeline
@@ -111,7 +116,7 @@ def build(stack, unique: str, tmp_path: Path, token: str | None = TOKEN, **http)
     )
     store = RedisFeatureStore(settings=settings, namespace=unique)
     pipeline = build_pipeline(settings, context=store, detector=detector_or_false())
-    return create_app(pipeline, settings), settings
+    return create_app(pipeline, settings, warmup=warmup), settings
 
 
 def event(i: int, **over) -> dict:
@@ -208,6 +213,55 @@ def test_requests_are_micro_batched_across_connections(server):
 def test_readyz_reports_versions(server):
     r = httpx.get(server.url + "/readyz").json()
     assert r["ready"] is True and r["model_version"] == "t-serve" and r["rules_version"].startswith("rules-")
+
+
+def test_socket_opens_before_warmup_and_readiness_follows_it(stack, unique, tmp_path):
+    """The real warm-up, held at a gate the test opens: while it runs, the process is
+    live (/healthz 200) but not ready (/readyz and /v1/decide 503 with Retry-After)."""
+    gate = threading.Event()
+
+    def gated_warmup() -> float:
+        if not gate.wait(60):
+            raise TimeoutError("the test never opened the warm-up gate")
+        return app.state.pipeline.warmup()
+
+    app, _ = build(stack, unique, tmp_path, warmup=gated_warmup)
+    try:
+        with LiveServer(app, free_port(), wait_for="/healthz") as live:
+            ready = httpx.get(live.url + "/readyz")
+            assert ready.status_code == 503 and ready.json()["ready"] is False
+            early = httpx.post(live.url + "/v1/decide", json=event(0), headers=AUTH)
+            assert early.status_code == 503 and early.headers["retry-after"] == "1"
+            assert "warming up" in early.json()["detail"]
+            assert httpx.get(live.url + "/healthz").text == "ok"
+
+            gate.set()
+            deadline = time.monotonic() + 30
+            while (ready := httpx.get(live.url + "/readyz")).status_code != 200:
+                assert time.monotonic() < deadline, "never became ready after the warm-up gate opened"
+                time.sleep(0.05)
+            assert ready.json()["ready"] is True and ready.json()["warmup_s"] > 0
+            assert httpx.post(live.url + "/v1/decide", json=event(0), headers=AUTH).status_code == 200
+            assert httpx.get(live.url + "/healthz").status_code == 200
+    finally:
+        gate.set()
+
+
+def test_failed_warmup_leaves_the_service_unready_and_unhealthy(stack, unique, tmp_path):
+    def broken_warmup() -> float:
+        raise RuntimeError("no kernels today")
+
+    app, _ = build(stack, unique, tmp_path, warmup=broken_warmup)
+    with LiveServer(app, free_port(), wait_for="/openapi.json") as live:
+        deadline = time.monotonic() + 10
+        while (health := httpx.get(live.url + "/healthz")).status_code == 200:
+            assert time.monotonic() < deadline, "/healthz never reported the failed warm-up"
+            time.sleep(0.05)
+        assert health.status_code == 500 and "no kernels today" in health.text
+        ready = httpx.get(live.url + "/readyz")
+        assert ready.status_code == 503 and "no kernels today" in ready.json()["warmup_error"]
+        r = httpx.post(live.url + "/v1/decide", json=event(0), headers=AUTH)
+        assert r.status_code == 503 and "warm-up failed" in r.json()["detail"]
 
 
 def test_no_token_configured_means_open(stack, unique, tmp_path):

@@ -147,3 +147,108 @@ def test_bad_events_are_refused_before_touching_state():
         with pytest.raises(EventValidationError):
             store.enrich([bad])
     assert not store.customers and not store.snapshots
+
+
+# -- forgetting idle customers and terminals (memory bounded by the active keys) ----------
+
+def _churning_stream(days: int = 110, seed: int = 4):
+    """Events in event-time order (5% up to 2 h late) and delayed labels, with every kind
+    of key the idle limit (31 days) must get right:
+
+    - six busy customers and four sparse ones (an event every 10-29 days, so their
+      history window reaches past the 30-day horizon); busy terminals t0..t3;
+    - a new cohort of 'leavers' every 5 days, active for ten days at terminals of their
+      own and never again (these must be forgotten);
+    - a customer who comes back after 30 days and 22 hours (must not be forgotten);
+    - a terminal whose last event is 34 days before its next, but which received a label
+      22 days before it (the label is inside the next event's risk window)."""
+    rng = random.Random(seed)
+    keys: list[tuple[int, str, str]] = []  # (time, customer, terminal)
+
+    def at(day: float, cust: str, term: str) -> None:
+        keys.append((T0 + int(day * DAY_MS), cust, term))
+
+    for c in range(6, 10):
+        day = rng.randrange(0, 10)
+        while day < days:
+            at(day + rng.random() / 4, f"s{c}", f"t{c % 4}")
+            day += rng.randrange(10, 30)
+    for day in range(days):
+        for c in range(6):
+            if rng.random() < 0.9:
+                at(day + rng.random(), f"s{c}", f"t{c % 4}")
+        for cohort in {day // 5, day // 5 - 1} - {-1}:  # cohort k is active on days 5k..5k+9
+            for k in range(8):
+                if rng.random() < 0.7:
+                    at(day + rng.random(), f"L{cohort}-{k}", f"lt{cohort}-{k % 3}")
+    at(40 + 1 / 24, "back", "t0"), at(70 + 23 / 24, "back", "t1")
+    at(50, "s0", "labelled"), at(84, "s1", "labelled")
+    keys.sort()
+    events = []
+    for i, (t, cust, term) in enumerate(keys):
+        late = -rng.randrange(0, 2 * HOUR_MS) if rng.random() < 0.05 else 0
+        events.append(ev(f"e{i}", t + late, round(rng.uniform(1, 400), 2), customer=cust, terminal=term,
+                         device_id=rng.choice([None, "d1", "d2", f"d-{cust}"])))
+    labels = [LabelArrival(e.event_id, e.terminal_id, e.event_time_ms,
+                           e.event_time_ms + rng.randrange(HOUR_MS, 12 * DAY_MS), rng.random() < 0.2)
+              for e in events if rng.random() < 0.3 and e.terminal_id != "labelled"]
+    first_at_labelled = next(e for e in events if e.terminal_id == "labelled")
+    labels.append(LabelArrival(first_at_labelled.event_id, "labelled", first_at_labelled.event_time_ms,
+                               T0 + 62 * DAY_MS, True))
+    return events, sorted(labels, key=lambda lab: lab.arrival_time_ms)
+
+
+def test_forgetting_idle_keys_changes_no_feature_of_a_later_event():
+    from engine.features.spec import IDLE_STATE_TTL_MS
+
+    events, labels = _churning_stream()
+    keeper = MemoryFeatureStore(snapshot_retention_ms=DAY_MS)
+    forgetter = MemoryFeatureStore(snapshot_retention_ms=DAY_MS, forget_idle_after_ms=IDLE_STATE_TTL_MS)
+    most_customers = most_terminals = 0
+    rng, next_label = random.Random(9), 0
+    i = 0
+    while i < len(events):
+        batch = events[i:i + rng.randrange(1, 12)]  # under a day of events: sweeps come daily
+        i += len(batch)
+        assert keeper.enrich(batch) == forgetter.enrich(batch), f"events {i - len(batch)}..{i} differ"
+        now = max(e.event_time_ms for e in batch)
+        arrived = next_label
+        while arrived < len(labels) and labels[arrived].arrival_time_ms <= now:
+            arrived += 1
+        keeper.record_outcomes(labels[next_label:arrived])
+        forgetter.record_outcomes(labels[next_label:arrived])
+        next_label = arrived
+        most_customers = max(most_customers, len(forgetter.customers))
+        most_terminals = max(most_terminals, len(forgetter.terminals))
+    # It did forget: the store held the keys of the last ~7 cohorts (terminals a few days
+    # longer, until their labels are 31 days old), the keeper holds all 22 cohorts.
+    cohorts = len({e.customer_id.split("-")[0] for e in events if e.customer_id.startswith("L")})
+    assert cohorts == 22 and forgetter.forgotten[0] >= 8 * 12 and forgetter.forgotten[1] >= 3 * 12
+    assert len(keeper.customers) - len(forgetter.customers) == forgetter.forgotten[0]
+    assert most_customers < len(keeper.customers) / 2 and most_terminals < len(keeper.terminals) * 0.6
+    # The steady customers were all kept, sparse ones included.
+    assert {f"s{c}" for c in range(10)} <= set(forgetter.customers)
+    assert forgetter.snapshots.get(events[-1].event_id) is not None
+
+
+def test_a_customer_back_after_the_idle_limit_is_new_like_in_redis():
+    from engine.features.spec import IDLE_STATE_TTL_MS
+
+    store = MemoryFeatureStore(snapshot_retention_ms=DAY_MS, forget_idle_after_ms=IDLE_STATE_TTL_MS)
+    store.enrich([ev(f"a{i}", T0 + i * HOUR_MS, device_id="d1") for i in range(20)])
+
+    def others(first_day: int, last_day: int, start: int) -> None:  # someone else moves the clock on
+        for day in range(first_day, last_day + 1):
+            store.enrich([ev(f"o{start}-{day}", start + day * DAY_MS, customer="other", terminal="t2")])
+
+    others(1, 30, T0)
+    # 30 idle days and a half: still inside the idle limit, everything is remembered
+    within = store.enrich([ev("b", T0 + 19 * HOUR_MS + 30 * DAY_MS + 12 * HOUR_MS, device_id="d1")])[0]
+    assert within.customer_is_new == 0.0 and len(within.history_amounts) == 16
+    assert within.device_is_new == 0.0 and within.velocity_30d_count == 0.0
+    others(1, 44, within.event_time_ms)
+    assert "c1" not in store.customers and "t1" not in store.terminals and "other" in store.customers
+    back = store.enrich([ev("c", within.event_time_ms + 44 * DAY_MS + HOUR_MS, device_id="d1")])[0]
+    assert back.customer_is_new == 1.0 and back.history_amounts == () and back.device_is_new == 1.0
+    with pytest.raises(ValueError, match="horizon"):
+        MemoryFeatureStore(forget_idle_after_ms=DAY_MS)

@@ -49,3 +49,54 @@ def test_empty_run_still_reports(tmp_path):
     assert f["decided"] == 0 and f["fraud"] == 0
     assert "0/0" in summary_line(f)
     write_report(tmp_path / "empty", f, [], {})
+
+
+# -- what `tollgate quickstart` says (engine/commands/quickstart.py) -----------------------
+
+def test_report_states_the_simulated_worlds_customers():
+    from engine.commands.quickstart import report_meta
+
+    meta = report_meta("m1", days=2, speed=1440.0, customers=400, seed=42, wall_s=61.23)
+    assert meta["customers"] == 1000 and meta["wall_s"] == 61.2  # 400 asked, the world has 1,000
+    assert report_meta("m1", days=2, speed=1.0, customers=2500, seed=1, wall_s=1)["customers"] == 2500
+
+
+def test_failed_training_without_any_model_stops_with_what_to_do(tmp_path, capsys):
+    import pytest
+    import typer
+
+    from engine.commands.quickstart import fallback_model
+    from engine.settings import PathSettings, RedisSettings, Settings
+
+    settings = Settings(paths=PathSettings(models_dir=tmp_path / "models"),
+                        redis=RedisSettings(url="redis://127.0.0.1:1/0", socket_timeout_s=0.2))
+    with pytest.raises(typer.Exit) as stopped:
+        fallback_model(settings, RuntimeError("out of memory"))
+    assert stopped.value.exit_code == 1
+    err = capsys.readouterr().err
+    assert "out of memory" in err and "no model in" in err and "tollgate model bootstrap" in err
+
+
+def test_failed_training_with_a_model_directory_names_what_will_serve(tmp_path, capsys):
+    from engine.commands.quickstart import fallback_model
+    from engine.encode import FieldIsolatedEncoder
+    from engine.model import InputSpec, fresh_model, save_model_dir
+    from engine.settings import PathSettings, RedisSettings, Settings
+
+    model, card = fresh_model(InputSpec.from_schema(FieldIsolatedEncoder().schema), version="older-1")
+    save_model_dir(model, card, tmp_path / "models" / "older-1")
+    settings = Settings(paths=PathSettings(models_dir=tmp_path / "models"),
+                        redis=RedisSettings(url="redis://127.0.0.1:1/0", socket_timeout_s=0.2))
+    assert fallback_model(settings, RuntimeError("out of memory")) == "older-1"
+    out = capsys.readouterr().out
+    assert "will serve the newest model directory" in out and "older-1" in out and "UNTRAINED" not in out
+
+
+def test_grafana_hint_is_about_this_run_not_a_compose_command_that_clashes():
+    from engine.commands.quickstart import grafana_hint
+
+    text = "\n".join(grafana_hint(43121, 0))
+    assert "http://127.0.0.1:43121/metrics" in text and "--metrics-port 9464" in text
+    assert "docker compose up -d prometheus grafana" not in text
+    assert "not this run's" in text and "ops/stack down" in text
+    assert "127.0.0.1:9500" in "\n".join(grafana_hint(9500, 9500))
