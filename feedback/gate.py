@@ -12,6 +12,12 @@ Two checks, both against the serving model, both in event time:
    of verdicts that change. Each off-diagonal cell and the total share must stay within
    bounds — a candidate that is better on paper but would flip a tenth of today's
    traffic is a production incident, not an improvement.
+   The replay runs each model and the policy (thresholds, tie margin, abstain level,
+   with ``policy.yaml``'s overrides) on the decisions' recorded inputs; it does not
+   re-run the hard rules or the detector. So the matrix measures what the *model*
+   change moves; production verdicts can differ where a rule fires (a rule that
+   overrides both sides removes a migration, one that reads ``model.*`` may add one).
+   Rule changes have their own replay: ``tollgate rules backtest``.
 
 The decision and every figure go to ``gate_report.json``, with PNGs of the migration
 matrix and the reliability diagrams beside it.

@@ -130,10 +130,20 @@ class FineTuneScheduler:
         return result
 
     def run_forever(self, clock: Callable[[], int] = lambda: int(time.time() * 1000),
-                    poll_s: float = 30.0, stop: Callable[[], bool] = lambda: False) -> None:
+                    poll_s: float = 30.0, stop: Callable[[], bool] = lambda: False,
+                    retry_after_s: float = 900.0, sleep: Callable[[float], None] = time.sleep) -> None:
+        """Tick until ``stop()``. A cycle that raises (Redis away, a model that does not
+        load, a full disk) is logged and retried after ``retry_after_s``, not every poll:
+        the scheduler outlives a bad cycle, and the serving model is untouched by one
+        (promotion is the cycle's last step)."""
         while not stop():
-            self.tick(clock())
-            time.sleep(poll_s)
+            try:
+                self.tick(clock())
+            except Exception:  # noqa: BLE001 — the loop must survive any one cycle
+                log.exception("fine-tune cycle failed; retrying in %.0f s", retry_after_s)
+                sleep(retry_after_s)
+                continue
+            sleep(poll_s)
 
     # ---- one cycle --------------------------------------------------------------------
 

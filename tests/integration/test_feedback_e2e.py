@@ -155,6 +155,8 @@ def test_feedback_loop_end_to_end(stack, unique, kafka_topics, redis_client, tmp
         serving_before = registry.serving_version()
         bad = scheduler.run_cycle(t0 + 15 * DAY, train_since_ms=t0 + 8 * DAY, corrupt=lambda y: 1.0 - y)
         assert bad.status == "refused", (bad.status, bad.reasons)
+        quality_bars = ("ap:", "recall_", "f1_bad:", "ece:")  # refused for its quality, not for too little data
+        assert any(reason.startswith(quality_bars) for reason in bad.reasons), bad.reasons
         _check_cycle(_Cycle(bad, serving_before), registry, world, s)
         clock.mark("corrupted candidate refused")
 
