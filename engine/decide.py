@@ -19,7 +19,11 @@ The steps, in order, each leaving a ``Reason`` on the decision:
    unreachable, ``degraded_mode="review"`` sends everything to review (the rules still
    run afterwards); ``"model"`` decides on the model scored with an empty context.
 5. **Detector floor** (``detector``/``injection_flagged``, then the detector's signals): a flagged untrusted
-   text field makes the verdict at least ``detector_floor`` (review by default).
+   text field makes the verdict at least ``detector_floor`` — ``review`` (the default) or
+   ``reject``, per rule set; it cannot be configured away, so a flagged event never passes
+   on the model alone. An event whose text was screened and not flagged carries
+   ``detector``/``injection_screened`` with its score, so every verdict on user text says
+   what the detector made of it.
 
 Abstain and tie send a pass *or* a reject to review: an unsure model is neither a
 reason to let something through nor to decline a customer outright.
@@ -82,8 +86,8 @@ class Policy:
     review_threshold: float = 0.5
     tie_margin: float = 0.05
     abstain_threshold: float = 0.5
-    #: A detector-flagged event is at least this verdict; ``None`` only annotates.
-    detector_floor: Decision | None = Decision.REVIEW
+    #: A detector-flagged event is at least this verdict: review or reject.
+    detector_floor: Decision = Decision.REVIEW
     degraded_mode: DegradedMode = "review"
 
     def __post_init__(self) -> None:
@@ -91,9 +95,7 @@ class Policy:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
                 raise ValueError(f"policy {name} must be a number in [0, 1], got {value!r}")
-        floor = self.detector_floor
-        if floor is not None and not isinstance(floor, Decision):
-            object.__setattr__(self, "detector_floor", _parse_floor(floor))
+        object.__setattr__(self, "detector_floor", _parse_floor(self.detector_floor))
         if self.degraded_mode not in ("review", "model"):
             raise ValueError(f"policy degraded_mode must be 'review' or 'model', got {self.degraded_mode!r}")
 
@@ -126,21 +128,23 @@ class Policy:
             data = {k: getattr(overrides, k) for k in known if hasattr(overrides, k)}
         changes: dict[str, Any] = {}
         for key, value in data.items():
-            if value is None and key != "detector_floor":
+            if value is None:
                 continue
             changes[key] = _parse_floor(value) if key == "detector_floor" else value
         return replace(self, **changes) if changes else self
 
 
-def _parse_floor(value: Any) -> Decision | None:
-    if value is None or value == "none":
-        return None
-    if isinstance(value, Decision):
-        return value
+def _parse_floor(value: Any) -> Decision:
+    """``review`` or ``reject`` only: a floor of ``pass`` (or none) would let a flagged
+    event pass on the model alone, which the policy must never do."""
     try:
-        return Decision(str(value))
+        floor = value if isinstance(value, Decision) else Decision(str(value))
     except ValueError:
-        raise ValueError(f"policy detector_floor must be pass, review, reject or none, got {value!r}") from None
+        floor = None
+    if floor not in (Decision.REVIEW, Decision.REJECT):
+        raise ValueError(f"policy detector_floor must be review or reject (a flagged event never passes on "
+                         f"the model alone), got {value!r}")
+    return floor
 
 
 @dataclass(slots=True, frozen=True)
@@ -232,17 +236,21 @@ def decide(row: ScoreRow, detector: DetectorLike | None, policy: Policy, degrade
 
     # 5. detector floor
     flagged = bool(detector is not None and detector.flagged)
+    if detector is not None and not flagged:
+        threshold = getattr(detector, "threshold", None)
+        below = f" < threshold {float(threshold):.3f}" if threshold is not None else ""
+        reasons.append(Reason(ReasonKind.DETECTOR, "injection_screened",
+                              f"user text score {float(detector.score):.3f}{below}: not flagged"))
     if flagged:
         floor = policy.detector_floor
-        action = f"verdict at least {floor.value}" if floor is not None else "annotation only (no floor)"
+        action = f"verdict at least {floor.value}"
         signals = [r for r in (detector.reasons or ()) if isinstance(r, Reason) and r.kind is ReasonKind.DETECTOR]
         others = [str(r) for r in (detector.reasons or ()) if not isinstance(r, Reason)]
         why = f" ({', '.join(others)})" if others else ""
         reasons.append(Reason(ReasonKind.DETECTOR, "injection_flagged",
                               f"user text score {float(detector.score):.3f}{why}: {action}"))
         reasons.extend(signals)
-        if floor is not None:
-            verdict = _at_least(verdict, floor)
+        verdict = _at_least(verdict, floor)
 
     return PolicyDecision(
         verdict=verdict,

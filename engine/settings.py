@@ -101,7 +101,8 @@ class PolicySettings(_Frozen):
     #: With Redis down: "review" (rules + review, reason context_unavailable) or "model"
     #: (decide on the model with an empty context).
     degraded_mode: str = "review"
-    #: A detector-flagged event is at least this verdict.
+    #: A detector-flagged event is at least this verdict: "review" or "reject" (never
+    #: "pass": a flagged event must not pass on the model alone).
     detector_floor: str = "review"
 
 

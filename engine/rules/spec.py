@@ -119,7 +119,8 @@ class PolicySpec(_Strict):
     review_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     tie_margin: float | None = Field(default=None, ge=0.0, le=1.0)
     abstain_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
-    detector_floor: Literal["pass", "review", "reject", "none"] | None = None
+    #: review or reject: a flagged event never passes on the model alone (engine.decide).
+    detector_floor: Literal["review", "reject"] | None = None
     degraded_mode: Literal["review", "model"] | None = None
 
     def overrides(self) -> dict[str, Any]:

@@ -100,16 +100,23 @@ def test_detector_floor_never_lowers_a_reject():
     assert d.verdict is Decision.REJECT
 
 
-def test_detector_floor_is_configurable():
+def test_detector_floor_is_configurable_but_never_below_review():
     assert decide(CLEAR_PASS, Det(0.9, True), Policy(detector_floor=Decision.REJECT)).verdict is Decision.REJECT
-    annotated = decide(CLEAR_PASS, Det(0.9, True), Policy.coerce({"detector_floor": "none"}))
-    assert annotated.verdict is Decision.PASS
-    assert codes(annotated)[-1] == (ReasonKind.DETECTOR, "injection_flagged")
+    assert decide(CLEAR_PASS, Det(0.9, True), Policy.coerce({"detector_floor": "reject"})).verdict is Decision.REJECT
+    for waived in ("none", "pass", Decision.PASS, "maybe"):  # a flagged event never passes on the model alone
+        with pytest.raises(ValueError, match="detector_floor must be review or reject"):
+            Policy.coerce({"detector_floor": waived})
 
 
-def test_unflagged_detector_leaves_score_but_no_reason():
+def test_unflagged_detector_puts_its_score_in_the_reasons_and_changes_nothing():
     d = decide(CLEAR_PASS, Det(0.12, False), Policy())
     assert d.verdict is Decision.PASS and d.detector_score == pytest.approx(0.12)
+    screened = [r for r in d.reasons if r.kind is ReasonKind.DETECTOR]
+    assert [r.code for r in screened] == ["injection_screened"] and "0.120" in screened[0].detail
+
+
+def test_no_user_text_no_detector_reason():
+    d = decide(CLEAR_PASS, None, Policy())
     assert all(r.kind is not ReasonKind.DETECTOR for r in d.reasons)
 
 
@@ -173,3 +180,14 @@ def test_decide_rows_matches_decide_and_checks_lengths():
 def test_decide_is_pure():
     row, det, p = CLEAR_REVIEW, Det(0.5, True), Policy()
     assert decide(row, det, p) == decide(row, det, p)
+
+
+def test_a_rule_set_cannot_waive_the_detector_floor():
+    from pydantic import ValidationError
+
+    from engine.rules.spec import PolicySpec
+
+    assert PolicySpec(detector_floor="reject").detector_floor == "reject"
+    for waived in ("none", "pass"):
+        with pytest.raises(ValidationError):
+            PolicySpec(detector_floor=waived)

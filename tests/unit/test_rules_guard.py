@@ -27,7 +27,7 @@ lists:
   vip: {values: [vip-1]}
 policy:
   tie_margin: 0.1
-  detector_floor: none
+  detector_floor: reject
 """
 
 
@@ -143,9 +143,9 @@ def test_apply_batch_equals_apply_and_takes_policy_decisions(guard: Guard) -> No
 
 
 def test_policy_overrides_feed_the_decide_stage(guard: Guard) -> None:
-    assert guard.policy == {"tie_margin": 0.1, "detector_floor": "none"}
+    assert guard.policy == {"tie_margin": 0.1, "detector_floor": "reject"}
     policy = Policy.coerce(guard.policy)
-    assert policy.tie_margin == 0.1 and policy.detector_floor is None
+    assert policy.tie_margin == 0.1 and policy.detector_floor is Decision.REJECT
     assert policy.reject_threshold == Policy().reject_threshold
 
 
