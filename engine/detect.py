@@ -194,7 +194,7 @@ def _issue_detail(issue: str, cleaned: CleanText) -> str:
         "oversized": f"raw input over {MAX_RAW_BYTES} bytes; only the first {MAX_RAW_BYTES} were read",
         "invalid_utf8": "undecodable bytes dropped",
         "control_chars": "control characters removed",
-        "invisible_chars": f"{cleaned.invisible_removed} zero-width/bidi characters removed",
+        "invisible_chars": f"{cleaned.invisible_removed} invisible characters removed (zero-width, bidi, tags, ...)",
     }.get(issue, issue)
 
 

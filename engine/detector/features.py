@@ -190,7 +190,8 @@ def extract(text: str | CleanText, raw: str | None = None) -> TextFeatures:
     """Features of one text. ``text`` is the cleaned text (or a ``CleanText``);
     ``raw`` is the decoded text before normalisation, for the obfuscation measures."""
     if isinstance(text, CleanText):
-        clean, invisible, original_length = text.text, text.invisible_removed, text.original_length
+        # ``detector_text``: tag-smuggled ASCII decoded, so the hidden instruction is read.
+        clean, invisible, original_length = text.detector_text, text.invisible_removed, text.original_length
     else:
         clean, invisible, original_length = text, 0, len(text)
     # The detector reads a further-folded view: look-alike letters inside Latin words
@@ -229,7 +230,7 @@ def featurize(value: str | bytes) -> tuple[CleanText, TextFeatures | None]:
     training (``engine.detector.train``). Features are ``None`` when nothing is left.
     """
     cleaned = clean_user_text(value)
-    if not cleaned.text:
+    if not cleaned.detector_text:
         return cleaned, None
     return cleaned, extract(cleaned, raw=raw_text(value))
 
@@ -323,7 +324,7 @@ def featurize_field(value: str | bytes) -> FieldViews:
     cleaned, whole = featurize(value)
     if whole is None:
         return FieldViews(cleaned, None, [])
-    short = len(cleaned.text) <= WHOLE_VIEW_CHARS
+    short = len(cleaned.detector_text) <= WHOLE_VIEW_CHARS
     if short and _LINE_BREAK.search(value if isinstance(value, str) else raw_text(value)) is None:
         return FieldViews(cleaned, whole, [whole])
     views = [whole] if short else []

@@ -23,7 +23,7 @@ import re
 OBFUSCATION_SIGNALS: tuple[str, ...] = (
     "homoglyph_words",   # Latin words with Cyrillic/Greek look-alikes mixed in (raw text)
     "compat_folded",     # characters NFKC would fold: full-width, math alphanumerics, circled
-    "invisible_chars",   # zero-width / bidi characters removed by cleaning
+    "invisible_chars",   # invisible characters removed by cleaning (zero-width, bidi, tags, Cf)
     "encoded_blob",      # base64 or hex runs long enough to hide an instruction
     "extreme_length",    # far longer than any memo (before truncation)
 )

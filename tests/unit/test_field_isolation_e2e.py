@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from engine.decide import Policy
 from engine.detect import InjectionDetector
+from engine.detector.corpus import benign_memos
 from engine.encode import FieldIsolatedEncoder
 from engine.features.memory import MemoryFeatureStore
 from engine.guard import Guard, event_inputs
@@ -150,6 +151,30 @@ def test_verdict_reaches_pass_only_through_trusted_fields(events, data):
         assert with_text.verdict is not Decision.PASS
     # with a forged memo the detector floor holds even when a trusted field changes
     assert SEVERITY[with_both.verdict] >= SEVERITY[Decision.REVIEW]
+
+
+_BENIGN = benign_memos(200, seed=5)
+benign_text = st.one_of(st.sampled_from(_BENIGN), st.text(max_size=120))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=benign_text)
+def test_unflagged_text_never_moves_a_verdict_to_pass(text):
+    """The property through the *model*, not the detector floor: text the detector does
+    not flag (benign memos, arbitrary unicode) reaches the model's text segment, and
+    inserting it must still never turn the trusted fields' review/reject into a pass —
+    the text-blind twin holds every verdict at least at what the trusted fields alone
+    say. The probe events straddle the review threshold, so without the twin this fails.
+
+    (Swapping one text for another is a different matter: text that *added* suspicion
+    can be taken away again, down to the trusted fields' verdict and never below it.)"""
+    events = _probe_events()
+    before = _pipeline().decide_batch(events)
+    after = _pipeline().decide_batch([dataclasses.replace(e, memo=text) for e in events])
+    for b, a in zip(before, after):
+        if a.detector_score is not None and a.detector_score >= _detector.threshold:
+            continue  # flagged: the floor's property, tested above
+        assert not (b.verdict is not Decision.PASS and a.verdict is Decision.PASS), (text, a.reasons)
 
 
 def test_property_is_not_vacuous():
