@@ -13,8 +13,8 @@ import typer
 from typer.testing import CliRunner
 
 from engine import cli
-from engine.simulate import DAY_MS, SimConfig, Simulator
-from engine.simulate_sinks import ParquetSink
+from engine.simulate import DAY_MS, SimConfig
+from tests.unit.sim_files import write_simulated_parquet
 
 MEASURED_EPOCHS = 14  # the handbook figures in docs/decision-model.md were measured with 14
 
@@ -28,12 +28,8 @@ def runner() -> CliRunner:
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory) -> Path:
     """Three simulated days as `tollgate simulate` writes them: events + outcomes Parquet."""
-    path = tmp_path_factory.mktemp("sim") / "events.parquet"
-    sink = ParquetSink(path)
-    for day in Simulator(SimConfig(customers=150, terminals=300, days=3, seed=3)).days():
-        sink.write(day)
-    sink.close()
-    return path
+    return write_simulated_parquet(tmp_path_factory.mktemp("sim") / "events.parquet",
+                                   SimConfig(customers=150, terminals=300, days=3, seed=3))
 
 
 def invoke(runner: CliRunner, args: list[str]) -> str:

@@ -74,15 +74,11 @@ def test_malformed_case_file_is_an_error(cli, tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def sim_data(tmp_path_factory) -> Path:
-    from engine.simulate import SimConfig, Simulator
-    from engine.simulate_sinks import ParquetSink
+    from engine.simulate import SimConfig
+    from tests.unit.sim_files import write_simulated_parquet
 
-    path = tmp_path_factory.mktemp("sim") / "week.parquet"
-    sink = ParquetSink(path)
-    for day in Simulator(SimConfig(customers=150, terminals=300, days=6, seed=5)).days():
-        sink.write(day)
-    sink.close()
-    return path
+    return write_simulated_parquet(tmp_path_factory.mktemp("sim") / "week.parquet",
+                                   SimConfig(customers=150, terminals=300, days=6, seed=5))
 
 
 def test_backtest_prints_hits_migration_and_fraud_caught(cli, sim_data: Path, tmp_path: Path) -> None:
@@ -135,6 +131,19 @@ def _policy_only_change(tmp_path: Path, *changes: tuple[str, str]) -> Path:
     return tmp_path / "proposed"
 
 
+def _backtest_reject_threshold_change(cli, frame, tmp_path: Path):
+    """`rules backtest` of the shipped rules on ``frame`` against a copy whose only change
+    is reject_threshold 0.5 -> 0.3 in policy.yaml: (CLI result, JSON report)."""
+    path = tmp_path / "data.parquet"
+    frame.to_parquet(path)
+    proposed = _policy_only_change(tmp_path, ("reject_threshold: 0.5", "reject_threshold: 0.3"))
+    out_json = tmp_path / "report.json"
+    result = invoke(cli, "rules", "backtest", str(REPO / "rules"), "--data", str(path),
+                    "--proposed", str(proposed), "--json", str(out_json))
+    assert result.exit_code == 0, result.output
+    return result, json.loads(out_json.read_text())
+
+
 def test_backtest_policy_change_moves_the_migration_matrix(cli, sim_data: Path, tmp_path: Path) -> None:
     """Each side decides from the probabilities with its own policy.yaml."""
     import pandas as pd
@@ -142,15 +151,8 @@ def test_backtest_policy_change_moves_the_migration_matrix(cli, sim_data: Path, 
     frame = pd.read_parquet(sim_data).head(300)
     # p(reject) 0.4: under 0.5 -> review (p(review)+p(reject) = 0.5); under 0.3 -> reject
     frame["p_pass"], frame["p_review"], frame["p_reject"] = 0.5, 0.1, 0.4
-    path = tmp_path / "scored.parquet"
-    frame.to_parquet(path)
-    proposed = _policy_only_change(tmp_path, ("reject_threshold: 0.5", "reject_threshold: 0.3"))
-    out_json = tmp_path / "report.json"
-    result = invoke(cli, "rules", "backtest", str(REPO / "rules"), "--data", str(path),
-                    "--proposed", str(proposed), "--json", str(out_json))
-    assert result.exit_code == 0, result.output
+    result, report = _backtest_reject_threshold_change(cli, frame, tmp_path)
     assert "changed: reject_threshold" in result.output
-    report = json.loads(out_json.read_text())
     assert report["policy"]["current"]["reject_threshold"] == 0.5
     assert report["policy"]["proposed"]["reject_threshold"] == 0.3
     assert report["hits"]["current"] == report["hits"]["proposed"]  # the rules did not change
@@ -165,17 +167,10 @@ def test_backtest_without_probabilities_says_policy_cannot_show(cli, sim_data: P
 
     frame = pd.read_parquet(sim_data).head(200)
     frame["proposed"] = "review"
-    path = tmp_path / "proposals.parquet"
-    frame.to_parquet(path)
-    proposed = _policy_only_change(tmp_path, ("reject_threshold: 0.5", "reject_threshold: 0.3"))
-    out_json = tmp_path / "report.json"
-    result = invoke(cli, "rules", "backtest", str(REPO / "rules"), "--data", str(path),
-                    "--proposed", str(proposed), "--json", str(out_json))
-    assert result.exit_code == 0, result.output
+    result, report = _backtest_reject_threshold_change(cli, frame, tmp_path)
     assert "the data file's `proposed` column, for both sets (no probabilities: policy.yaml changes do not show)" \
         in result.output
     assert "(not applied: no model probabilities)" in result.output
-    report = json.loads(out_json.read_text())
     assert report["verdicts"]["model"] == {"review": 200}  # the column is the proposal
     assert all(a == b for a, b in (k.split("->") for k in report["migration"]))
 
