@@ -157,10 +157,9 @@ class TollgateModel:
 
     def __repr__(self) -> str:
         p = self.policy
-        floor = p.detector_floor.value if p.detector_floor is not None else "none"
         return (f"<TollgateModel {self.model_version} · rules {self.rules_version} · context {self._context} · "
                 f"policy reject≥{p.reject_threshold:g} review≥{p.review_threshold:g} tie<{p.tie_margin:g} "
-                f"abstain<{p.abstain_threshold:g} detector→{floor} degraded→{p.degraded_mode}>")
+                f"abstain<{p.abstain_threshold:g} detector→{p.detector_floor.value} degraded→{p.degraded_mode}>")
 
 
 def _rows(events: Any) -> Iterable[Any]:

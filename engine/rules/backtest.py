@@ -164,10 +164,7 @@ def run_backtest(data: Path, current: RuleSet, proposed: RuleSet, *, model_dir: 
 
 
 def _policy_dict(policy: Policy) -> dict[str, Any]:
-    out = asdict(policy)
-    floor = out["detector_floor"]
-    out["detector_floor"] = floor.value if isinstance(floor, Decision) else "none"
-    return out
+    return {**asdict(policy), "detector_floor": policy.detector_floor.value}
 
 
 def _labels(frame: pd.DataFrame) -> list[int] | None:
