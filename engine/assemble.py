@@ -86,13 +86,22 @@ def make_store(settings: Settings, context: ContextSource | Any = "memory") -> A
     raise ValueError(f"context must be 'memory', 'redis' or a FeatureStore, got {context!r}")
 
 
-def load_model_components(model_dir: Path, encoder: Any | None = None) -> dict[str, Any]:
-    """The pieces a model directory determines (also the hot-swap loader)."""
+def load_model_components(model_dir: Path, encoder: Any | None = None, *, infer_process: bool = False,
+                          torch_threads: int = 1) -> dict[str, Any]:
+    """The pieces a model directory determines (also the hot-swap loader).
+    ``infer_process``: the forward pass runs in a child process (``engine.infer_process``;
+    the worker's ``settings.batch.infer_process``) with ``torch_threads`` threads."""
     from engine.encode import FieldIsolatedEncoder
     from engine.infer import Inference
 
     encoder = encoder or FieldIsolatedEncoder()
-    inference = Inference.from_dir(model_dir, expected_schema_hash=encoder.schema.schema_hash())
+    if infer_process:
+        from engine.infer_process import ProcessInference
+
+        inference: Any = ProcessInference(model_dir, expected_schema_hash=encoder.schema.schema_hash(),
+                                          torch_threads=torch_threads)
+    else:
+        inference = Inference.from_dir(model_dir, expected_schema_hash=encoder.schema.schema_hash())
     return {"encoder": encoder, "inference": inference, "model_version": inference.version}
 
 
@@ -105,13 +114,15 @@ def load_guard(settings: Settings, rules_dir: str | Path | None = None) -> Any:
 
 def build_pipeline(settings: Settings, *, model: str | Path | None = None, rules: str | Path | None = None,
                    context: ContextSource | Any = "memory", detector: Any | bool = True,
-                   guard: Any | None = None) -> DecisionPipeline:
+                   guard: Any | None = None, infer_process: bool = False) -> DecisionPipeline:
     """The pipeline every interface uses. ``detector=False`` turns text screening off
-    (tests only: a verdict without it is not the stream's verdict)."""
+    (tests only: a verdict without it is not the stream's verdict). ``infer_process``:
+    see ``load_model_components`` (same model, same outputs, another process)."""
     from engine.features.snapshot import ContextSnapshot
 
     model_dir = find_model_dir(settings, model)
-    parts = load_model_components(model_dir)
+    parts = load_model_components(model_dir, infer_process=infer_process,
+                                  torch_threads=settings.batch.torch_threads)
     guard = guard if guard is not None else load_guard(settings, rules)
     if detector is True:
         from engine.detect import InjectionDetector

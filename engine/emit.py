@@ -64,6 +64,13 @@ def producer_config(settings: Settings, worker_id: str) -> dict[str, Any]:
         "acks": "all",
         # commit_transaction() flushes anyway; lingering would only add latency.
         "linger.ms": 0,
+        # A transaction's AddOffsetsToTxn often reaches the coordinator while it is still
+        # writing the previous commit's markers, and is answered CONCURRENT_TRANSACTIONS
+        # (retriable) — in a steady stream, every few batches. librdkafka then waits
+        # retry.backoff.ms (100 ms by default) before asking again, and that wait was
+        # most of our p95/p99 (see KafkaSettings.producer_retry_backoff_ms).
+        "retry.backoff.ms": settings.kafka.producer_retry_backoff_ms,
+        "retry.backoff.max.ms": max(100, settings.kafka.producer_retry_backoff_ms),
         "compression.type": "none",
     })
 

@@ -42,6 +42,13 @@ class KafkaSettings(_Frozen):
     #: broker after this long, or at once when a worker with the same transactional id
     #: starts (fencing) — which is how restarts stay exactly-once.
     transaction_timeout_ms: int = 60_000
+    #: First retry backoff of the worker's transactional producer (librdkafka
+    #: ``retry.backoff.ms``; it doubles per retry up to 100 ms, so a broker that is away is
+    #: not hammered). librdkafka's default, 100 ms, is paid whenever a transaction's
+    #: AddOffsetsToTxn finds the coordinator still finishing the previous commit
+    #: (CONCURRENT_TRANSACTIONS), which back-to-back micro-batch transactions do every
+    #: few batches: ``python ops/bench/transactions.py`` measures both.
+    producer_retry_backoff_ms: int = Field(default=5, ge=1, le=1000)
 
 
 class TopicSettings(_Frozen):
@@ -80,6 +87,10 @@ class BatchSettings(_Frozen):
     #: spare, and the forward pass's many short ops then wait for the GIL behind the
     #: main thread's Python (ops/bench/engine.py measured more worker CPU per event).
     infer_thread: bool = False
+    #: Run the forward pass in a child process (``engine.infer_process``), so it uses a
+    #: core the loop's Python cannot (the GIL). Needs ``infer_thread`` (the thread that
+    #: waits for the child while the main thread goes on), which it turns on.
+    infer_process: bool = False
     #: PyTorch intra-op threads for the forward pass (0 = PyTorch's default, one per
     #: core). 1 by default: the worker shares its cores with the Kafka client's threads
     #: (and, on small hosts, the broker and Redis), and two spinning OpenMP threads lost

@@ -117,7 +117,8 @@ class Worker:
         self.batcher: MicroBatcher[RawRecord] = MicroBatcher(settings.batch.max_events,
                                                              settings.batch.max_wait_ms)
         self.close_when_idle = settings.batch.close_when_idle
-        self.infer_thread = settings.batch.infer_thread
+        # A model in a child process is waited for on the infer thread (engine.infer_process).
+        self.infer_thread = settings.batch.infer_thread or settings.batch.infer_process
         self.consumer = EventConsumer(settings, self, group_id=options.group_id)
         self.emitter = TransactionalEmitter(
             settings, options.worker_id,

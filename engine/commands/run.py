@@ -29,7 +29,8 @@ def build_worker_pipeline(settings: Settings, *, model: str | None = None) -> An
     from engine.assemble import build_pipeline
     from engine.features.redis_store import RedisFeatureStore
 
-    return build_pipeline(settings, model=model, context=RedisFeatureStore(settings=settings))
+    return build_pipeline(settings, model=model, context=RedisFeatureStore(settings=settings),
+                          infer_process=settings.batch.infer_process)
 
 
 def follow_rule_changes(settings: Settings, pipeline: Any) -> Any:
@@ -96,7 +97,9 @@ def register(app: typer.Typer) -> None:
         if hot_swap:
             encoder = pipe.components.encoder
             watcher = ModelWatcher(client, settings.redis.key_prefix, settings.paths.models_dir,
-                                   lambda path: load_model_components(path, encoder),
+                                   lambda path: load_model_components(
+                                       path, encoder, infer_process=settings.batch.infer_process,
+                                       torch_threads=settings.batch.torch_threads),
                                    current_version=pipe.model_version, encoder=encoder,
                                    empty_context=ContextSnapshot.empty,
                                    check_every_s=hot_swap_check_s,

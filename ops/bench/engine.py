@@ -3,7 +3,8 @@
     python ops/bench/engine.py                      # default B/W: fixed rates + saturation,
                                                     # with the model and with it removed
     python ops/bench/engine.py --sweep              # also try other (B, W) and say which wins
-    python ops/bench/engine.py --modes              # also: no close-when-idle; infer on its own thread
+    python ops/bench/engine.py --modes              # also: no close-when-idle; infer on its own thread;
+                                                    # the model in its own process; torch threads
     python ops/bench/engine.py --rates 500 1000 --duration 20 --saturation-events 20000
 
 What is measured, and how:
@@ -20,8 +21,9 @@ What is measured, and how:
   sums / counts per stage, per batch), before and after each run. Stages are wall
   time, and the worker overlaps batches (a transaction commits while the next batch is
   decided), so they do not add up to the time per batch.
-* **Worker CPU per event** (``cpu/ev``): user + system CPU of the worker process over
-  the run (``/proc``), divided by the events it decided. On a machine whose cores are
+* **Worker CPU per event** (``cpu/ev``): user + system CPU of the worker process (and
+  of its model process, in that mode) over the run (``/proc``), divided by the events
+  it decided. On a machine whose cores are
   shared with the broker, Redis, this load generator and anything else, events/s
   swing with the neighbours; CPU per event is what the worker itself costs.
 * **Fixed rates**: events are paced at R events/s for D seconds; the first second is
@@ -62,7 +64,8 @@ STAGES = ("decode", "enrich", "encode", "infer", "detect", "decide", "guard", "e
 #: ``--modes``: the default worker against one setting changed (settings.batch).
 MODES = {"fixed-W": {"TOLLGATE_BATCH__CLOSE_WHEN_IDLE": "false"},
          "infer-thread": {"TOLLGATE_BATCH__INFER_THREAD": "true"},
-         "torch-threads-per-core": {"TOLLGATE_BATCH__TORCH_THREADS": "0"}}
+         "torch-threads-per-core": {"TOLLGATE_BATCH__TORCH_THREADS": "0"},
+         "model-process": {"TOLLGATE_BATCH__INFER_PROCESS": "true"}}
 
 
 # -- the model-removed pipeline (loaded by the worker subprocess via --pipeline) ----------
@@ -259,9 +262,19 @@ def _produce_timed(bootstrap, topic, events, codec, rate):
 
 
 def _cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process so far (Linux ``/proc/<pid>/stat``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU seconds so far of a process and its live children (the worker's
+    model process with ``settings.batch.infer_process``), from Linux ``/proc``."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # exited meanwhile
+        if int(entry.name) == pid or int(fields[1]) == pid:
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def _scrape(port: int) -> dict[tuple[str, str], float]:
@@ -352,8 +365,9 @@ def main() -> None:
     ap.add_argument("--sweep", action="store_true", help="also compare other (B, W) at 1000 ev/s and saturation")
     ap.add_argument("--modes", action="store_true",
                     help="also compare the worker's modes at 1000 ev/s and saturation: batches closed only "
-                         "at B or W (no close-when-idle), the forward pass on its own thread, and "
-                         "PyTorch's default threads (one per core) instead of one")
+                         "at B or W (no close-when-idle), the forward pass on its own thread, "
+                         "PyTorch's default threads (one per core) instead of one, and the model in "
+                         "a process of its own")
     ap.add_argument("--no-model-baseline", dest="baseline", action="store_false")
     ap.add_argument("--timeout", type=float, default=180.0)
     ap.add_argument("--workdir", default=str(REPO / ".tollgate" / "bench"))

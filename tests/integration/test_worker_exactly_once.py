@@ -11,12 +11,13 @@ import threading
 import time
 import urllib.request
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from engine.codec import Codec
 from tests.integration.worker_support import (
-    WorkerProcess, make_events, produce_events, read_committed, read_verdicts, wenv,  # noqa: F401 (fixture)
+    WorkerProcess, make_events, model_processes, produce_events, read_committed, read_verdicts, wenv,  # noqa: F401,E501
 )
 
 pytestmark = pytest.mark.integration
@@ -58,6 +59,42 @@ def test_sigkill_mid_stream_then_restart_gives_exactly_one_verdict_per_event(wen
     assert set(counts) == {e.event_id for e in events}
     assert any(v.decided_at_ms > killed_at_ms for v in verdicts)  # the restarted worker did real work
     assert read_committed(wenv.bootstrap, wenv.dead_letters, 0, timeout=3, settle_s=1) == []
+
+
+def test_with_the_model_in_its_own_process_sigkill_leaves_no_orphan_and_loses_nothing(wenv, tmp_path):
+    """``settings.batch.infer_process``: the forward pass runs in a child process. A
+    SIGKILLed worker's child must exit by itself (it reads end-of-file), and the restarted
+    worker still leaves exactly one verdict per event."""
+    codec = Codec()
+    events = make_events(wenv.unique, 3_000)
+    mode = {"TOLLGATE_BATCH__INFER_PROCESS": "true"}
+    worker = WorkerProcess(wenv, "w1", tmp_path, **mode)
+    try:
+        worker.wait_for("worker ready")
+        (child,) = model_processes(worker.proc.pid)
+        producer = threading.Thread(target=produce_events,
+                                    args=(wenv.bootstrap, wenv.events, events, codec), kwargs={"rate_per_s": 800})
+        producer.start()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if len(read_committed(wenv.bootstrap, wenv.verdicts, 1, timeout=2, settle_s=0)) >= 800:
+                break
+        worker.kill()
+        gone_by = time.monotonic() + 15
+        while Path(f"/proc/{child}").exists() and time.monotonic() < gone_by:
+            time.sleep(0.1)
+        status = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0] \
+            if Path(f"/proc/{child}").exists() else "gone"
+        assert status in ("gone", "Z"), f"model process {child} outlived its SIGKILLed worker ({status})"
+        worker = WorkerProcess(wenv, "w1", tmp_path, **mode)
+        worker.wait_for("worker ready")
+        producer.join()
+        verdicts = read_verdicts(wenv.bootstrap, wenv.verdicts, len(events), codec, timeout=90)
+    finally:
+        worker.terminate()
+    counts = _count(verdicts)
+    assert set(counts) == {e.event_id for e in events} and sum(counts.values()) == len(events)
+    assert {v.model_version for v in verdicts} == {"v1"}
 
 
 def test_sigterm_drains_commits_and_leaves_the_group(wenv, tmp_path):

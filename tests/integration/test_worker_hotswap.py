@@ -14,7 +14,7 @@ import pytest
 
 from engine.codec import Codec
 from tests.integration.worker_support import (
-    WorkerProcess, make_events, produce_events, read_verdicts, save_fresh_model, wenv,  # noqa: F401 (fixture)
+    WorkerProcess, make_events, model_processes, produce_events, read_verdicts, save_fresh_model, wenv,  # noqa: F401,E501
 )
 
 pytestmark = pytest.mark.integration
@@ -26,7 +26,17 @@ def _point(redis_client, wenv, version: str) -> None:
                          json.dumps({"version": version, "action": "promote"}))
 
 
-def test_hot_swap_mid_stream_with_no_gap_and_broken_models_refused(wenv, redis_client, tmp_path):
+def _settles(check, timeout_s: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize("infer_process", [False, True], ids=["in-process", "model-process"])
+def test_hot_swap_mid_stream_with_no_gap_and_broken_models_refused(wenv, redis_client, tmp_path, infer_process):
     codec = Codec()
     events = make_events(wenv.unique, 4_000)
     broken = save_fresh_model(wenv.models_dir, "v-broken", seed=3)
@@ -34,9 +44,12 @@ def test_hot_swap_mid_stream_with_no_gap_and_broken_models_refused(wenv, redis_c
     save_fresh_model(wenv.models_dir, "v2", seed=7)
     # The periodic check is slowed to a minute, so a swap within seconds proves pub/sub works
     # (the periodic path is unit-tested in tests/unit/test_worker_stages.py).
-    worker = WorkerProcess(wenv, "w1", tmp_path, TOLLGATE_HOTSWAP_CHECK_S="60")
+    mode = {"TOLLGATE_BATCH__INFER_PROCESS": "true"} if infer_process else {}
+    worker = WorkerProcess(wenv, "w1", tmp_path, TOLLGATE_HOTSWAP_CHECK_S="60", **mode)
     try:
         worker.wait_for("worker ready")
+        if infer_process:
+            assert len(model_processes(worker.proc.pid)) == 1
         producer = threading.Thread(target=produce_events, args=(wenv.bootstrap, wenv.events, events, codec),
                                     kwargs={"rate_per_s": 400})
         producer.start()
@@ -49,6 +62,8 @@ def test_hot_swap_mid_stream_with_no_gap_and_broken_models_refused(wenv, redis_c
         assert swapped["version"] == "v2" and swapped["previous"] == "v1"
         producer.join()
         verdicts = read_verdicts(wenv.bootstrap, wenv.verdicts, len(events), codec, timeout=90)
+        if infer_process:  # v1's model process stopped once v2 replaced it; the refused one never lingered
+            assert _settles(lambda: len(model_processes(worker.proc.pid)) == 1)
     finally:
         worker.terminate()
 

@@ -87,6 +87,22 @@ def save_fresh_model(models_dir: Path, version: str, seed: int = 0) -> Path:
     return save_model_dir(model, card, models_dir / version)
 
 
+def model_processes(parent_pid: int) -> list[int]:
+    """Pids of the ``engine.infer_process`` children of ``parent_pid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == parent_pid and b"engine.infer_process" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
 class WorkerProcess:
     """``tollgate run`` in a subprocess, its JSON log lines in a file."""
 

@@ -1,0 +1,219 @@
+"""The infer stage in a child process: ``ProcessInference`` is called exactly like
+``engine.infer.Inference`` and returns the same ``ModelOutputs``, but the forward pass
+runs in a process of its own.
+
+Why: the worker's Python stages (poll, decode, enrich, encode, detect, decide, guard,
+emit) hold the GIL, so in one process the forward pass and those stages take turns on
+one core even when the host has another one idle (at saturation on the 2-core test
+machine: worker 91 % of a core, broker 23 %, Redis 8 %, 70 % of the machine idle). A
+thread does not fix it: the forward pass is ~200 short PyTorch ops, and between ops it
+must win the GIL back from the main thread (``settings.batch.infer_thread`` alone
+measured worse). A child process has its own interpreter: with ``infer_thread`` the
+worker's infer thread sends batch N to the child and waits (without the GIL) while the
+main thread prepares batch N+1 and finishes N-1. ``settings.batch.infer_process``
+turns it on; ``python ops/bench/engine.py --modes`` measures it against one process.
+
+Protocol (the child is ``python -m engine.infer_process MODEL_DIR ...``, talking over its
+stdin/stdout): length-prefixed pickled frames. The child loads the model with
+``Inference.from_dir`` — the same loading, schema check and serving layers as in
+process — and answers ``("ready", version)`` or ``("error", class, message)``; then one
+``("ok", outputs)`` or ``("error", ...)`` per batch. Tensors travel as NumPy arrays
+(pickle protocol 5, about 1/2 MB per 128-event batch).
+
+Failure handling:
+
+* the forward pass raised in the child (a bad batch): ``RuntimeError`` here, as the
+  in-process stage would raise — the worker then decides the batch event by event;
+* the child died (OOM killer, a crash): ``InferenceProcessLost``, a ``ConnectionError``,
+  which the worker treats as transient (the batch is redone after a backoff, never
+  dead-lettered); the next call starts a new child;
+* the parent died (SIGKILL included): the child reads end-of-file on stdin and exits,
+  so no orphan keeps a model in memory;
+* the object is garbage-collected (a hot swap replaced it, or a loaded model was
+  refused): the child is told to stop.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import threading
+import weakref
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from engine.model.inputs import TENSOR_FIELDS, ModelInputs, as_inputs
+
+log = logging.getLogger("tollgate.infer_process")
+
+_HEADER = struct.Struct("!Q")
+#: How long the child may take to import PyTorch and load the model.
+START_TIMEOUT_S = 120.0
+
+
+class InferenceProcessLost(ConnectionError):
+    """The model process died; the batch must be redone (a new process is started)."""
+
+
+class ProcessInference:
+    """Callable infer stage (``EncodedBatch`` -> ``ModelOutputs``) backed by a child process."""
+
+    def __init__(self, model_dir: str | Path, *, expected_schema_hash: str | None = None,
+                 torch_threads: int = 1, **inference_kwargs: Any):
+        self.model_dir = Path(model_dir)
+        self._args = {"model_dir": str(self.model_dir), "expected_schema_hash": expected_schema_hash,
+                      "torch_threads": torch_threads, "inference": inference_kwargs}
+        self._lock = threading.Lock()  # one batch in the pipe at a time
+        self._child: subprocess.Popen | None = None
+        self._finalizer: weakref.finalize | None = None
+        self.version = self._start()
+
+    # -- the stage -------------------------------------------------------------------------
+
+    def __call__(self, batch: Any) -> Any:
+        inputs = as_inputs(batch)
+        arrays = {name: getattr(inputs, name).numpy() for name in TENSOR_FIELDS}
+        with self._lock:
+            if self._child is None:
+                self._start()
+            child = self._child
+            try:
+                _write(child.stdin, arrays)
+                reply = _read(child.stdout)
+            except (OSError, EOFError, pickle.UnpicklingError) as exc:
+                code = child.poll()
+                self._stop_child()
+                raise InferenceProcessLost(f"model process {child.pid} lost (exit code {code}): {exc!r}") from exc
+        if reply[0] == "error":
+            raise RuntimeError(f"model process: {reply[1]}: {reply[2]}")
+        return _outputs(reply[1])
+
+    def close(self) -> None:
+        """Stop the child (it also stops by itself when this process exits)."""
+        with self._lock:
+            self._stop_child()
+
+    # -- the child's lifecycle -------------------------------------------------------------
+
+    def _start(self) -> str:
+        child = subprocess.Popen([sys.executable, "-m", "engine.infer_process"], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, env=os.environ.copy())
+        try:
+            _write(child.stdin, self._args)
+            reply = _read_with_timeout(child, START_TIMEOUT_S)
+        except BaseException:
+            child.kill()
+            child.wait()
+            raise
+        if reply[0] != "ready":
+            child.wait()
+            raise RuntimeError(f"model process could not load {self.model_dir}: {reply[1]}: {reply[2]}")
+        self._child = child
+        self._finalizer = weakref.finalize(self, _stop, child)
+        log.info("model process started", extra={"pid": child.pid, "model_version": reply[1]})
+        return reply[1]
+
+    def _stop_child(self) -> None:
+        if self._finalizer is not None:
+            self._finalizer()  # runs _stop once
+        self._child, self._finalizer = None, None
+
+
+def _stop(child: subprocess.Popen) -> None:
+    """Close the child's stdin (it exits on end-of-file); kill it if it lingers."""
+    try:
+        child.stdin.close()
+    except OSError:
+        pass
+    try:
+        child.wait(5)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+    child.stdout.close()
+
+
+def _outputs(fields: dict[str, Any]) -> Any:
+    import torch
+
+    from engine.infer import ModelOutputs
+
+    return ModelOutputs(torch.from_numpy(fields["probs"]), torch.from_numpy(fields["risk"]),
+                        torch.from_numpy(fields["exit_layer"]), fields["model_version"],
+                        {k: torch.from_numpy(v) for k, v in fields["extra"].items()})
+
+
+# -- framing -------------------------------------------------------------------------------
+
+def _write(stream: BinaryIO, obj: Any) -> None:
+    data = pickle.dumps(obj, protocol=5)
+    stream.write(_HEADER.pack(len(data)))
+    stream.write(data)
+    stream.flush()
+
+
+def _read(stream: BinaryIO) -> Any:
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        raise EOFError("model process closed its output")
+    (size,) = _HEADER.unpack(header)
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError("model process closed its output mid-frame")
+    return pickle.loads(data)
+
+
+def _read_with_timeout(child: subprocess.Popen, timeout_s: float) -> Any:
+    """The child's first reply, or an error if it has none within ``timeout_s``."""
+    result: list[Any] = []
+    reader = threading.Thread(target=lambda: result.append(_read(child.stdout)), daemon=True)
+    reader.start()
+    reader.join(timeout_s)
+    if not result:
+        raise RuntimeError(f"model process gave no answer in {timeout_s:g} s (exit code {child.poll()})")
+    return result[0]
+
+
+# -- the child -----------------------------------------------------------------------------
+
+def _serve(inp: BinaryIO, out: BinaryIO) -> None:
+    """Load the model, then answer batches until end-of-file on ``inp``."""
+    args = _read(inp)
+    try:
+        import torch
+
+        from engine.infer import Inference
+
+        if args["torch_threads"]:
+            torch.set_num_threads(args["torch_threads"])
+        inference = Inference.from_dir(args["model_dir"], args["expected_schema_hash"], **args["inference"])
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which refuses the model
+        _write(out, ("error", type(exc).__name__, str(exc)))
+        return
+    _write(out, ("ready", inference.version))
+    while True:
+        try:
+            arrays = _read(inp)
+        except EOFError:
+            return  # the parent closed the pipe or died
+        try:
+            batch = ModelInputs(**{k: torch.from_numpy(v) for k, v in arrays.items()})
+            o = inference(batch)
+            reply: tuple = ("ok", {"probs": o.probs.numpy(), "risk": o.risk.numpy(),
+                                   "exit_layer": o.exit_layer.numpy(), "model_version": o.model_version,
+                                   "extra": {k: v.numpy() for k, v in o.extra.items()}})
+        except Exception as exc:  # noqa: BLE001 - the parent raises it for this batch
+            reply = ("error", type(exc).__name__, str(exc))
+        _write(out, reply)
+
+
+if __name__ == "__main__":
+    # Our stdout is the reply pipe: anything printed would corrupt a frame, so the
+    # protocol gets the real stdout and print() goes to stderr.
+    protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    _serve(sys.stdin.buffer, protocol_out)

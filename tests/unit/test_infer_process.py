@@ -1,0 +1,103 @@
+"""``ProcessInference``: the same outputs as ``Inference`` from a child process, and the
+failure modes the worker relies on (engine/infer_process.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import time
+
+import pytest
+import torch
+
+from engine.encode import FieldIsolatedEncoder
+from engine.infer import Inference
+from engine.infer_process import InferenceProcessLost, ProcessInference
+from engine.model import InputSpec, fresh_model, random_inputs, save_model_dir
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    spec = InputSpec.from_schema(FieldIsolatedEncoder().schema)
+    model, card = fresh_model(spec, version="pv1", seed=4)
+    return save_model_dir(model, card, tmp_path_factory.mktemp("models") / "pv1"), spec
+
+
+@pytest.fixture(scope="module")
+def served(model_dir):
+    path, _ = model_dir
+    inference = ProcessInference(path)
+    yield inference
+    inference.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _wait_gone(pid: int, timeout_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_outputs_equal_the_in_process_stage(model_dir, served):
+    path, spec = model_dir
+    local = Inference.from_dir(path)
+    for rows in (1, 7, 150):  # 150 > CPU_CHUNK_ROWS: the chunked path in the child too
+        batch = random_inputs(spec, rows, seed=rows)
+        ours, theirs = served(batch), local(batch)
+        assert torch.equal(ours.probs, theirs.probs) and torch.equal(ours.risk, theirs.risk)
+        assert torch.equal(ours.exit_layer, theirs.exit_layer)
+        assert ours.model_version == theirs.model_version == served.version == "pv1"
+
+
+def test_a_dead_child_is_a_transient_error_and_the_next_call_starts_a_new_one(model_dir, served):
+    path, spec = model_dir
+    batch = random_inputs(spec, 4)
+    first = served._child.pid
+    os.kill(first, signal.SIGKILL)
+    assert _wait_gone(first)
+    with pytest.raises(InferenceProcessLost) as lost:
+        served(batch)
+    assert isinstance(lost.value, ConnectionError)  # the worker redoes the batch, never dead-letters it
+    assert len(served(batch)) == 4
+    assert served._child.pid != first
+
+
+def test_a_failing_batch_raises_and_the_child_keeps_serving(model_dir, served):
+    path, spec = model_dir
+    good = random_inputs(spec, 3)
+    bad = dataclasses.replace(good, control_numeric=torch.zeros(3, spec.n_numeric + 5))  # wrong width
+    with pytest.raises(RuntimeError, match="model process: RuntimeError"):
+        served(bad)
+    pid = served._child.pid
+    assert len(served(random_inputs(spec, 3))) == 3 and served._child.pid == pid
+
+
+def test_a_model_that_cannot_load_is_refused_at_construction(model_dir, tmp_path):
+    path, _ = model_dir
+    with pytest.raises(RuntimeError, match="could not load"):
+        ProcessInference(tmp_path / "no-such-model")
+    with pytest.raises(RuntimeError, match="could not load"):
+        ProcessInference(path, expected_schema_hash="not-this-schema")
+
+
+def test_close_and_garbage_collection_stop_the_child(model_dir):
+    path, _ = model_dir
+    closed = ProcessInference(path)
+    pid = closed._child.pid
+    closed.close()
+    assert _wait_gone(pid)
+    dropped = ProcessInference(path)  # e.g. a model a hot swap replaced
+    pid = dropped._child.pid
+    del dropped
+    assert _wait_gone(pid)
