@@ -45,20 +45,18 @@ try:
 except ModuleNotFoundError:  # imported as ops.bench.engine: the worker loads its pipeline factories from here
     from ops.bench import _common
 REPO = _common.REPO
+percentile = _common.percentile
 
 import argparse
 import json
 import os
-import threading
-import time
-import urllib.request
 import uuid
 from dataclasses import dataclass, field
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from engine.codec import Codec  # noqa: E402
+from ops.bench.engine_io import VerdictReader, cpu_seconds, produce_timed, scrape  # noqa: E402
 
 STAGES = ("decode", "enrich", "encode", "infer", "detect", "decide", "guard", "emit")
 #: ``--modes``: the default worker against one setting changed (settings.batch).
@@ -119,10 +117,7 @@ class RunResult:
     cpu_us_per_event: float = float("nan")
 
     def pct(self, q: float) -> float:
-        if not self.latencies_ms:
-            return float("nan")
-        xs = sorted(self.latencies_ms)
-        return xs[min(len(xs) - 1, int(q / 100.0 * len(xs)))]
+        return percentile(self.latencies_ms, q) if self.latencies_ms else float("nan")
 
 
 class Bench:
@@ -158,18 +153,18 @@ class Bench:
             produce_events(self.bootstrap, topics["events"], events, self.codec)
         worker = WorkerProcess(wenv, label.replace(" ", "_"), self.workdir, "--model",
                                str(self.models_dir / "bench-v1"), "--no-hot-swap", "--pipeline", pipeline)
-        reader = _VerdictReader(self.bootstrap, topics["verdicts"], n)
+        reader = VerdictReader(self.bootstrap, topics["verdicts"], n)
         try:
             worker.wait_for("worker ready", timeout=180)
             port = worker.health_port
-            before = _scrape(port)
-            before[("cpu_seconds", "")] = _cpu_seconds(worker.proc.pid)
+            before = scrape(port)
+            before[("cpu_seconds", "")] = cpu_seconds(worker.proc.pid)
             reader.start()
             if rate is not None:
-                _produce_timed(self.bootstrap, topics["events"], events, self.codec, rate)
+                produce_timed(self.bootstrap, topics["events"], events, self.codec, rate)
             reader.join(timeout=self.args.timeout)
-            after = _scrape(port)
-            after[("cpu_seconds", "")] = _cpu_seconds(worker.proc.pid)
+            after = scrape(port)
+            after[("cpu_seconds", "")] = cpu_seconds(worker.proc.pid)
         finally:
             worker.terminate()
             reader.stop()
@@ -207,90 +202,6 @@ class Bench:
                          mean("tollgate_e2e_from_event_time_ms") if rate is not None else float("nan"),
                          mean("tollgate_e2e_from_arrival_ms"),
                          cpu_s * 1e6 / events if events else float("nan"))
-
-
-class _VerdictReader(threading.Thread):
-    """read_committed consumer: (receive time, produce time) per verdict, in ms."""
-
-    def __init__(self, bootstrap: str, topic: str, expected: int):
-        super().__init__(daemon=True)
-        self.codec = Codec()
-        self.expected = expected
-        self.received: list[tuple[float, float]] = []
-        self._halt = threading.Event()
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
-                                  "isolation.level": "read_committed", "enable.auto.commit": False,
-                                  "fetch.wait.max.ms": 5})
-        parts = self.consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        self.consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
-
-    def run(self) -> None:
-        # poll() returns as soon as one record is there (consume(n, t) would wait for n or t,
-        # adding up to t to every measured latency); then drain what is already fetched.
-        while not self._halt.is_set() and len(self.received) < self.expected:
-            first = self.consumer.poll(0.05)
-            if first is None:
-                continue
-            now = time.time() * 1000.0
-            for m in [first, *self.consumer.consume(1000, 0)]:
-                if m.error() is None:
-                    self.received.append((now, float(self.codec.decode_verdict(m.value()).event_time_ms)))
-
-    def stop(self) -> None:
-        self._halt.set()
-        if self.is_alive():
-            self.join(5)
-        self.consumer.close()
-
-
-def _produce_timed(bootstrap, topic, events, codec, rate):
-    """Paced produce; each event's time is stamped at the moment it is sent."""
-    import dataclasses
-
-    from confluent_kafka import Producer
-
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "enable.idempotence": True})
-    t0 = time.monotonic()
-    for i, e in enumerate(events):
-        ahead = t0 + i / rate - time.monotonic()
-        if ahead > 0:
-            time.sleep(ahead)
-        e = dataclasses.replace(e, event_time_ms=int(time.time() * 1000))
-        p.produce(topic, value=codec.encode_event(e), key=e.customer_id.encode())
-        p.poll(0)
-    p.flush(60)
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds so far of a process and its live children (the worker's
-    model process with ``settings.batch.infer_process``), from Linux ``/proc``."""
-    total = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # exited meanwhile
-        if int(entry.name) == pid or int(fields[1]) == pid:
-            total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
-
-
-def _scrape(port: int) -> dict[tuple[str, str], float]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-        text = r.read().decode()
-    out: dict[tuple[str, str], float] = {}
-    for line in text.splitlines():
-        if line.startswith("#") or " " not in line:
-            continue
-        name_labels, value = line.rsplit(" ", 1)
-        name, _, labels = name_labels.partition("{")
-        stage = ""
-        if 'stage="' in labels:
-            stage = labels.split('stage="', 1)[1].split('"', 1)[0]
-        out[(name, stage)] = float(value)
-    return out
 
 
 LEGEND = ("p50/p95/p99: produce -> verdict read by a read_committed consumer (ms); p2c / a2c: the worker's "

@@ -1,0 +1,101 @@
+"""The benchmark's own I/O with the broker and the worker process (``ops/bench/engine.py``):
+a read_committed verdict reader, a paced producer, the worker's CPU from ``/proc`` and
+its ``/metrics`` scraped into numbers. Imported as ``ops.bench.engine_io`` (the
+repository root is on ``sys.path`` once ``_common`` has run)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+from engine.codec import Codec
+
+
+class VerdictReader(threading.Thread):
+    """read_committed consumer: (receive time, produce time) per verdict, in ms."""
+
+    def __init__(self, bootstrap: str, topic: str, expected: int):
+        super().__init__(daemon=True)
+        self.codec = Codec()
+        self.expected = expected
+        self.received: list[tuple[float, float]] = []
+        self._halt = threading.Event()
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
+                                  "isolation.level": "read_committed", "enable.auto.commit": False,
+                                  "fetch.wait.max.ms": 5})
+        parts = self.consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        self.consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+
+    def run(self) -> None:
+        # poll() returns as soon as one record is there (consume(n, t) would wait for n or t,
+        # adding up to t to every measured latency); then drain what is already fetched.
+        while not self._halt.is_set() and len(self.received) < self.expected:
+            first = self.consumer.poll(0.05)
+            if first is None:
+                continue
+            now = time.time() * 1000.0
+            for m in [first, *self.consumer.consume(1000, 0)]:
+                if m.error() is None:
+                    self.received.append((now, float(self.codec.decode_verdict(m.value()).event_time_ms)))
+
+    def stop(self) -> None:
+        self._halt.set()
+        if self.is_alive():
+            self.join(5)
+        self.consumer.close()
+
+
+def produce_timed(bootstrap, topic, events, codec, rate):
+    """Paced produce; each event's time is stamped at the moment it is sent."""
+    import dataclasses
+
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "enable.idempotence": True})
+    t0 = time.monotonic()
+    for i, e in enumerate(events):
+        ahead = t0 + i / rate - time.monotonic()
+        if ahead > 0:
+            time.sleep(ahead)
+        e = dataclasses.replace(e, event_time_ms=int(time.time() * 1000))
+        p.produce(topic, value=codec.encode_event(e), key=e.customer_id.encode())
+        p.poll(0)
+    p.flush(60)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds so far of a process and its live children (the worker's
+    model process with ``settings.batch.infer_process``), from Linux ``/proc``."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # exited meanwhile
+        if int(entry.name) == pid or int(fields[1]) == pid:
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def scrape(port: int) -> dict[tuple[str, str], float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    out: dict[tuple[str, str], float] = {}
+    for line in text.splitlines():
+        if line.startswith("#") or " " not in line:
+            continue
+        name_labels, value = line.rsplit(" ", 1)
+        name, _, labels = name_labels.partition("{")
+        stage = ""
+        if 'stage="' in labels:
+            stage = labels.split('stage="', 1)[1].split('"', 1)[0]
+        out[(name, stage)] = float(value)
+    return out
