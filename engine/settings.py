@@ -81,16 +81,20 @@ class BatchSettings(_Frozen):
     #: stream then waits for no company, and under load batches still fill while the
     #: previous ones are decided (the worker overlaps them; see engine/worker.py).
     close_when_idle: bool = True
-    #: Score each batch on a thread of its own (PyTorch releases the GIL inside each op)
-    #: while the main thread prepares the next batch and finishes the previous one. Off
-    #: by default: on 2 cores shared with the broker and Redis there is rarely a core to
-    #: spare, and the forward pass's many short ops then wait for the GIL behind the
-    #: main thread's Python (ops/bench/engine.py measured more worker CPU per event).
+    #: Score each batch on a thread of its own while the main thread prepares the next
+    #: batch and finishes the previous one. ``infer_process`` turns it on (the thread
+    #: waits for the model process). With the model in the worker's own process it is
+    #: off by default: the forward pass's many short ops then wait for the GIL behind
+    #: the main thread's Python (ops/bench/engine.py measured more worker CPU per event).
     infer_thread: bool = False
     #: Run the forward pass in a child process (``engine.infer_process``), so it uses a
-    #: core the loop's Python cannot (the GIL). Needs ``infer_thread`` (the thread that
-    #: waits for the child while the main thread goes on), which it turns on.
-    infer_process: bool = False
+    #: core the loop's Python cannot (the GIL); it turns ``infer_thread`` on (that thread
+    #: waits for the child while the main thread prepares the next batch). On by
+    #: default: in interleaved pairs on the 2-core machine (ops/bench/engine.py) it led
+    #: at saturation in 6 of 6 (1,981 / 1,755 / 1,697 vs 1,524 / 1,503 / 1,434 events/s)
+    #: and kept up with 1,000 events/s in 3 of 3 where one process fell behind in 2.
+    #: Costs a second process per worker (PyTorch and the model, ~0.3 GB, ~2 s to start).
+    infer_process: bool = True
     #: PyTorch intra-op threads for the forward pass (0 = PyTorch's default, one per
     #: core). 1 by default: the worker shares its cores with the Kafka client's threads
     #: (and, on small hosts, the broker and Redis), and two spinning OpenMP threads lost

@@ -33,9 +33,10 @@ transaction (4–7) runs on a commit thread — it mostly waits for the broker �
 main thread already collects, decodes and decides the next batch. A batch that closes
 on a quiet stream commits in line: there is nothing to overlap, and handing it to a
 thread would only add that thread's wait for the GIL (measured: a worse p95 at 250
-and 500 events/s). With ``settings.batch.infer_thread`` the forward pass gets a thread
-of its own too (PyTorch releases the GIL inside each op), and up to three batches are
-in flight: N committing, N+1 being scored, N+2 being prepared. Transactions still
+and 500 events/s). The forward pass runs in a model process by default
+(``settings.batch.infer_process``, ``engine.infer_process``), waited for on an infer
+thread; then up to three batches are in flight: N committing, N+1 being scored in the
+model process, N+2 being prepared. Transactions still
 commit strictly in batch order, one at a time: batch N+1's transaction begins only
 after N's committed. Preparing (enrich) runs in batch order, so context is recorded in
 arrival order.

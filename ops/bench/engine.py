@@ -3,8 +3,8 @@
     python ops/bench/engine.py                      # default B/W: fixed rates + saturation,
                                                     # with the model and with it removed
     python ops/bench/engine.py --sweep              # also try other (B, W) and say which wins
-    python ops/bench/engine.py --modes              # also: no close-when-idle; infer on its own thread;
-                                                    # the model in its own process; torch threads
+    python ops/bench/engine.py --modes              # also: no close-when-idle; the model in the
+                                                    # worker's process; torch threads per core
     python ops/bench/engine.py --rates 500 1000 --duration 20 --saturation-events 20000
 
 What is measured, and how:
@@ -61,9 +61,9 @@ from ops.bench.engine_io import VerdictReader, cpu_seconds, produce_timed, scrap
 STAGES = ("decode", "enrich", "encode", "infer", "detect", "decide", "guard", "emit")
 #: ``--modes``: the default worker against one setting changed (settings.batch).
 MODES = {"fixed-W": {"TOLLGATE_BATCH__CLOSE_WHEN_IDLE": "false"},
-         "infer-thread": {"TOLLGATE_BATCH__INFER_THREAD": "true"},
-         "torch-threads-per-core": {"TOLLGATE_BATCH__TORCH_THREADS": "0"},
-         "model-process": {"TOLLGATE_BATCH__INFER_PROCESS": "true"}}
+         "one-process": {"TOLLGATE_BATCH__INFER_PROCESS": "false"},
+         "one-process-infer-thread": {"TOLLGATE_BATCH__INFER_PROCESS": "false", "TOLLGATE_BATCH__INFER_THREAD": "true"},
+         "torch-threads-per-core": {"TOLLGATE_BATCH__TORCH_THREADS": "0"}}
 
 
 # -- the model-removed pipeline (loaded by the worker subprocess via --pipeline) ----------
@@ -276,9 +276,9 @@ def main() -> None:
     ap.add_argument("--sweep", action="store_true", help="also compare other (B, W) at 1000 ev/s and saturation")
     ap.add_argument("--modes", action="store_true",
                     help="also compare the worker's modes at 1000 ev/s and saturation: batches closed only "
-                         "at B or W (no close-when-idle), the forward pass on its own thread, "
-                         "PyTorch's default threads (one per core) instead of one, and the model in "
-                         "a process of its own")
+                         "at B or W (no close-when-idle); the model in the worker's own process (on the "
+                         "main thread, or on a thread of its own) instead of a model process; PyTorch's "
+                         "default threads (one per core) instead of one")
     ap.add_argument("--no-model-baseline", dest="baseline", action="store_false")
     ap.add_argument("--timeout", type=float, default=180.0)
     ap.add_argument("--workdir", default=str(REPO / ".tollgate" / "bench"))

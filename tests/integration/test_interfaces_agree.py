@@ -25,7 +25,7 @@ from engine.codec import Codec
 from engine.records import TransactionEvent, Verdict
 from tests.integration.test_serve import LiveServer, free_port, make_model_dir
 from tests.integration.worker_support import (
-    TOLLGATE, WorkerEnv, WorkerProcess, produce_events, read_verdicts,
+    TOLLGATE, WorkerEnv, WorkerProcess, delete_prefix, produce_events, read_verdicts,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -143,5 +143,4 @@ def test_api_http_cli_agree_with_the_stream(stack, unique, kafka_topics, redis_c
         assert [v.event_id for v in http] == [e.event_id for e in events]
         assert_agree("HTTP", expected, http)
     finally:
-        for k in redis_client.scan_iter(f"{wenv.key_prefix}:*"):
-            redis_client.delete(k)
+        delete_prefix(redis_client, wenv.key_prefix)

@@ -5,6 +5,7 @@ refused and the old one keeps serving."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
@@ -38,33 +39,42 @@ def _settles(check, timeout_s: float = 15.0) -> bool:
 @pytest.mark.parametrize("infer_process", [False, True], ids=["in-process", "model-process"])
 def test_hot_swap_mid_stream_with_no_gap_and_broken_models_refused(wenv, redis_client, tmp_path, infer_process):
     codec = Codec()
-    events = make_events(wenv.unique, 4_000)
+    # The stream flows until a few seconds after the swap, however long loading takes
+    # (with a model process, loading includes starting one): at most 30 s at 400/s.
+    stream = make_events(wenv.unique, 12_000)
+    stop = threading.Event()
+    produced: list[int] = []
     broken = save_fresh_model(wenv.models_dir, "v-broken", seed=3)
     (broken / "model.safetensors").write_bytes(b"this is not a safetensors file")
     save_fresh_model(wenv.models_dir, "v2", seed=7)
     # The periodic check is slowed to a minute, so a swap within seconds proves pub/sub works
     # (the periodic path is unit-tested in tests/unit/test_worker_stages.py).
-    mode = {"TOLLGATE_BATCH__INFER_PROCESS": "true"} if infer_process else {}
+    mode = {"TOLLGATE_BATCH__INFER_PROCESS": "true" if infer_process else "false"}
     worker = WorkerProcess(wenv, "w1", tmp_path, TOLLGATE_HOTSWAP_CHECK_S="60", **mode)
     try:
         worker.wait_for("worker ready")
-        if infer_process:
-            assert len(model_processes(worker.proc.pid)) == 1
-        producer = threading.Thread(target=produce_events, args=(wenv.bootstrap, wenv.events, events, codec),
-                                    kwargs={"rate_per_s": 400})
+        assert len(model_processes(worker.proc.pid)) == (1 if infer_process else 0)
+        feed = itertools.takewhile(lambda _: not stop.is_set(), stream)
+        producer = threading.Thread(target=lambda: produced.append(produce_events(
+            wenv.bootstrap, wenv.events, feed, codec, rate_per_s=400)))
         producer.start()
         time.sleep(2.0)
         _point(redis_client, wenv, "v-broken")
-        refused = worker.wait_for("model refused; the old one keeps serving", timeout=20)
+        refused = worker.wait_for("model refused; the old one keeps serving", timeout=30)
         assert refused["version"] == "v-broken"
         _point(redis_client, wenv, "v2")
-        swapped = worker.wait_for("model swapped", timeout=20)
+        swapped = worker.wait_for("model swapped", timeout=30)
         assert swapped["version"] == "v2" and swapped["previous"] == "v1"
+        time.sleep(3.0)
+        stop.set()
         producer.join()
+        events = stream[:produced[0]]
+        assert len(events) < len(stream), "the stream ran dry before the swap"
         verdicts = read_verdicts(wenv.bootstrap, wenv.verdicts, len(events), codec, timeout=90)
         if infer_process:  # v1's model process stopped once v2 replaced it; the refused one never lingered
             assert _settles(lambda: len(model_processes(worker.proc.pid)) == 1)
     finally:
+        stop.set()
         worker.terminate()
 
     counts = Counter(v.event_id for v in verdicts)

@@ -74,8 +74,20 @@ def wenv(stack, unique, kafka_topics, redis_client, tmp_path) -> WorkerEnv:
     save_fresh_model(env.models_dir, "v1")
     redis_client.set(f"{env.key_prefix}:model:serving", "v1")
     yield env
-    for key in redis_client.scan_iter(f"{env.key_prefix}:*"):
-        redis_client.delete(key)
+    delete_prefix(redis_client, env.key_prefix)
+
+
+def delete_prefix(redis_client, prefix: str, chunk_size: int = 2000) -> None:
+    """Remove every ``{prefix}:*`` key: thousands per test, so scanned and unlinked in
+    large chunks rather than one round trip per key."""
+    chunk: list = []
+    for key in redis_client.scan_iter(f"{prefix}:*", count=chunk_size):
+        chunk.append(key)
+        if len(chunk) >= chunk_size:
+            redis_client.unlink(*chunk)
+            chunk = []
+    if chunk:
+        redis_client.unlink(*chunk)
 
 
 def save_fresh_model(models_dir: Path, version: str, seed: int = 0) -> Path:
