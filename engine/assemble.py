@@ -87,21 +87,22 @@ def make_store(settings: Settings, context: ContextSource | Any = "memory") -> A
 
 
 def load_model_components(model_dir: Path, encoder: Any | None = None, *, infer_process: bool = False,
-                          torch_threads: int = 1) -> dict[str, Any]:
+                          torch_threads: int = 1, process_min_rows: int = 64) -> dict[str, Any]:
     """The pieces a model directory determines (also the hot-swap loader).
-    ``infer_process``: the forward pass runs in a child process (``engine.infer_process``;
-    the worker's ``settings.batch.infer_process``) with ``torch_threads`` threads."""
+    ``infer_process``: batches of at least ``process_min_rows`` rows are scored in a child
+    process (``engine.infer_process``; the worker's ``settings.batch.infer_process``)
+    with ``torch_threads`` threads, smaller ones here."""
     from engine.encode import FieldIsolatedEncoder
     from engine.infer import Inference
 
     encoder = encoder or FieldIsolatedEncoder()
+    inference: Any = Inference.from_dir(model_dir, expected_schema_hash=encoder.schema.schema_hash())
     if infer_process:
-        from engine.infer_process import ProcessInference
+        from engine.infer_process import ProcessInference, SplitInference
 
-        inference: Any = ProcessInference(model_dir, expected_schema_hash=encoder.schema.schema_hash(),
-                                          torch_threads=torch_threads)
-    else:
-        inference = Inference.from_dir(model_dir, expected_schema_hash=encoder.schema.schema_hash())
+        remote = ProcessInference(model_dir, expected_schema_hash=encoder.schema.schema_hash(),
+                                  torch_threads=torch_threads)
+        inference = SplitInference(inference, remote, process_min_rows)
     return {"encoder": encoder, "inference": inference, "model_version": inference.version}
 
 
@@ -122,7 +123,8 @@ def build_pipeline(settings: Settings, *, model: str | Path | None = None, rules
 
     model_dir = find_model_dir(settings, model)
     parts = load_model_components(model_dir, infer_process=infer_process,
-                                  torch_threads=settings.batch.torch_threads)
+                                  torch_threads=settings.batch.torch_threads,
+                                  process_min_rows=settings.batch.process_min_rows)
     guard = guard if guard is not None else load_guard(settings, rules)
     if detector is True:
         from engine.detect import InjectionDetector

@@ -95,6 +95,12 @@ class BatchSettings(_Frozen):
     #: and kept up with 1,000 events/s in 3 of 3 where one process fell behind in 2.
     #: Costs a second process per worker (PyTorch and the model, ~0.3 GB, ~2 s to start).
     infer_process: bool = True
+    #: With ``infer_process``: only batches of at least this many rows (events plus the
+    #: text-blind twins of those with a memo) go to the model process; smaller ones are
+    #: scored in the worker's own process, on the main thread, where a quiet stream's
+    #: batch is quicker than a round trip to the child (every batch to the child: p50
+    #: 34 vs 19 ms at 250 events/s). ``engine.infer_process.SplitInference``.
+    process_min_rows: int = Field(default=64, ge=1)
     #: PyTorch intra-op threads for the forward pass (0 = PyTorch's default, one per
     #: core). 1 by default: the worker shares its cores with the Kafka client's threads
     #: (and, on small hosts, the broker and Redis), and two spinning OpenMP threads lost

@@ -34,9 +34,10 @@ main thread already collects, decodes and decides the next batch. A batch that c
 on a quiet stream commits in line: there is nothing to overlap, and handing it to a
 thread would only add that thread's wait for the GIL (measured: a worse p95 at 250
 and 500 events/s). The forward pass runs in a model process by default
-(``settings.batch.infer_process``, ``engine.infer_process``), waited for on an infer
-thread; then up to three batches are in flight: N committing, N+1 being scored in the
-model process, N+2 being prepared. Transactions still
+(``settings.batch.infer_process``, ``engine.infer_process``) when the batch is large
+(a backlog), waited for on an infer thread; then up to three batches are in flight: N
+committing, N+1 being scored in the model process, N+2 being prepared. Small batches
+(a quiet stream) are scored in line, where the round trip would only add latency. Transactions still
 commit strictly in batch order, one at a time: batch N+1's transaction begins only
 after N's committed. Preparing (enrich) runs in batch order, so context is recorded in
 arrival order.
@@ -259,13 +260,14 @@ class Worker:
         else:
             batch.decided([], [], [])
         previous = self._take_scoring()
+        on_thread = batch.prepared is not None and self.infer_thread and _worth_a_thread(batch.prepared)
         if batch.prepared is not None:
-            batch.scoring = (self._infer_thread.submit(self.pipeline.score, batch.prepared) if self.infer_thread
+            batch.scoring = (self._infer_thread.submit(self.pipeline.score, batch.prepared) if on_thread
                              else run_now(self.pipeline.score, batch.prepared))
         self._scoring = batch
         if previous is not None:
             self._finish(previous, later=batch)
-        if not self.infer_thread and self._scoring is batch:
+        if not on_thread and self._scoring is batch:
             self._finish(self._take_scoring())  # nothing to overlap with: finish at once
 
     def _take_scoring(self) -> InFlight | None:
@@ -414,6 +416,15 @@ class Worker:
         if dropped:
             log.info("dropped buffered records of revoked partitions",
                      extra={"records": dropped, "lost": lost})
+
+
+def _worth_a_thread(prepared: Any) -> bool:
+    """Whether the infer thread should score this batch: always, unless the inference
+    scores batches this small in our own process (``SplitInference``), where a hand-off
+    would only add the thread's wait for the GIL."""
+    inference = getattr(getattr(prepared, "components", None), "inference", None)
+    runs_remote = getattr(inference, "runs_remote", None)
+    return runs_remote is None or runs_remote(len(prepared.encoded))
 
 
 if __name__ == "__main__":  # ``python -m engine.worker [options]`` == ``tollgate run [options]``

@@ -99,7 +99,8 @@ def register(app: typer.Typer) -> None:
             watcher = ModelWatcher(client, settings.redis.key_prefix, settings.paths.models_dir,
                                    lambda path: load_model_components(
                                        path, encoder, infer_process=settings.batch.infer_process,
-                                       torch_threads=settings.batch.torch_threads),
+                                       torch_threads=settings.batch.torch_threads,
+                                       process_min_rows=settings.batch.process_min_rows),
                                    current_version=pipe.model_version, encoder=encoder,
                                    empty_context=ContextSnapshot.empty,
                                    check_every_s=hot_swap_check_s,

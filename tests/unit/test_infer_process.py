@@ -13,7 +13,7 @@ import torch
 
 from engine.encode import FieldIsolatedEncoder
 from engine.infer import Inference
-from engine.infer_process import InferenceProcessLost, ProcessInference
+from engine.infer_process import InferenceProcessLost, ProcessInference, SplitInference
 from engine.model import InputSpec, fresh_model, random_inputs, save_model_dir
 
 
@@ -101,3 +101,26 @@ def test_close_and_garbage_collection_stop_the_child(model_dir):
     pid = dropped._child.pid
     del dropped
     assert _wait_gone(pid)
+
+
+def test_split_inference_scores_small_batches_here_and_large_ones_in_the_child(model_dir, served):
+    path, spec = model_dir
+    local = Inference.from_dir(path)
+    split = SplitInference(local, served, remote_min_rows=16)
+    calls = []
+    served_call, local_call = served.__call__, local.__call__
+    split.remote = lambda b: calls.append("child") or served_call(b)
+    split.local = lambda b: calls.append("here") or local_call(b)
+    for rows in (3, 16, 40):
+        batch = random_inputs(spec, rows, seed=rows)
+        assert torch.equal(split(batch).probs, local_call(batch).probs)
+    assert calls == ["here", "child", "child"]
+    assert [split.runs_remote(r) for r in (15, 16)] == [False, True] and split.version == "pv1"
+
+
+def test_split_inference_refuses_two_different_models(model_dir, served, tmp_path):
+    path, spec = model_dir
+    other, card = fresh_model(spec, version="pv2", seed=5)
+    local = Inference.from_dir(save_model_dir(other, card, tmp_path / "pv2"))
+    with pytest.raises(RuntimeError, match="model changed while loading"):
+        SplitInference(local, served, remote_min_rows=16)
