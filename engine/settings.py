@@ -93,7 +93,7 @@ class BatchSettings(_Frozen):
     #: default: in interleaved pairs on the 2-core machine (ops/bench/engine.py) it led
     #: at saturation in 6 of 6 (1,981 / 1,755 / 1,697 vs 1,524 / 1,503 / 1,434 events/s)
     #: and kept up with 1,000 events/s in 3 of 3 where one process fell behind in 2.
-    #: Costs a second process per worker (PyTorch and the model, ~0.3 GB, ~2 s to start).
+    #: Costs a second process per worker (PyTorch and the model, ~0.4 GB PSS, ~2 s to start).
     infer_process: bool = True
     #: With ``infer_process``: only batches of at least this many rows (events plus the
     #: text-blind twins of those with a memo) go to the model process; smaller ones are
