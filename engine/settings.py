@@ -91,8 +91,8 @@ class BatchSettings(_Frozen):
     #: core the loop's Python cannot (the GIL); it turns ``infer_thread`` on (that thread
     #: waits for the child while the main thread prepares the next batch). On by
     #: default: in interleaved pairs on the 2-core machine (ops/bench/engine.py) it led
-    #: at saturation in 6 of 6 (1,981 / 1,755 / 1,697 vs 1,524 / 1,503 / 1,434 events/s)
-    #: and kept up with 1,000 events/s in 3 of 3 where one process fell behind in 2.
+    #: at saturation in every pair (e.g. 2,159 / 2,102 vs 1,540 / 1,703 events/s); at
+    #: 1,000 events/s neither mode won consistently (lower p99 in 5 of 11 pairs).
     #: Costs a second process per worker (PyTorch and the model, ~0.4 GB PSS, ~2 s to start).
     infer_process: bool = True
     #: With ``infer_process``: only batches of at least this many rows (events plus the
