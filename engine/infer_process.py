@@ -10,11 +10,14 @@ thread does not fix it: the forward pass is ~200 short PyTorch ops, and between 
 must win the GIL back from the main thread (``settings.batch.infer_thread`` alone
 measured worse). A child process has its own interpreter: with ``infer_thread`` the
 worker's infer thread sends batch N to the child and waits (without the GIL) while the
-main thread prepares batch N+1 and finishes N-1. ``settings.batch.infer_process``
-turns it on; ``python ops/bench/engine.py --modes`` measures it against one process.
+main thread prepares batch N+1 and finishes N-1. ``settings.batch.infer_process`` (on
+by default) makes the worker's model a ``SplitInference``: large batches go to the
+child, small ones stay here; ``python ops/bench/engine.py --modes`` measures it against
+one process.
 
-Protocol (the child is ``python -m engine.infer_process MODEL_DIR ...``, talking over its
-stdin/stdout): length-prefixed pickled frames. The child loads the model with
+Protocol (the child is ``python -m engine.infer_process``, talking over its stdin/stdout):
+length-prefixed pickled frames. The parent's first frame names the model directory,
+the expected schema hash and the PyTorch threads; the child loads the model with
 ``Inference.from_dir`` — the same loading, schema check and serving layers as in
 process — and answers ``("ready", version)`` or ``("error", class, message)``; then one
 ``("ok", outputs)`` or ``("error", ...)`` per batch. Tensors travel as NumPy arrays

@@ -37,10 +37,10 @@ and 500 events/s). The forward pass runs in a model process by default
 (``settings.batch.infer_process``, ``engine.infer_process``) when the batch is large
 (a backlog), waited for on an infer thread; then up to three batches are in flight: N
 committing, N+1 being scored in the model process, N+2 being prepared. Small batches
-(a quiet stream) are scored in line, where the round trip would only add latency. Transactions still
-commit strictly in batch order, one at a time: batch N+1's transaction begins only
-after N's committed. Preparing (enrich) runs in batch order, so context is recorded in
-arrival order.
+(a quiet stream) are scored in line, where the round trip would only add latency.
+Transactions still commit strictly in batch order, one at a time: batch N+1's
+transaction begins only after N's committed. Preparing (enrich) runs in batch order, so
+context is recorded in arrival order.
 
 If a transaction fails with an abortable error it is aborted; the consumer is rewound
 to the earliest offset of that batch *and every batch after it* (all uncommitted), and

@@ -11,13 +11,14 @@ import threading
 import time
 import urllib.request
 from collections import Counter
-from pathlib import Path
+from typing import Callable
 
 import pytest
 
 from engine.codec import Codec
 from tests.integration.worker_support import (
-    WorkerProcess, make_events, model_processes, produce_events, read_committed, read_verdicts, wenv,  # noqa: F401,E501
+    WorkerProcess, make_events, model_processes, process_exit_state, produce_events, read_committed,
+    read_verdicts, wenv,  # noqa: F401 (fixture)
 )
 
 pytestmark = pytest.mark.integration
@@ -29,30 +30,44 @@ def _count(verdicts) -> Counter:
     return Counter(v.event_id for v in verdicts)
 
 
+def _kill_mid_stream_then_restart(wenv, tmp_path, events, codec, *, kill_after: int, env: dict[str, str],
+                                  read_timeout: float,
+                                  while_dead: Callable[[list[int]], None] | None = None) -> tuple[list, float]:
+    """Stream ``events`` at 800/s to worker w1 and SIGKILL it once ``kill_after`` verdicts
+    are committed — while it is deciding: some transactions committed, one probably open —
+    then restart it under the same id (which aborts what the dead one left open) and read
+    every verdict. ``while_dead(pids)`` runs between the kill and the restart, with the
+    pids the dead worker's model processes had. Returns (verdicts, killed at, epoch ms)."""
+    worker = WorkerProcess(wenv, "w1", tmp_path, **env)
+    try:
+        worker.wait_for("worker ready")
+        children = model_processes(worker.proc.pid)
+        producer = threading.Thread(target=produce_events,
+                                    args=(wenv.bootstrap, wenv.events, events, codec), kwargs={"rate_per_s": 800})
+        producer.start()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if len(read_committed(wenv.bootstrap, wenv.verdicts, 1, timeout=2, settle_s=0)) >= kill_after:
+                break
+        worker.kill()
+        killed_at_ms = time.time() * 1000
+        if while_dead is not None:
+            while_dead(children)
+        worker = WorkerProcess(wenv, "w1", tmp_path, **env)
+        worker.wait_for("worker ready")
+        producer.join()
+        return read_verdicts(wenv.bootstrap, wenv.verdicts, len(events), codec, timeout=read_timeout), killed_at_ms
+    finally:
+        worker.terminate()
+
+
 @pytest.mark.slow
 def test_sigkill_mid_stream_then_restart_gives_exactly_one_verdict_per_event(wenv, tmp_path):
     codec = Codec()
     events = make_events(wenv.unique, N_EVENTS)
     big_batches = {"TOLLGATE_BATCH__MAX_EVENTS": "128"}  # throughput: keeps this test's run time down
-    worker = WorkerProcess(wenv, "w1", tmp_path, **big_batches)
-    try:
-        worker.wait_for("worker ready")
-        producer = threading.Thread(target=produce_events,
-                                    args=(wenv.bootstrap, wenv.events, events, codec), kwargs={"rate_per_s": 800})
-        producer.start()
-        # Kill it while it is deciding: some transactions committed, one probably open.
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if len(read_committed(wenv.bootstrap, wenv.verdicts, 1, timeout=2, settle_s=0)) >= 3000:
-                break
-        worker.kill()
-        killed_at_ms = time.time() * 1000
-        worker = WorkerProcess(wenv, "w1", tmp_path, **big_batches)  # same id: aborts what the dead one left open
-        worker.wait_for("worker ready")
-        producer.join()
-        verdicts = read_verdicts(wenv.bootstrap, wenv.verdicts, N_EVENTS, codec, timeout=120)
-    finally:
-        worker.terminate()
+    verdicts, killed_at_ms = _kill_mid_stream_then_restart(wenv, tmp_path, events, codec, kill_after=3000,
+                                                           env=big_batches, read_timeout=120)
     counts = _count(verdicts)
     assert len(counts) == N_EVENTS, f"{N_EVENTS - len(counts)} events have no verdict"
     assert sum(counts.values()) == N_EVENTS, f"duplicates: {[k for k, n in counts.items() if n > 1][:5]}"
@@ -67,31 +82,15 @@ def test_with_the_model_in_its_own_process_sigkill_leaves_no_orphan_and_loses_no
     worker still leaves exactly one verdict per event."""
     codec = Codec()
     events = make_events(wenv.unique, 3_000)
-    mode = {"TOLLGATE_BATCH__INFER_PROCESS": "true"}
-    worker = WorkerProcess(wenv, "w1", tmp_path, **mode)
-    try:
-        worker.wait_for("worker ready")
-        (child,) = model_processes(worker.proc.pid)
-        producer = threading.Thread(target=produce_events,
-                                    args=(wenv.bootstrap, wenv.events, events, codec), kwargs={"rate_per_s": 800})
-        producer.start()
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if len(read_committed(wenv.bootstrap, wenv.verdicts, 1, timeout=2, settle_s=0)) >= 800:
-                break
-        worker.kill()
-        gone_by = time.monotonic() + 15
-        while Path(f"/proc/{child}").exists() and time.monotonic() < gone_by:
-            time.sleep(0.1)
-        status = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0] \
-            if Path(f"/proc/{child}").exists() else "gone"
-        assert status in ("gone", "Z"), f"model process {child} outlived its SIGKILLed worker ({status})"
-        worker = WorkerProcess(wenv, "w1", tmp_path, **mode)
-        worker.wait_for("worker ready")
-        producer.join()
-        verdicts = read_verdicts(wenv.bootstrap, wenv.verdicts, len(events), codec, timeout=90)
-    finally:
-        worker.terminate()
+
+    def no_orphan(children: list[int]) -> None:
+        (child,) = children
+        state = process_exit_state(child, timeout_s=15)
+        assert state in ("gone", "Z"), f"model process {child} outlived its SIGKILLed worker ({state})"
+
+    verdicts, _ = _kill_mid_stream_then_restart(wenv, tmp_path, events, codec, kill_after=800,
+                                                env={"TOLLGATE_BATCH__INFER_PROCESS": "true"}, read_timeout=90,
+                                                while_dead=no_orphan)
     counts = _count(verdicts)
     assert set(counts) == {e.event_id for e in events} and sum(counts.values()) == len(events)
     assert {v.model_version for v in verdicts} == {"v1"}

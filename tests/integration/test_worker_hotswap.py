@@ -15,7 +15,8 @@ import pytest
 
 from engine.codec import Codec
 from tests.integration.worker_support import (
-    WorkerProcess, make_events, model_processes, produce_events, read_verdicts, save_fresh_model, wenv,  # noqa: F401,E501
+    WorkerProcess, make_events, model_processes, produce_events, read_verdicts, save_fresh_model,
+    wenv,  # noqa: F401 (fixture)
 )
 
 pytestmark = pytest.mark.integration

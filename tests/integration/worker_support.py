@@ -115,6 +115,18 @@ def model_processes(parent_pid: int) -> list[int]:
     return found
 
 
+def process_exit_state(pid: int, timeout_s: float) -> str:
+    """Wait up to ``timeout_s`` for ``pid`` to exit; "gone", or its state letter from
+    ``/proc`` ("Z": exited, not yet reaped — it holds no memory; anything else: alive)."""
+    deadline = time.monotonic() + timeout_s
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return "gone"
+
+
 class WorkerProcess:
     """``tollgate run`` in a subprocess, its JSON log lines in a file."""
 
