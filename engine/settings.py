@@ -73,9 +73,14 @@ class RedisSettings(_Frozen):
 
 class BatchSettings(_Frozen):
     #: A micro-batch closes at ``max_events`` or after ``max_wait_ms``, whichever first.
-    #: Defaults chosen by ops/bench/engine.py --sweep (best saturation throughput; W keeps
-    #: most of the 30 ms end-to-end budget for the model and the commit).
-    max_events: int = 128
+    #: Defaults chosen by ``ops/bench/engine.py --sweep`` (B: best median saturation
+    #: throughput; W: best median p99 at 1,000 events/s). B only caps a backlog's batches
+    #: (a quiet stream's close at W or when the consumer runs dry), and a larger one
+    #: amortises what every batch costs whatever its size: a transaction, two Redis round
+    #: trips, a model call. Interleaved on the 2-core machine, B=512 against 128 at
+    #: saturation: 3,054 / 2,099 / 3,098 / 2,418 / 3,025 vs 1,864 / 1,735 / 2,021 /
+    #: 1,609 / 2,131 events/s; at 1,000 events/s B=512 had the lower p99 in 3 of 3 pairs.
+    max_events: int = 512
     max_wait_ms: float = 5.0
     #: Also close a batch as soon as the consumer has nothing more fetched: a quiet
     #: stream then waits for no company, and under load batches still fill while the
@@ -105,7 +110,9 @@ class BatchSettings(_Frozen):
     #: core). 1 by default: the worker shares its cores with the Kafka client's threads
     #: (and, on small hosts, the broker and Redis), and two spinning OpenMP threads lost
     #: to one in interleaved saturation runs (1,244 vs 986 and 892 vs 701 events/s on
-    #: 2 cores; ops/bench/engine.py --modes).
+    #: 2 cores; ops/bench/engine.py --modes). With the model process and B=512, two
+    #: threads there won one of three interleaved saturation pairs (2,312 / 2,385 / 2,027
+    #: vs 2,506 / 2,229 / 2,205 events/s).
     torch_threads: int = Field(default=1, ge=0)
 
 

@@ -2,7 +2,8 @@
 
     python ops/bench/engine.py                      # default B/W: fixed rates + saturation,
                                                     # with the model and with it removed
-    python ops/bench/engine.py --sweep              # also try other (B, W) and say which wins
+    python ops/bench/engine.py --sweep --rounds 3   # also try other (B, W), interleaved, and say
+                                                    # which wins on medians
     python ops/bench/engine.py --modes              # also: no close-when-idle; the model in the
                                                     # worker's process; torch threads per core
     python ops/bench/engine.py --rates 500 1000 --duration 20 --saturation-events 20000
@@ -26,6 +27,9 @@ What is measured, and how:
   it decided. On a machine whose cores are
   shared with the broker, Redis, this load generator and anything else, events/s
   swing with the neighbours; CPU per event is what the worker itself costs.
+* **Where the cores went**: every process's CPU from ``/proc`` over each run, grouped
+  (the worker with its model process, the broker, Redis, this process, the rest) with
+  the machine's idle time: is the worker short of CPU, or waiting?
 * **Fixed rates**: events are paced at R events/s for D seconds; the first second is
   dropped (warm caches, first rebalance). **Saturation**: the topic is pre-filled with
   N events before the worker joins; events/s = N / (last verdict − first verdict).
@@ -45,20 +49,20 @@ try:
 except ModuleNotFoundError:  # imported as ops.bench.engine: the worker loads its pipeline factories from here
     from ops.bench import _common
 REPO = _common.REPO
-percentile = _common.percentile
 
 import argparse
 import json
 import os
+import time
 import uuid
-from dataclasses import dataclass, field
 
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from engine.codec import Codec  # noqa: E402
-from ops.bench.engine_io import VerdictReader, cpu_seconds, produce_timed, scrape  # noqa: E402
+from ops.bench.engine_io import VerdictReader, cpu_seconds, machine_cpu, produce_timed, scrape  # noqa: E402
+from ops.bench.engine_report import (LEGEND, STAGES, RunResult, plot, print_machine,  # noqa: E402
+                                     print_table, recommend)
 
-STAGES = ("decode", "enrich", "encode", "infer", "detect", "decide", "guard", "emit")
 #: ``--modes``: the default worker against one setting changed (settings.batch).
 MODES = {"fixed-W": {"TOLLGATE_BATCH__CLOSE_WHEN_IDLE": "false"},
          "one-process": {"TOLLGATE_BATCH__INFER_PROCESS": "false"},
@@ -99,27 +103,6 @@ def model_pipeline(settings, *, model=None):
 
 # -- one run ------------------------------------------------------------------------------
 
-@dataclass
-class RunResult:
-    label: str
-    offered: float | None  # events/s, None = saturation
-    events: int
-    throughput: float
-    latencies_ms: list[float] = field(repr=False)
-    stage_ms_per_batch: dict[str, float]
-    mean_batch: float
-    #: The worker's own view (means): produce → commit, and arrival at the worker → commit.
-    produce_to_commit_ms: float = float("nan")
-    arrival_to_commit_ms: float = float("nan")
-    #: CPU time (user + system, all threads) the worker process spent per decided event,
-    #: in µs: what the loop costs, less sensitive than events/s to other processes on
-    #: the same cores.
-    cpu_us_per_event: float = float("nan")
-
-    def pct(self, q: float) -> float:
-        return percentile(self.latencies_ms, q) if self.latencies_ms else float("nan")
-
-
 class Bench:
     def __init__(self, args: argparse.Namespace):
         self.args = args
@@ -130,10 +113,11 @@ class Bench:
         self.workdir = Path(args.workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.models_dir = self.workdir / "models"
-        if not (self.models_dir / "bench-v1").exists():
-            from tests.integration.worker_support import save_fresh_model
+        # Made again on every run: a model kept from an older checkout would have that
+        # checkout's architecture (say, before PLE numeric embeddings), not today's.
+        from tests.integration.worker_support import save_fresh_model
 
-            save_fresh_model(self.models_dir, "bench-v1")
+        save_fresh_model(self.models_dir, "bench-v1")
 
     def run(self, label: str, pipeline: str, batch: tuple[int, float], rate: float | None,
             env: dict[str, str] | None = None) -> RunResult:
@@ -159,12 +143,14 @@ class Bench:
             port = worker.health_port
             before = scrape(port)
             before[("cpu_seconds", "")] = cpu_seconds(worker.proc.pid)
+            machine_before, t_before = machine_cpu(worker.proc.pid), time.monotonic()
             reader.start()
             if rate is not None:
                 produce_timed(self.bootstrap, topics["events"], events, self.codec, rate)
             reader.join(timeout=self.args.timeout)
             after = scrape(port)
             after[("cpu_seconds", "")] = cpu_seconds(worker.proc.pid)
+            machine_after, span = machine_cpu(worker.proc.pid), time.monotonic() - t_before
         finally:
             worker.terminate()
             reader.stop()
@@ -173,7 +159,10 @@ class Bench:
                     f.result(30)
                 except Exception:  # noqa: BLE001
                     pass
-        return self._result(label, rate, n, reader, before, after)
+        result = self._result(label, rate, n, reader, before, after)
+        result.machine_pct = {k: 100.0 * (machine_after[k] - machine_before.get(k, 0.0)) / span
+                              for k in machine_after}
+        return result
 
     @staticmethod
     def _result(label, rate, n, reader, before, after) -> RunResult:
@@ -204,66 +193,23 @@ class Bench:
                          cpu_s * 1e6 / events if events else float("nan"))
 
 
-LEGEND = ("p50/p95/p99: produce -> verdict read by a read_committed consumer (ms); p2c / a2c: the worker's "
-          "mean produce -> commit / arrival -> commit (ms); cpu/ev: worker CPU µs per event (all threads); "
-          "batch: mean events per batch; stages: mean wall ms per batch (stages of different batches overlap)")
+#: ``--sweep``: the (B, W) candidates, besides the default. B matters once batches fill (a
+#: backlog); W when they do not. Larger B amortises what every batch costs whatever its
+#: size (a transaction, two Redis round trips, a model call, Python's per-batch work).
+SWEEP = ((128, 5.0), (256, 5.0), (512, 5.0), (1024, 5.0), (512, 2.0), (512, 10.0))
 
 
-def _print(results: list[RunResult]) -> None:
-    print(f"{'run':22} {'offered':>7} {'ev/s':>6} {'p50':>7} {'p95':>7} {'p99':>7} {'p2c':>6} {'a2c':>6} "
-          f"{'cpu/ev':>6} {'batch':>5}  " + " ".join(f"{s:>6}" for s in STAGES))
-    for r in results:
-        offered = "sat" if r.offered is None else f"{r.offered:g}"
-        print(f"{r.label:22} {offered:>7} {r.throughput:6.0f} {r.pct(50):7.1f} {r.pct(95):7.1f} {r.pct(99):7.1f} "
-              f"{r.produce_to_commit_ms:6.1f} {r.arrival_to_commit_ms:6.1f} {r.cpu_us_per_event:6.0f} "
-              f"{r.mean_batch:5.1f}  " + " ".join(f"{r.stage_ms_per_batch[s]:6.2f}" for s in STAGES))
-
-
-def _recommend(results: list[RunResult]) -> None:
-    """B only matters once batches fill (under load): take the B with the best saturation
-    throughput. W only matters when they do not (light load): take the W with the lowest
-    p99 at the 1,000 events/s target. Printed, so the choice is reproducible."""
-    sat = [r for r in results if r.offered is None and r.label.startswith("model ")]
-    at_target = [r for r in results if r.offered == 1000.0 and r.label.startswith("model ")]
-    if not sat or not at_target:
-        return
-    best_b = max(sat, key=lambda r: r.throughput)
-    b = best_b.label.split("B=")[1].split()[0]
-    kept_up = [r for r in at_target if r.throughput >= 0.95 * 1000.0]
-    if kept_up:
-        best_w = min(kept_up, key=lambda r: r.pct(99))
-        w = best_w.label.split("W=")[1].split()[0]
-        why_w = f"best p99 at 1000 ev/s: {best_w.pct(99):.1f} ms"
-    else:  # an overloaded run's p99 is queueing, not batching: it cannot choose W
-        w, why_w = "5", "no run kept up with 1000 ev/s here; 5 ms leaves 25 of the 30 ms budget"
-    print(f"recommended settings.batch: max_events={b} (best saturation {best_b.throughput:.0f} ev/s), "
-          f"max_wait_ms={w} ({why_w})")
-
-
-def _plot(runs: list[RunResult], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    lo = max(1.0, min(min(r.latencies_ms) for r in runs))
-    hi = max(max(r.latencies_ms) for r in runs)
-    bins = np.logspace(np.log10(lo), np.log10(max(hi, lo * 10)), 60)
-    for r in runs:
-        ax.hist(r.latencies_ms, bins=bins, histtype="step", linewidth=1.5,
-                label=f"{r.label} @ {r.offered:g}/s  p99 {r.pct(99):.0f} ms")
-    ax.axvline(30, color="red", linestyle="--", linewidth=1, label="30 ms target")
-    ax.set_xscale("log")
-    ax.set_xlabel("produce → committed verdict visible (ms)")
-    ax.set_ylabel("events")
-    ax.set_title("Tollgate engine worker: end-to-end latency")
-    ax.legend(fontsize=7)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+def _sweep(bench: "Bench", model: str, default: tuple[int, float], rounds: int) -> list[RunResult]:
+    """Every candidate at 1,000 events/s and at saturation, ``rounds`` times, interleaved
+    (the order reverses every round), so that a noisy neighbour hits all of them alike."""
+    candidates = list(dict.fromkeys([default, *SWEEP]))
+    results = []
+    for i in range(rounds):
+        for b, w in candidates if i % 2 == 0 else candidates[::-1]:
+            for rate in (1000.0, None):
+                results.append(bench.run(f"sweep B={b} W={w:g}", model, (b, w), rate))
+                print_table(results[-1:])
+    return results
 
 
 def main() -> None:
@@ -274,6 +220,7 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=6)
     ap.add_argument("--batch", type=str, default=None, help="B,W (default: settings.batch)")
     ap.add_argument("--sweep", action="store_true", help="also compare other (B, W) at 1000 ev/s and saturation")
+    ap.add_argument("--rounds", type=int, default=2, help="--sweep: interleaved rounds per candidate")
     ap.add_argument("--modes", action="store_true",
                     help="also compare the worker's modes at 1000 ev/s and saturation: batches closed only "
                          "at B or W (no close-when-idle); the model in the worker's own process (on the "
@@ -300,9 +247,9 @@ def main() -> None:
     tag = f"B={default[0]} W={default[1]:g}"
     for rate in args.rates:
         results.append(bench.run(f"model {tag}", model, default, rate))
-        _print(results[-1:])
+        print_table(results[-1:])
     results.append(bench.run(f"model {tag}", model, default, None))
-    _print(results[-1:])
+    print_table(results[-1:])
     if args.baseline:
         nm = "ops.bench.engine:no_model_pipeline"
         base_rate = max(args.rates) if args.rates else None
@@ -313,16 +260,13 @@ def main() -> None:
         for name, env in MODES.items():
             for rate in (1000.0, None):
                 results.append(bench.run(f"model {tag} {name}", model, default, rate, env))
-                _print(results[-1:])
+                print_table(results[-1:])
     if args.sweep:
-        for b, w in ((16, 2.0), (32, 5.0), (64, 5.0), (128, 10.0)):
-            if (b, w) == default:
-                continue
-            results.append(bench.run(f"model B={b} W={w:g}", model, (b, w), 1000.0))
-            results.append(bench.run(f"model B={b} W={w:g}", model, (b, w), None))
+        results += _sweep(bench, model, default, args.rounds)
     print()
     print(LEGEND)
-    _print(results)
+    print_table(results)
+    print_machine(results)
     sat = {r.label: r for r in results if r.offered is None}
     with_model, without = sat.get(f"model {tag}"), sat.get(f"no-model {tag}")
     if with_model and without and with_model.throughput:
@@ -334,9 +278,9 @@ def main() -> None:
         print(f"at 1000 ev/s: p99 model {fixed[f'model {tag}'].pct(99):.1f} ms vs "
               f"no-model {fixed[f'no-model {tag}'].pct(99):.1f} ms")
     if args.sweep:
-        _recommend(results)
+        recommend(results)
     if args.plot:
-        _plot([r for r in results if r.offered is not None and r.latencies_ms], Path(args.plot))
+        plot([r for r in results if r.offered is not None and r.latencies_ms], Path(args.plot))
         print(f"latency histogram: {args.plot}")
     if args.json:
         Path(args.json).write_text(json.dumps([{

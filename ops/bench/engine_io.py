@@ -85,6 +85,50 @@ def cpu_seconds(pid: int) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def _proc_cpu_ticks(entry: Path) -> tuple[int, int, int] | None:
+    """(pid, parent pid, user + system clock ticks) of one ``/proc`` entry, None if gone."""
+    try:
+        fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return int(entry.name), int(fields[1]), int(fields[11]) + int(fields[12])
+
+
+def machine_cpu(worker_pid: int) -> dict[str, float]:
+    """CPU seconds so far of every process on the machine, grouped: the worker (with its
+    model process), the broker (a JVM running ``kafka.Kafka``), Redis, this benchmark
+    (load generator and verdict reader), everything else, and the machine's idle time
+    (``/proc/stat``). Two snapshots give each group's share of the cores over a run."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = dict.fromkeys(("worker", "broker", "redis", "bench", "other"), 0.0)
+    me = os.getpid()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        found = _proc_cpu_ticks(entry)
+        if found is None:
+            continue
+        pid, ppid, ticks = found
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if pid == worker_pid or ppid == worker_pid:
+            group = "worker"
+        elif pid == me:
+            group = "bench"
+        elif b"kafka.Kafka" in cmdline:
+            group = "broker"
+        elif cmdline.startswith(b"redis-server"):
+            group = "redis"
+        else:
+            group = "other"
+        out[group] += ticks / tick
+    with open("/proc/stat") as f:  # "cpu user nice system idle iowait ..." summed over cores
+        out["idle"] = int(f.readline().split()[4]) / tick
+    return out
+
+
 def scrape(port: int) -> dict[tuple[str, str], float]:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
         text = r.read().decode()
