@@ -65,9 +65,9 @@ def _kill_mid_stream_then_restart(wenv, tmp_path, events, codec, *, kill_after: 
 def test_sigkill_mid_stream_then_restart_gives_exactly_one_verdict_per_event(wenv, tmp_path):
     codec = Codec()
     events = make_events(wenv.unique, N_EVENTS)
-    big_batches = {"TOLLGATE_BATCH__MAX_EVENTS": "128"}  # throughput: keeps this test's run time down
+    # The shipped batching (a backlog's batches of up to settings.batch.max_events).
     verdicts, killed_at_ms = _kill_mid_stream_then_restart(wenv, tmp_path, events, codec, kill_after=3000,
-                                                           env=big_batches, read_timeout=120)
+                                                           env={}, read_timeout=120)
     counts = _count(verdicts)
     assert len(counts) == N_EVENTS, f"{N_EVENTS - len(counts)} events have no verdict"
     assert sum(counts.values()) == N_EVENTS, f"duplicates: {[k for k, n in counts.items() if n > 1][:5]}"
