@@ -29,11 +29,9 @@ One batch, in order — the commit protocol:
    model (batches already prepared finish with the model they started with).
 
 **Overlap.** When a batch closes with records still arriving (a backlog), its
-transaction (4–7) runs on a commit thread — it mostly waits for the broker — while the
-main thread already collects, decodes and decides the next batch. A batch that closes
-on a quiet stream commits in line: there is nothing to overlap, and handing it to a
-thread would only add that thread's wait for the GIL (measured: a worse p95 at 250
-and 500 events/s). The forward pass runs in a model process by default
+transaction (4–7) runs on a commit thread while the main thread already collects,
+decodes and decides the next batch; on a quiet stream it commits in line
+(``engine.commit``). The forward pass runs in a model process by default
 (``settings.batch.infer_process``, ``engine.infer_process``) when the batch is large
 (a backlog), waited for on an infer thread; then up to three batches are in flight: N
 committing, N+1 being scored in the model process, N+2 being prepared. Small batches
@@ -75,7 +73,8 @@ from engine.batch import MicroBatcher
 from engine.codec import Codec, DeadLetter
 from engine.consume import EventConsumer, FatalKafkaError, RawRecord
 from engine.decode import DecodeStage
-from engine.emit import BatchAborted, TransactionalEmitter
+from engine.commit import BatchCommitter, TransactionFailed
+from engine.emit import TransactionalEmitter
 from engine.health import HealthState
 from engine.inflight import InFlight, first_offsets, run_now
 from engine.metrics import EngineMetrics
@@ -122,13 +121,11 @@ class Worker:
         # A model in a child process is waited for on the infer thread (engine.infer_process).
         self.infer_thread = settings.batch.infer_thread or settings.batch.infer_process
         self.consumer = EventConsumer(settings, self, group_id=options.group_id)
-        self.emitter = TransactionalEmitter(
+        self.committer = BatchCommitter(TransactionalEmitter(
             settings, options.worker_id,
-            encode_verdict=self.codec.encode_verdict, encode_dead_letter=self.codec.encode_dead_letter)
+            encode_verdict=self.codec.encode_verdict, encode_dead_letter=self.codec.encode_dead_letter), self.metrics)
         self._infer_thread = ThreadPoolExecutor(1, thread_name_prefix="tollgate-infer")
-        self._commit_thread = ThreadPoolExecutor(1, thread_name_prefix="tollgate-commit")
         self._scoring: InFlight | None = None  # prepared, on the infer thread (or decided already)
-        self._committing: InFlight | None = None  # its transaction is on the commit thread
         self._stopping = False
         self._backlog = False  # the last batch closed with records still coming
         self._retry_delay_s = 0.0
@@ -149,7 +146,7 @@ class Worker:
     def run(self) -> None:
         """Warm up, join the group, loop until stopped, drain, leave."""
         self.warm_up()
-        self.emitter.start()  # fences a previous instance with our worker id
+        self.committer.emitter.start()  # fences a previous instance with our worker id
         self.consumer.subscribe()
         self.metrics.set_versions(self.pipeline.model_version, self.pipeline.rules_version)
         self.health.mark_ready()
@@ -164,11 +161,11 @@ class Worker:
             self.metrics.ready.set(0)
             self.consumer.close()  # leaves the group: partitions move at once
             try:
-                self.emitter.close()
+                self.committer.emitter.close()
             except FatalKafkaError as exc:  # fenced: nothing of ours is open any more
                 log.warning("producer close after a fatal error", extra={"error": str(exc)})
             self._infer_thread.shutdown(wait=True)
-            self._commit_thread.shutdown(wait=True)
+            self.committer.shutdown()
             if self.hotswap is not None:
                 self.hotswap.stop()
             log.info("worker stopped", extra={"worker_id": self.options.worker_id})
@@ -218,7 +215,7 @@ class Worker:
             # Wait for the record that opens a batch: up to 1 s when idle (so SIGTERM is
             # seen), briefly when work in flight needs the loop.
             wait_s = (SCORING_POLL_S if self._scoring is not None
-                      else COMMITTING_POLL_S if self._committing is not None else 1.0)
+                      else COMMITTING_POLL_S if self.committer.in_flight is not None else 1.0)
             b.add(self.consumer.poll(1, wait_s))
             if not len(b):
                 return None
@@ -319,51 +316,22 @@ class Worker:
     # -- committing ------------------------------------------------------------------------
 
     def _submit_commit(self, batch: InFlight, later: InFlight | None = None) -> None:
-        """Begin ``batch``'s transaction once the previous one has committed."""
+        """Begin ``batch``'s transaction once the previous one has committed; on a quiet
+        stream (no overlap) it commits in line and is accounted for at once."""
         if not self._reap_commit(block=True, later=[batch] + ([later] if later else [])):
             return  # the previous transaction failed: this batch was rewound with it
-        verdicts, arrivals, dead_letters, offsets = batch.to_commit()
-        if not offsets:
-            return  # every partition of the batch was revoked: nothing of it is ours
-        encoded = self.emitter.encode(verdicts, dead_letters)
-        meta = self.consumer.group_metadata()
-        batch.verdicts, batch.arrivals, batch.dead_letters = verdicts, arrivals, dead_letters
-        self._committing = batch
-        if batch.overlap_commit:  # more records are waiting: decide them while this commits
-            batch.committing = self._commit_thread.submit(self._commit, verdicts, dead_letters, offsets, meta,
-                                                          encoded)
-            return
-        # Nothing to overlap with: commit here, sparing a quiet stream the hand-off to a
-        # thread that would then wait for the GIL behind the main thread's next batch.
-        batch.committing = run_now(lambda args: self._commit(*args), (verdicts, dead_letters, offsets, meta, encoded))
-        self._reap_commit(block=True, later=[later] if later else [])
-
-    def _commit(self, verdicts, dead_letters, offsets, meta, encoded) -> tuple[float, float]:
-        """On the commit thread: one transaction. Returns (its seconds, commit wall ms)."""
-        t0 = time.perf_counter()
-        self.emitter.commit_batch(verdicts, dead_letters, offsets, meta, encoded)
-        return time.perf_counter() - t0, time.time() * 1000.0
+        if self.committer.begin(batch, self.consumer.group_metadata()) and not batch.overlap_commit:
+            self._reap_commit(block=True, later=[later] if later else [])
 
     def _reap_commit(self, block: bool, later: Sequence[InFlight] = ()) -> bool:
         """Account for the transaction in flight once it is done (waiting for it when
         ``block``). False when it failed: it and every later batch were rewound."""
-        batch = self._committing
-        if batch is None or batch.committing is None:
-            return True
-        if not block and not batch.committing.done():
-            return True
-        self._committing = None
         try:
-            seconds, committed_ms = batch.committing.result()
-        except BatchAborted as exc:
-            self._redo(batch, "emit", exc, later=later)
+            if self.committer.reap(block):
+                self._retry_delay_s = 0.0
+        except TransactionFailed as failed:
+            self._redo(failed.batch, "emit", failed.error, later=later)
             return False
-        self.metrics.observe_stage("emit", seconds)
-        self.metrics.transactions.labels("committed").inc()
-        self.metrics.observe_committed(batch.verdicts, batch.arrivals, committed_ms)
-        for dl in batch.dead_letters:
-            self.metrics.dead_letters.labels(dl.stage, dl.error_class).inc()
-        self._retry_delay_s = 0.0
         return True
 
     def _redo(self, failed: InFlight, stage: str, exc: BaseException, later: Sequence[InFlight] = ()) -> None:
@@ -377,12 +345,9 @@ class Worker:
                                                    "error_class": type(exc).__name__,
                                                    "backoff_s": self._retry_delay_s})
         uncommitted = [failed, *later]
-        if self._committing is not None and self._committing is not failed:
-            earlier, self._committing = self._committing, None
-            try:
-                earlier.committing.result()  # type: ignore[union-attr]
-            except BatchAborted:
-                uncommitted.append(earlier)
+        earlier = self.committer.settle_before(failed)
+        if earlier is not None:  # its transaction failed too
+            uncommitted.append(earlier)
         scoring = self._take_scoring()
         if scoring is not None:
             uncommitted.append(scoring)
@@ -408,8 +373,7 @@ class Worker:
 
     def on_revoked(self, partitions: Sequence[TopicPartition], lost: bool) -> None:
         gone = {(tp.topic, tp.partition) for tp in partitions}
-        if self._committing is not None and self._committing.committing is not None:
-            wait([self._committing.committing])  # settle its offsets before the partitions move
+        self.committer.settle()  # settle its offsets before the partitions move
         if self._scoring is not None:
             self._scoring.revoked |= gone
         dropped = self.batcher.drop(lambda r: (r.topic, r.partition) not in gone)

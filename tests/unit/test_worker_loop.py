@@ -205,7 +205,7 @@ class FakePipeline:
 
 def _worker(consumer, emitter, pipeline) -> Worker:
     w = Worker(SETTINGS, pipeline, WorkerOptions("w1"), codec=CODEC)
-    w.consumer, w.emitter = consumer, emitter
+    w.consumer, w.committer.emitter = consumer, emitter
     return w
 
 
@@ -284,7 +284,7 @@ def _settings(**batch) -> Settings:
 def test_a_batch_closes_when_the_consumer_has_nothing_more_fetched():
     emitter, pipeline = FakeEmitter(), FakePipeline()
     w = Worker(_settings(), pipeline, WorkerOptions("w1"), codec=CODEC)  # close_when_idle by default
-    w.consumer, w.emitter = FakeConsumer([[_rec(0), _rec(1)]]), emitter
+    w.consumer, w.committer.emitter = FakeConsumer([[_rec(0), _rec(1)]]), emitter
     w.step()  # 2 of B=4 records, well within W
     assert pipeline.prepared == []
     w.step()  # nothing more fetched: closed at once, not after W
@@ -324,7 +324,7 @@ def test_batches_in_flight_commit_in_order_one_transaction_each(infer_thread):
     pipeline = HookedPipeline(lambda ids: emitter.gate.set() if ids[0] == "e4" else None)
     w = Worker(_settings(close_when_idle=False, infer_thread=infer_thread), pipeline, WorkerOptions("w1"),
                codec=CODEC)
-    w.consumer, w.emitter = FakeConsumer([[_rec(i) for i in range(4)], [_rec(i) for i in range(4, 8)]]), emitter
+    w.consumer, w.committer.emitter = FakeConsumer([[_rec(i) for i in range(4)], [_rec(i) for i in range(4, 8)]]), emitter
     w.step()
     w.step()  # batch 2 is prepared while batch 1 is still on its way to commit
     w.flush()
@@ -342,7 +342,7 @@ def test_a_failed_transaction_rewinds_it_and_every_later_batch_in_flight(infer_t
     consumer = FakeConsumer([first, second])
     w = Worker(_settings(close_when_idle=False, infer_thread=infer_thread), pipeline, WorkerOptions("w1"),
                codec=CODEC)
-    w.consumer, w.emitter = consumer, emitter
+    w.consumer, w.committer.emitter = consumer, emitter
     w.step()
     w.step()  # batch 2 is prepared (and scored) while batch 1's transaction fails
     w.flush()
@@ -355,7 +355,7 @@ def test_revoked_partitions_leave_batches_in_flight_unemitted_and_uncommitted():
     records = [_rec(0, partition=0), _rec(1, partition=1), _rec(2, partition=0), _rec(3, partition=1)]
     w = Worker(_settings(close_when_idle=False, infer_thread=True), FakePipeline(), WorkerOptions("w1"),
                codec=CODEC)
-    w.consumer, w.emitter = FakeConsumer([records]), emitter
+    w.consumer, w.committer.emitter = FakeConsumer([records]), emitter
     w.step()  # on the infer thread, not yet finished
     w.on_revoked([TopicPartition("tx.events", 0)], lost=False)
     w.flush()

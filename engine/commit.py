@@ -1,0 +1,110 @@
+"""The worker's commit step: one Kafka transaction per batch, one at a time, in batch order.
+
+``BatchCommitter`` holds the transaction in flight, if any. The worker calls
+``begin`` for a decided batch only after ``reap(block=True)`` has settled the
+previous one, so transactions never overlap and commit in the order the batches were
+read (``engine.worker`` describes the whole protocol; ``engine.emit`` one transaction).
+
+A batch that closed while records were still arriving (``InFlight.overlap_commit``)
+commits on the commit thread, which mostly waits for the broker, while the main thread
+decides the next batch. Otherwise it commits in line: on a quiet stream there is nothing
+to overlap, and the hand-off would only add that thread's wait for the GIL (measured: a
+worse p95 at 250 and 500 events/s).
+
+A transaction that fails with an abortable error surfaces from ``reap`` as
+``TransactionFailed``; the worker then rewinds that batch and every later one.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import Any
+
+from engine.emit import BatchAborted, TransactionalEmitter
+from engine.inflight import InFlight, run_now
+from engine.metrics import EngineMetrics
+
+
+class TransactionFailed(Exception):
+    """``batch``'s transaction was aborted (``error``); nothing of it is visible."""
+
+    def __init__(self, batch: InFlight, error: BatchAborted):
+        super().__init__(str(error))
+        self.batch, self.error = batch, error
+
+
+class BatchCommitter:
+    """Begins, and accounts for, the transaction of one batch at a time."""
+
+    def __init__(self, emitter: TransactionalEmitter, metrics: EngineMetrics):
+        self.emitter = emitter
+        self.metrics = metrics
+        self.in_flight: InFlight | None = None  # its transaction has begun, not yet reaped
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="tollgate-commit")
+
+    def begin(self, batch: InFlight, group_metadata: Any) -> bool:
+        """Start ``batch``'s transaction: its verdicts, dead letters and next offsets, with
+        the consumer's group metadata. False when nothing of it is ours any more (every
+        partition was revoked while it was in flight)."""
+        assert self.in_flight is None, "reap the previous transaction first"
+        verdicts, arrivals, dead_letters, offsets = batch.to_commit()
+        if not offsets:
+            return False
+        encoded = self.emitter.encode(verdicts, dead_letters)
+        batch.verdicts, batch.arrivals, batch.dead_letters = verdicts, arrivals, dead_letters
+        args = (verdicts, dead_letters, offsets, group_metadata, encoded)
+        self.in_flight = batch
+        batch.committing = (self._thread.submit(self._commit, *args) if batch.overlap_commit
+                            else run_now(lambda a: self._commit(*a), args))
+        return True
+
+    def reap(self, block: bool) -> bool:
+        """Account for the transaction in flight once it is done (waiting for it when
+        ``block``). True when one committed just now; raises ``TransactionFailed`` when it
+        was aborted."""
+        batch = self.in_flight
+        if batch is None or batch.committing is None:
+            return False
+        if not block and not batch.committing.done():
+            return False
+        self.in_flight = None
+        try:
+            seconds, committed_ms = batch.committing.result()
+        except BatchAborted as exc:
+            raise TransactionFailed(batch, exc) from exc
+        self.metrics.observe_stage("emit", seconds)
+        self.metrics.transactions.labels("committed").inc()
+        self.metrics.observe_committed(batch.verdicts, batch.arrivals, committed_ms)
+        for dl in batch.dead_letters:
+            self.metrics.dead_letters.labels(dl.stage, dl.error_class).inc()
+        return True
+
+    def settle_before(self, failed: InFlight) -> InFlight | None:
+        """Before ``failed`` is redone: wait for a transaction still committing ahead of it.
+        Returns that batch when its transaction failed too (it must be redone as well)."""
+        earlier = self.in_flight
+        if earlier is None or earlier is failed:
+            return None
+        self.in_flight = None
+        try:
+            earlier.committing.result()  # type: ignore[union-attr]
+        except BatchAborted:
+            return earlier
+        return None
+
+    def settle(self) -> None:
+        """Wait for the transaction in flight to end (a rebalance must not move partitions
+        while their offsets are being committed); ``reap`` still accounts for it."""
+        if self.in_flight is not None and self.in_flight.committing is not None:
+            wait([self.in_flight.committing])
+
+    def shutdown(self) -> None:
+        self._thread.shutdown(wait=True)
+
+    def _commit(self, verdicts, dead_letters, offsets, meta, encoded) -> tuple[float, float]:
+        """One transaction (on the commit thread, or in line). Returns (its seconds,
+        commit wall-clock ms)."""
+        t0 = time.perf_counter()
+        self.emitter.commit_batch(verdicts, dead_letters, offsets, meta, encoded)
+        return time.perf_counter() - t0, time.time() * 1000.0
