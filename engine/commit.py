@@ -73,11 +73,7 @@ class BatchCommitter:
             seconds, committed_ms = batch.committing.result()
         except BatchAborted as exc:
             raise TransactionFailed(batch, exc) from exc
-        self.metrics.observe_stage("emit", seconds)
-        self.metrics.transactions.labels("committed").inc()
-        self.metrics.observe_committed(batch.verdicts, batch.arrivals, committed_ms)
-        for dl in batch.dead_letters:
-            self.metrics.dead_letters.labels(dl.stage, dl.error_class).inc()
+        self._account(batch, seconds, committed_ms)
         return True
 
     def settle_before(self, failed: InFlight) -> InFlight | None:
@@ -88,9 +84,10 @@ class BatchCommitter:
             return None
         self.in_flight = None
         try:
-            earlier.committing.result()  # type: ignore[union-attr]
+            seconds, committed_ms = earlier.committing.result()  # type: ignore[union-attr]
         except BatchAborted:
             return earlier
+        self._account(earlier, seconds, committed_ms)  # committed: its verdicts count
         return None
 
     def settle(self) -> None:
@@ -101,6 +98,13 @@ class BatchCommitter:
 
     def shutdown(self) -> None:
         self._thread.shutdown(wait=True)
+
+    def _account(self, batch: InFlight, seconds: float, committed_ms: float) -> None:
+        self.metrics.observe_stage("emit", seconds)
+        self.metrics.transactions.labels("committed").inc()
+        self.metrics.observe_committed(batch.verdicts, batch.arrivals, committed_ms)
+        for dl in batch.dead_letters:
+            self.metrics.dead_letters.labels(dl.stage, dl.error_class).inc()
 
     def _commit(self, verdicts, dead_letters, offsets, meta, encoded) -> tuple[float, float]:
         """One transaction (on the commit thread, or in line). Returns (its seconds,

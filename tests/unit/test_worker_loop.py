@@ -324,7 +324,8 @@ def test_batches_in_flight_commit_in_order_one_transaction_each(infer_thread):
     pipeline = HookedPipeline(lambda ids: emitter.gate.set() if ids[0] == "e4" else None)
     w = Worker(_settings(close_when_idle=False, infer_thread=infer_thread), pipeline, WorkerOptions("w1"),
                codec=CODEC)
-    w.consumer, w.committer.emitter = FakeConsumer([[_rec(i) for i in range(4)], [_rec(i) for i in range(4, 8)]]), emitter
+    w.consumer = FakeConsumer([[_rec(i) for i in range(4)], [_rec(i) for i in range(4, 8)]])
+    w.committer.emitter = emitter
     w.step()
     w.step()  # batch 2 is prepared while batch 1 is still on its way to commit
     w.flush()
@@ -362,3 +363,32 @@ def test_revoked_partitions_leave_batches_in_flight_unemitted_and_uncommitted():
     [(verdicts, dls, offsets)] = emitter.commits
     assert [v.event_id for v in verdicts] == ["e1", "e3"]
     assert offsets == {("tx.events", 1): 104}
+
+
+def test_a_transaction_that_commits_while_later_batches_are_redone_is_still_counted():
+    """Batch 1 is committing on the commit thread (batch 2 scored meanwhile) when batch 3
+    hits a transient error: the redo waits for batch 1, which commits, and its transaction
+    and verdicts are counted (readers see them); batches 2 and 3 are rewound."""
+    emitter = GatedEmitter()
+
+    class FailsOnceOnBatchThree(FakePipeline):
+        def prepare(self, events, arrival_ms=None):
+            if events[0].event_id == "e8" and not self.transient_done:
+                self.transient_done = True
+                emitter.gate.set()  # batch 1's transaction may commit now
+                raise ConnectionError("redis away")
+            return super().prepare(events, arrival_ms)
+
+    pipeline = FailsOnceOnBatchThree()
+    pipeline.transient_done = False
+    consumer = FakeConsumer([[_rec(i) for i in range(j, j + 4)] for j in (0, 4, 8)])
+    w = Worker(_settings(close_when_idle=False), pipeline, WorkerOptions("w1"), codec=CODEC)
+    w.consumer, w.committer.emitter = consumer, emitter
+    for _ in range(3):  # batch 1 scored; batch 2 scored, batch 1 committing; batch 3 fails
+        w.step()
+    assert [[v.event_id for v in c[0]] for c in emitter.commits] == [["e0", "e1", "e2", "e3"]]
+    assert consumer.rewinds == [{("tx.events", 0): 104}]
+    sample = w.metrics.registry.get_sample_value
+    assert sample("tollgate_transactions_total", {"result": "committed"}) == 1
+    assert sample("tollgate_transactions_total", {"result": "retried"}) == 1
+    assert sample("tollgate_e2e_from_arrival_ms_count") == 4  # batch 1's verdicts, once
