@@ -59,7 +59,7 @@ import uuid
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from engine.codec import Codec  # noqa: E402
-from ops.bench.engine_io import VerdictReader, cpu_seconds, machine_cpu, produce_timed, scrape  # noqa: E402
+from ops.bench.engine_io import VerdictReader, machine_cpu, produce_timed, scrape  # noqa: E402
 from ops.bench.engine_report import (LEGEND, STAGES, RunResult, plot, print_machine,  # noqa: E402
                                      print_table, recommend)
 
@@ -142,15 +142,15 @@ class Bench:
             worker.wait_for("worker ready", timeout=180)
             port = worker.health_port
             before = scrape(port)
-            before[("cpu_seconds", "")] = cpu_seconds(worker.proc.pid)
             machine_before, t_before = machine_cpu(worker.proc.pid), time.monotonic()
+            before[("cpu_seconds", "")] = machine_before["worker"]  # with its model process
             reader.start()
             if rate is not None:
                 produce_timed(self.bootstrap, topics["events"], events, self.codec, rate)
             reader.join(timeout=self.args.timeout)
             after = scrape(port)
-            after[("cpu_seconds", "")] = cpu_seconds(worker.proc.pid)
             machine_after, span = machine_cpu(worker.proc.pid), time.monotonic() - t_before
+            after[("cpu_seconds", "")] = machine_after["worker"]
         finally:
             worker.terminate()
             reader.stop()

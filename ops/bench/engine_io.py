@@ -1,7 +1,8 @@
 """The benchmark's own I/O with the broker and the worker process (``ops/bench/engine.py``):
-a read_committed verdict reader, a paced producer, the worker's CPU from ``/proc`` and
-its ``/metrics`` scraped into numbers. Imported as ``ops.bench.engine_io`` (the
-repository root is on ``sys.path`` once ``_common`` has run)."""
+a read_committed verdict reader, a paced producer, the machine's CPU by process from
+``/proc``, and the worker's ``/metrics`` scraped into numbers. Imported as
+``ops.bench.engine_io`` (the repository root is on ``sys.path`` once ``_common`` has
+run)."""
 
 from __future__ import annotations
 
@@ -69,22 +70,6 @@ def produce_timed(bootstrap, topic, events, codec, rate):
     p.flush(60)
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds so far of a process and its live children (the worker's
-    model process with ``settings.batch.infer_process``), from Linux ``/proc``."""
-    total = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # exited meanwhile
-        if int(entry.name) == pid or int(fields[1]) == pid:
-            total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
-
-
 def _proc_cpu_ticks(entry: Path) -> tuple[int, int, int] | None:
     """(pid, parent pid, user + system clock ticks) of one ``/proc`` entry, None if gone."""
     try:
@@ -95,8 +80,8 @@ def _proc_cpu_ticks(entry: Path) -> tuple[int, int, int] | None:
 
 
 def machine_cpu(worker_pid: int) -> dict[str, float]:
-    """CPU seconds so far of every process on the machine, grouped: the worker (with its
-    model process), the broker (a JVM running ``kafka.Kafka``), Redis, this benchmark
+    """CPU seconds so far of every process on the machine, grouped: the worker and its
+    live children (the model process with ``settings.batch.infer_process``), the broker (a JVM running ``kafka.Kafka``), Redis, this benchmark
     (load generator and verdict reader), everything else, and the machine's idle time
     (``/proc/stat``). Two snapshots give each group's share of the cores over a run."""
     tick = os.sysconf("SC_CLK_TCK")
