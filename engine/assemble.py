@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from engine.decide import Policy
 from engine.pipeline import Components, DecisionPipeline
-from engine.settings import Settings
+from engine.settings import BatchSettings, Settings
 
 log = logging.getLogger("tollgate.assemble")
 
@@ -86,23 +86,23 @@ def make_store(settings: Settings, context: ContextSource | Any = "memory") -> A
     raise ValueError(f"context must be 'memory', 'redis' or a FeatureStore, got {context!r}")
 
 
-def load_model_components(model_dir: Path, encoder: Any | None = None, *, infer_process: bool = False,
-                          torch_threads: int = 1, process_min_rows: int = 64) -> dict[str, Any]:
+def load_model_components(model_dir: Path, encoder: Any | None = None, *,
+                          model_process: BatchSettings | None = None) -> dict[str, Any]:
     """The pieces a model directory determines (also the hot-swap loader).
-    ``infer_process``: batches of at least ``process_min_rows`` rows are scored in a child
-    process (``engine.infer_process``; the worker's ``settings.batch.infer_process``)
-    with ``torch_threads`` threads, smaller ones here."""
+    ``model_process``: when given and its ``infer_process`` is on, batches of at least its
+    ``process_min_rows`` rows are scored in a child process with its ``torch_threads``
+    (``engine.infer_process``; the worker passes ``settings.batch``), smaller ones here."""
     from engine.encode import FieldIsolatedEncoder
     from engine.infer import Inference
 
     encoder = encoder or FieldIsolatedEncoder()
     inference: Any = Inference.from_dir(model_dir, expected_schema_hash=encoder.schema.schema_hash())
-    if infer_process:
+    if model_process is not None and model_process.infer_process:
         from engine.infer_process import ProcessInference, SplitInference
 
         remote = ProcessInference(model_dir, expected_schema_hash=encoder.schema.schema_hash(),
-                                  torch_threads=torch_threads)
-        inference = SplitInference(inference, remote, process_min_rows)
+                                  torch_threads=model_process.torch_threads)
+        inference = SplitInference(inference, remote, model_process.process_min_rows)
     return {"encoder": encoder, "inference": inference, "model_version": inference.version}
 
 
@@ -115,16 +115,15 @@ def load_guard(settings: Settings, rules_dir: str | Path | None = None) -> Any:
 
 def build_pipeline(settings: Settings, *, model: str | Path | None = None, rules: str | Path | None = None,
                    context: ContextSource | Any = "memory", detector: Any | bool = True,
-                   guard: Any | None = None, infer_process: bool = False) -> DecisionPipeline:
+                   guard: Any | None = None, model_process: BatchSettings | None = None) -> DecisionPipeline:
     """The pipeline every interface uses. ``detector=False`` turns text screening off
-    (tests only: a verdict without it is not the stream's verdict). ``infer_process``:
-    see ``load_model_components`` (same model, same outputs, another process)."""
+    (tests only: a verdict without it is not the stream's verdict). ``model_process``:
+    large batches in a model process as those settings say (``load_model_components``;
+    same model, same outputs, another process; the worker passes ``settings.batch``)."""
     from engine.features.snapshot import ContextSnapshot
 
     model_dir = find_model_dir(settings, model)
-    parts = load_model_components(model_dir, infer_process=infer_process,
-                                  torch_threads=settings.batch.torch_threads,
-                                  process_min_rows=settings.batch.process_min_rows)
+    parts = load_model_components(model_dir, model_process=model_process)
     guard = guard if guard is not None else load_guard(settings, rules)
     if detector is True:
         from engine.detect import InjectionDetector

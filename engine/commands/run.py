@@ -30,7 +30,7 @@ def build_worker_pipeline(settings: Settings, *, model: str | None = None) -> An
     from engine.features.redis_store import RedisFeatureStore
 
     return build_pipeline(settings, model=model, context=RedisFeatureStore(settings=settings),
-                          infer_process=settings.batch.infer_process)
+                          model_process=settings.batch)
 
 
 def follow_rule_changes(settings: Settings, pipeline: Any) -> Any:
@@ -97,10 +97,7 @@ def register(app: typer.Typer) -> None:
         if hot_swap:
             encoder = pipe.components.encoder
             watcher = ModelWatcher(client, settings.redis.key_prefix, settings.paths.models_dir,
-                                   lambda path: load_model_components(
-                                       path, encoder, infer_process=settings.batch.infer_process,
-                                       torch_threads=settings.batch.torch_threads,
-                                       process_min_rows=settings.batch.process_min_rows),
+                                   lambda path: load_model_components(path, encoder, model_process=settings.batch),
                                    current_version=pipe.model_version, encoder=encoder,
                                    empty_context=ContextSnapshot.empty,
                                    check_every_s=hot_swap_check_s,
