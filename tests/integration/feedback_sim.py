@@ -33,15 +33,6 @@ def start_feedback_worker(env: dict[str, str], log: Path, *, flush_interval_s: f
                             env=env, stdout=open(log, "ab"), stderr=subprocess.STDOUT)
 
 
-def wait_until(pred: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 HOUR = 3_600_000
 DAY = 24 * HOUR
 SLICE = 4 * HOUR

@@ -43,8 +43,8 @@ from engine.codec import Codec
 from engine.settings import Settings
 
 from tests.integration.feedback_sim import (DAY, HOUR, Streamer, build_world, evaluate_ap, label_ids, slices,
-                                            start_feedback_worker, stored_rows, train_initial, wait_until)
-from tests.integration.worker_support import WorkerEnv, WorkerProcess, read_verdicts
+                                            start_feedback_worker, stored_rows, train_initial)
+from tests.integration.worker_support import WorkerEnv, WorkerProcess, read_verdicts, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

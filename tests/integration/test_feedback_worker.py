@@ -16,7 +16,8 @@ from engine.features.redis_store import RedisFeatureStore
 from engine.records import Decision, Outcome, OutcomeKind, TransactionEvent, Verdict
 from engine.settings import KafkaSettings, PathSettings, RedisSettings, Settings, TopicSettings
 from feedback.store import DecisionStore, LabelStore
-from tests.integration.feedback_sim import start_feedback_worker, wait_until
+from tests.integration.feedback_sim import start_feedback_worker
+from tests.integration.worker_support import wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,7 @@ import pytest
 
 from engine.codec import Codec
 from tests.integration.worker_support import (
-    WorkerProcess, make_events, model_processes, produce_events, read_verdicts, save_fresh_model,
+    WorkerProcess, make_events, model_processes, produce_events, read_verdicts, save_fresh_model, wait_until,
     wenv,  # noqa: F401 (fixture)
 )
 
@@ -26,15 +26,6 @@ def _point(redis_client, wenv, version: str) -> None:
     redis_client.set(f"{wenv.key_prefix}:model:serving", version)
     redis_client.publish(f"{wenv.key_prefix}:model:events",
                          json.dumps({"version": version, "action": "promote"}))
-
-
-def _settles(check, timeout_s: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 @pytest.mark.parametrize("infer_process", [False, True], ids=["in-process", "model-process"])
@@ -73,7 +64,7 @@ def test_hot_swap_mid_stream_with_no_gap_and_broken_models_refused(wenv, redis_c
         assert len(events) < len(stream), "the stream ran dry before the swap"
         verdicts = read_verdicts(wenv.bootstrap, wenv.verdicts, len(events), codec, timeout=90)
         if infer_process:  # v1's model process stopped once v2 replaced it; the refused one never lingered
-            assert _settles(lambda: len(model_processes(worker.proc.pid)) == 1)
+            wait_until(lambda: len(model_processes(worker.proc.pid)) == 1, 15, "one model process (v2's)")
     finally:
         stop.set()
         worker.terminate()

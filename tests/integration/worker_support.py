@@ -12,7 +12,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
@@ -99,8 +99,17 @@ def save_fresh_model(models_dir: Path, version: str, seed: int = 0) -> Path:
     return save_model_dir(model, card, models_dir / version)
 
 
-def model_processes(parent_pid: int) -> list[int]:
-    """Pids of the ``engine.infer_process`` children of ``parent_pid``."""
+def wait_until(pred: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def child_processes(parent_pid: int, cmdline_has: bytes = b"") -> list[int]:
+    """Pids of the live children of ``parent_pid`` whose command line contains ``cmdline_has``."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -110,9 +119,14 @@ def model_processes(parent_pid: int) -> list[int]:
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
         except (OSError, IndexError, ValueError):
             continue
-        if ppid == parent_pid and b"engine.infer_process" in cmdline:
+        if ppid == parent_pid and cmdline_has in cmdline:
             found.append(int(entry.name))
     return found
+
+
+def model_processes(parent_pid: int) -> list[int]:
+    """Pids of the ``engine.infer_process`` children of ``parent_pid``."""
+    return child_processes(parent_pid, b"engine.infer_process")
 
 
 def process_exit_state(pid: int, timeout_s: float) -> str:

@@ -10,6 +10,7 @@ import time
 
 from ops.bench.engine_io import machine_cpu
 from ops.bench.engine_report import RunResult, recommend
+from tests.integration.worker_support import child_processes
 
 
 def _run(b: int, w: float, offered: float | None, throughput: float, p99: float = float("nan")) -> RunResult:
@@ -61,7 +62,7 @@ def test_machine_cpu_puts_the_worker_and_its_children_in_the_worker_group():
                 break
             time.sleep(0.1)
     finally:
-        for pid in _children(worker.pid):
+        for pid in child_processes(worker.pid):
             os.kill(pid, 9)
         worker.kill()
         worker.wait(10)
@@ -70,15 +71,3 @@ def test_machine_cpu_puts_the_worker_and_its_children_in_the_worker_group():
     assert after["bench"] - before["bench"] >= 0.15
     assert after["idle"] >= before["idle"]
 
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        found.append(int(entry))
-            except OSError:
-                pass
-    return found
