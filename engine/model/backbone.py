@@ -166,8 +166,16 @@ class FieldTransformer(nn.Module):
     def embed_inputs(self, b: ModelInputs) -> tuple[Tensor, Tensor]:
         return self.embed(b)
 
-    def run_layer(self, i: int, h: Tensor, pad: Tensor) -> Tensor:
-        return self.layers[i](h, src_key_padding_mask=pad)
+    def run_layer(self, i: int, h: Tensor, pad: Tensor, *, first_only: bool = False) -> Tensor:
+        """Layer ``i`` over [B, L, d]. ``first_only``: only position 0 is read afterwards
+        (CLS pooling after the last layer), so [B, 1, d] is returned: the serving layer
+        (``engine.infer_layers``) then computes that position alone; any other layer
+        computes them all and keeps the first. The values are the same either way."""
+        layer = self.layers[i]
+        if first_only and getattr(layer, "computes_first_only", False):
+            return layer.forward_first(h, src_key_padding_mask=pad)
+        out = layer(h, src_key_padding_mask=pad)
+        return out[:, :1] if first_only else out
 
     def finish(self, h: Tensor) -> Tensor:
         """Normalise a layer output before pooling (pre-norm stacks need a final norm)."""

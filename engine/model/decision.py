@@ -60,13 +60,20 @@ class DecisionModel(nn.Module):
         h, pad = self.backbone.embed_inputs(inputs)
         out: dict[str, Tensor] = {}
         for i in range(self.backbone.n_layers):
-            h = self.backbone.run_layer(i, h, pad)
+            h = self.backbone.run_layer(i, h, pad, first_only=self._only_cls_read_after(i))
             key = str(i + 1)
             if key in self.exit_heads:
                 for name, value in self.exit_heads[key](pool(h, pad, self.config.pooling)).items():
                     out[f"exit{key}.{name}"] = value
         out.update(self.heads(pool(self.backbone.finish(h), pad, self.config.pooling) + self._wide(inputs)))
         return out
+
+    def _only_cls_read_after(self, i: int) -> bool:
+        """Whether only position 0 of layer ``i``'s output is ever read: after the last
+        layer, CLS pooling reads nothing else (exit heads sit below the last layer). The
+        serving layers then skip the queries, feed-forward and norms of every other
+        position in that layer, about a third of the backbone's work at two layers."""
+        return self.config.pooling == "cls" and i == self.backbone.n_layers - 1
 
     @property
     def _ple(self) -> PiecewiseLinearEncoding | None:
@@ -111,7 +118,7 @@ class DecisionModel(nn.Module):
         exit_layer = torch.full((B,), n_layers, dtype=torch.long, device=h.device)
         alive = torch.arange(B, device=h.device)
         for i in range(n_layers):
-            h = self.backbone.run_layer(i, h, pad)
+            h = self.backbone.run_layer(i, h, pad, first_only=self._only_cls_read_after(i))
             key = str(i + 1)
             if key in self.exit_heads and i + 1 < n_layers:
                 early = self.exit_heads[key](pool(h, pad, self.config.pooling))

@@ -75,9 +75,9 @@ class HFBackbone(nn.Module):
         dtype = self.hf.get_input_embeddings().weight.dtype
         return h.to(dtype), pad
 
-    def run_layer(self, i: int, h: Tensor, pad: Tensor) -> Tensor:
-        out = self.hf(inputs_embeds=h, attention_mask=(~pad).long())
-        return out.last_hidden_state.float()
+    def run_layer(self, i: int, h: Tensor, pad: Tensor, *, first_only: bool = False) -> Tensor:
+        out = self.hf(inputs_embeds=h, attention_mask=(~pad).long()).last_hidden_state.float()
+        return out[:, :1] if first_only else out
 
     def finish(self, h: Tensor) -> Tensor:
         return h

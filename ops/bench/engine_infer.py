@@ -5,11 +5,13 @@ chunks, with PyTorch's encoder layers or the serving layers (``engine.infer_laye
 
 A worker batch is B events enriched with a warm context (full 16-event histories),
 about half of them with a memo, plus the text-blind twin of every event with text
-(``engine.pipeline``), encoded by the real encoder. The same rows are scored four ways:
+(``engine.pipeline``), encoded by the real encoder. The same rows are scored five ways:
 one model call (``Inference._forward``) or length-sorted chunks of at most
 ``CPU_CHUNK_ROWS`` (``_forward_in_chunks``), each with the stock
-``nn.TransformerEncoderLayer`` and with ``ServingEncoderLayer``. ``Inference`` on the
-CPU does the last (chunks, serving layers); the first is what it did before. Variants
+``nn.TransformerEncoderLayer`` and with ``ServingEncoderLayer``, and chunks of serving
+layers whose last layer computes every position rather than the CLS token alone
+(``with_serving_layers(first_only=False)``). ``Inference`` on the CPU does the last
+(chunks, serving layers, CLS-only last layer); the first is what it did before. Variants
 run in shuffled order and this thread's CPU time is measured (less sensitive than wall
 time to other processes on a shared machine). Prints medians, ratios to the first, and
 the largest difference from the first's outputs. ``--batch 8`` shows a quiet stream's
@@ -42,6 +44,7 @@ def main() -> None:
     from engine.encode import EncodedBatch, FieldIsolatedEncoder
     from engine.features.memory import MemoryFeatureStore
     from engine.infer import CPU_CHUNK_ROWS, Inference
+    from engine.infer_layers import with_serving_layers
     from engine.model.inputs import as_inputs
     from engine.stage_adapters import rows_with_text, text_blind
     from tests.integration.worker_support import make_events, save_fresh_model
@@ -51,6 +54,8 @@ def main() -> None:
     if model_dir is None:
         model_dir = str(save_fresh_model(Path(tempfile.mkdtemp(prefix="tollgate-infer-")), "bench"))
     stock, served = Inference.from_dir(model_dir, serving_layers=False), Inference.from_dir(model_dir)
+    served_full_last = Inference.from_dir(model_dir, serving_layers=False)
+    served_full_last.model = with_serving_layers(served_full_last.model, first_only=False)
     encoder, store = FieldIsolatedEncoder(), MemoryFeatureStore()
     warm = 30  # batches of history first, so every customer has a full window
     events = make_events("bench", args.batch * (warm + 1))
@@ -74,6 +79,7 @@ def main() -> None:
     variants = {"one call, stock layers": variant(stock, False),
                 f"chunks <= {CPU_CHUNK_ROWS}, stock layers": variant(stock, True),
                 "one call, serving layers": variant(served, False),
+                f"chunks <= {CPU_CHUNK_ROWS}, serving, full last": variant(served_full_last, True),
                 f"chunks <= {CPU_CHUNK_ROWS}, serving layers": variant(served, True)}
     first = next(iter(variants))
     reference = variants[first]()
