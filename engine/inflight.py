@@ -1,9 +1,9 @@
 """``InFlight``: one micro-batch on its way from poll to commit, and what its
 transaction holds.
 
-The worker (``engine.worker``) keeps several batches in flight — one being decided on
-its main thread (or scored on the infer thread), one in a Kafka transaction on the
-commit thread — and commits them strictly in order. This module is the
+The worker (``engine.worker``) keeps several batches in flight — being prepared and
+scored on its threads (``Started``), finished on its main thread, in a Kafka
+transaction on the commit thread — and commits them strictly in order. This module is the
 bookkeeping that makes that safe: which records a batch holds, which of its
 partitions were revoked while it was in flight (their records are then neither
 emitted nor committed by it: the new owner re-reads them from the committed offset),
@@ -23,9 +23,10 @@ and where to rewind when a batch and everything after it must be redone.
 
 from __future__ import annotations
 
-from concurrent.futures import Future
+from collections import deque
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from engine.codec import DeadLetter
 from engine.consume import RawRecord
@@ -41,7 +42,10 @@ class InFlight:
     decoded: Decoded
     #: ``DecisionPipeline.prepare``'s result, None when the batch has no event to decide.
     prepared: Any = None
-    #: ``DecisionPipeline.score`` running on the infer thread; None when not scored there.
+    #: ``DecisionPipeline.prepare`` running on the prepare thread (a backlog's batch).
+    preparing: Future | None = None
+    #: The batch's ``ScoredBatch``: ``DecisionPipeline.score`` on the infer thread, or done
+    #: in line (``run_now``); None when there is nothing to finish.
     scoring: Future | None = None
     verdicts: list[Verdict] = field(default_factory=list)
     #: Arrival time of each verdict's event, and its source partition (aligned with ``verdicts``).
@@ -86,6 +90,42 @@ class InFlight:
         return out
 
 
+class Started:
+    """The batches started and not yet finished, oldest first: a backlog's are being
+    prepared or scored on the worker's threads meanwhile."""
+
+    def __init__(self) -> None:
+        self._batches: deque[InFlight] = deque()
+
+    def __len__(self) -> int:
+        return len(self._batches)
+
+    def __iter__(self) -> Iterator[InFlight]:
+        return iter(self._batches)
+
+    def append(self, batch: InFlight) -> None:
+        self._batches.append(batch)
+
+    def wait_for_prepares(self) -> None:
+        """Until no batch is being prepared on the prepare thread (it runs them in order,
+        so the newest is the last): an in-line prepare must not overtake one there."""
+        if self._batches and self._batches[-1].preparing is not None:
+            wait([self._batches[-1].preparing])
+
+    def pop_oldest(self) -> InFlight:
+        """The oldest batch, once its forward pass is done (or failed)."""
+        batch = self._batches.popleft()
+        if batch.scoring is not None:
+            wait([batch.scoring])
+        return batch
+
+    def take_all(self) -> list[InFlight]:
+        """Every batch (to be redone), once the threads are done with them."""
+        batches, self._batches = list(self._batches), deque()
+        wait([b.scoring for b in batches if b.scoring is not None])
+        return batches
+
+
 def first_offsets(record_lists: Iterable[Sequence[RawRecord]]) -> dict[Partition, int]:
     """The earliest offset per partition over several batches: where a redo starts."""
     out: dict[Partition, int] = {}
@@ -106,3 +146,18 @@ def run_now(fn: Callable[[Any], Any], arg: Any) -> Future:
     except Exception as exc:  # noqa: BLE001 - re-raised by result(), as the thread's would be
         future.set_exception(exc)
     return future
+
+
+def score_when_prepared(pipeline: Any, preparing: Future) -> Any:
+    """The infer thread's task for a backlog's batch: its forward pass once the prepare
+    thread has enriched and encoded it (a prepare error is raised from here)."""
+    return pipeline.score(preparing.result())
+
+
+def worth_a_thread(prepared: Any) -> bool:
+    """Whether the infer thread should score this batch: always, unless the inference
+    scores batches this small in our own process (``SplitInference``), where a hand-off
+    would only add the thread's wait for the GIL."""
+    inference = getattr(getattr(prepared, "components", None), "inference", None)
+    runs_remote = getattr(inference, "runs_remote", None)
+    return runs_remote is None or runs_remote(len(prepared.encoded))

@@ -114,6 +114,10 @@ class BatchSettings(_Frozen):
     #: threads there won one of three interleaved saturation pairs (2,312 / 2,385 / 2,027
     #: vs 2,506 / 2,229 / 2,205 events/s).
     torch_threads: int = Field(default=1, ge=0)
+    #: With ``infer_thread``: how many of a backlog's batches may be on the threads (being
+    #: prepared or scored) while the main thread finishes an older one. 2 keeps the
+    #: model process fed: one batch is scored while the next is prepared.
+    backlog_depth: int = Field(default=2, ge=1, le=4)
 
 
 class PolicySettings(_Frozen):

@@ -28,17 +28,20 @@ One batch, in order — the commit protocol:
 8. **Account**: metrics, lag, health beat; between batches, apply a ready hot-swapped
    model (batches already prepared finish with the model they started with).
 
-**Overlap.** When a batch closes with records still arriving (a backlog), its
-transaction (4–7) runs on a commit thread while the main thread already collects,
-decodes and decides the next batch; on a quiet stream it commits in line
-(``engine.commit``). The forward pass runs in a model process by default
-(``settings.batch.infer_process``, ``engine.infer_process``) when the batch is large
-(a backlog), waited for on an infer thread; then up to three batches are in flight: N
-committing, N+1 being scored in the model process, N+2 being prepared. Small batches
-(a quiet stream) are scored in line, where the round trip would only add latency.
-Transactions still commit strictly in batch order, one at a time: batch N+1's
-transaction begins only after N's committed. Preparing (enrich) runs in batch order, so
-context is recorded in arrival order.
+**Overlap.** When a batch closes with records still arriving (a backlog), it is
+prepared (enrich, encode) on a prepare thread and scored on an infer thread — the
+forward pass in a model process by default (``settings.batch.infer_process``,
+``engine.infer_process``) — while the main thread finishes older batches, and its
+transaction (4–7) runs on a commit thread while the main thread goes on
+(``engine.commit``). With ``settings.batch.backlog_depth`` = 2, batch N commits while
+N+1 is finished, N+2 scored and N+3 prepared: Redis round trips and the model process
+never wait for the main thread, which holds the GIL for decode, detect, decide, guard
+and encoding verdicts and is the bottleneck at saturation. A quiet stream's batch is
+prepared, finished and committed in line (scored on the infer thread only when large).
+Transactions commit strictly in batch order, one at a time. Preparing runs in batch
+order (one prepare thread; an in-line prepare waits for it), so context is recorded in
+arrival order — except that a batch whose prepare failed on a poison event is decided
+one event at a time after later batches were prepared.
 
 If a transaction fails with an abortable error it is aborted; the consumer is rewound
 to the earliest offset of that batch *and every batch after it* (all uncommitted), and
@@ -59,10 +62,11 @@ committed, and the consumer leaves the group before the process exits.
 
 from __future__ import annotations
 
+import gc
 import logging
 import signal
 import time
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -76,7 +80,7 @@ from engine.decode import DecodeStage
 from engine.commit import BatchCommitter, TransactionFailed
 from engine.emit import TransactionalEmitter
 from engine.health import HealthState
-from engine.inflight import InFlight, first_offsets, run_now
+from engine.inflight import InFlight, Started, first_offsets, run_now, score_when_prepared, worth_a_thread
 from engine.metrics import EngineMetrics
 from engine.pipeline import DecisionPipeline
 from engine.settings import Settings
@@ -125,7 +129,9 @@ class Worker:
             settings, options.worker_id,
             encode_verdict=self.codec.encode_verdict, encode_dead_letter=self.codec.encode_dead_letter), self.metrics)
         self._infer_thread = ThreadPoolExecutor(1, thread_name_prefix="tollgate-infer")
-        self._scoring: InFlight | None = None  # prepared, on the infer thread (or decided already)
+        self._prepare_thread = ThreadPoolExecutor(1, thread_name_prefix="tollgate-prepare")
+        self.backlog_depth = settings.batch.backlog_depth
+        self._pending = Started()
         self._stopping = False
         self._backlog = False  # the last batch closed with records still coming
         self._retry_delay_s = 0.0
@@ -146,6 +152,10 @@ class Worker:
     def run(self) -> None:
         """Warm up, join the group, loop until stopped, drain, leave."""
         self.warm_up()
+        # Everything alive now (the model, tokenizer, rules, imported modules: ~250k
+        # objects) lives as long as the process; out of the collector's sight, a full
+        # collection no longer stops this thread for ~100 ms to walk them again.
+        gc.freeze()
         self.committer.emitter.start()  # fences a previous instance with our worker id
         self.consumer.subscribe()
         self.metrics.set_versions(self.pipeline.model_version, self.pipeline.rules_version)
@@ -164,6 +174,7 @@ class Worker:
                 self.committer.emitter.close()
             except FatalKafkaError as exc:  # fenced: nothing of ours is open any more
                 log.warning("producer close after a fatal error", extra={"error": str(exc)})
+            self._prepare_thread.shutdown(wait=True)
             self._infer_thread.shutdown(wait=True)
             self.committer.shutdown()
             if self.hotswap is not None:
@@ -178,11 +189,11 @@ class Worker:
         return seconds
 
     def _decide_on_threads(self, events: Sequence[Any], arrival_ms: Sequence[float]) -> list[Any]:
-        """One batch scored on the thread the loop scores on (warms that thread's kernels)."""
-        prepared = self.pipeline.prepare(events, arrival_ms)
-        scored = (self._infer_thread.submit(self.pipeline.score, prepared).result() if self.infer_thread
-                  else self.pipeline.score(prepared))
-        return self.pipeline.finish(scored)
+        """One batch on the threads the loop uses for a backlog (warms their kernels)."""
+        if not self.infer_thread:
+            return self.pipeline.finish(self.pipeline.score(self.pipeline.prepare(events, arrival_ms)))
+        preparing = self._prepare_thread.submit(self.pipeline.prepare, events, arrival_ms)
+        return self.pipeline.finish(self._infer_thread.submit(score_when_prepared, self.pipeline, preparing).result())
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -196,16 +207,16 @@ class Worker:
         records = self._collect()
         if records:
             self._start(records, backlog=self._backlog)
-        elif self._scoring is not None:
-            self._finish(self._take_scoring())
+        elif self._pending:
+            self._finish_oldest()
         self._between_batches()
 
     def flush(self) -> None:
         """Decide and commit everything in flight and buffered, in order (drain; tests)."""
         if len(self.batcher):
             self._start(self.batcher.take())
-        if self._scoring is not None:
-            self._finish(self._take_scoring())
+        while self._pending:
+            self._finish_oldest()
         self._reap_commit(block=True)
 
     def _collect(self) -> list[RawRecord] | None:
@@ -214,7 +225,7 @@ class Worker:
         if not len(b):
             # Wait for the record that opens a batch: up to 1 s when idle (so SIGTERM is
             # seen), briefly when work in flight needs the loop.
-            wait_s = (SCORING_POLL_S if self._scoring is not None
+            wait_s = (SCORING_POLL_S if self._pending
                       else COMMITTING_POLL_S if self.committer.in_flight is not None else 1.0)
             b.add(self.consumer.poll(1, wait_s))
             if not len(b):
@@ -222,7 +233,7 @@ class Worker:
         idle = False
         if not b.ready():
             wait_s = 0.0 if self.close_when_idle else b.remaining_s()
-            if self._scoring is not None:
+            if self._pending:
                 wait_s = min(wait_s, SCORING_POLL_S)
             got = self.consumer.poll(b.room(), wait_s)
             b.add(got)
@@ -233,20 +244,28 @@ class Worker:
         return None
 
     def _start(self, records: list[RawRecord], backlog: bool = False) -> None:
-        """Decode and prepare a closed batch and score it (or put it on the infer thread,
-        finishing the batch that was there meanwhile: it is ahead in commit order).
-        ``backlog``: records were still arriving when it closed, so its transaction
-        should overlap the next batch."""
+        """Decode a closed batch and start it: a backlog's (records were still arriving)
+        on the prepare and infer threads, its transaction to overlap the next batch; a
+        quiet stream's prepared here. Then finish older batches (ahead in commit order)
+        until ``backlog_depth`` remain on the threads — none if this one is done."""
         if self._retry_delay_s:
             time.sleep(self._retry_delay_s)
         self.metrics.batch_size.observe(len(records))
         t0 = time.perf_counter()
         batch = InFlight(records, self.decode(records), overlap_commit=backlog)
         self.metrics.observe_stage("decode", time.perf_counter() - t0)
-        events = batch.decoded.events
-        if events:
+        events, arrivals = batch.decoded.events, batch.decoded.arrival_ms
+        on_thread = False
+        if not events:
+            batch.decided([], [], [])
+        elif self.infer_thread and backlog:
+            batch.preparing = self._prepare_thread.submit(self.pipeline.prepare, events, arrivals)
+            batch.scoring = self._infer_thread.submit(score_when_prepared, self.pipeline, batch.preparing)
+            on_thread = True
+        else:
+            self._pending.wait_for_prepares()  # enrich in batch order
             try:
-                batch.prepared = self.pipeline.prepare(events, batch.decoded.arrival_ms)
+                batch.prepared = self.pipeline.prepare(events, arrivals)
             except TRANSIENT_ERRORS as exc:
                 self._redo(batch, "decide", exc)
                 return
@@ -254,34 +273,27 @@ class Worker:
                 log.exception("batch failed to prepare; deciding its events one by one")
                 if not self._decide_one_by_one(batch):
                     return
-        else:
-            batch.decided([], [], [])
-        previous = self._take_scoring()
-        on_thread = batch.prepared is not None and self.infer_thread and _worth_a_thread(batch.prepared)
-        if batch.prepared is not None:
-            batch.scoring = (self._infer_thread.submit(self.pipeline.score, batch.prepared) if on_thread
-                             else run_now(self.pipeline.score, batch.prepared))
-        self._scoring = batch
-        if previous is not None:
-            self._finish(previous, later=batch)
-        if not on_thread and self._scoring is batch:
-            self._finish(self._take_scoring())  # nothing to overlap with: finish at once
+            if batch.prepared is not None:
+                on_thread = self.infer_thread and worth_a_thread(batch.prepared)
+                batch.scoring = (self._infer_thread.submit(self.pipeline.score, batch.prepared) if on_thread
+                                 else run_now(self.pipeline.score, batch.prepared))
+        self._pending.append(batch)
+        while len(self._pending) > (self.backlog_depth if on_thread else 0):
+            self._finish_oldest()
 
-    def _take_scoring(self) -> InFlight | None:
-        """The batch on the infer thread, once its forward pass is done."""
-        batch, self._scoring = self._scoring, None
-        if batch is not None and batch.scoring is not None:
-            wait([batch.scoring])
-        return batch
+    def _finish_oldest(self) -> None:
+        batch = self._pending.pop_oldest()
+        self._finish(batch, later=list(self._pending))
 
-    def _finish(self, batch: InFlight, later: InFlight | None = None) -> None:
-        """detect → decide → guard for a scored batch, then commit it."""
-        if batch.prepared is not None and batch.scoring is not None:
+    def _finish(self, batch: InFlight, later: Sequence[InFlight] = ()) -> None:
+        """detect → decide → guard for a scored batch, then commit it. A prepare or
+        score that failed on the threads raises here, and is handled as in line."""
+        if batch.scoring is not None:
             try:
                 verdicts = self.pipeline.finish(batch.scoring.result())
                 batch.decided(verdicts, batch.decoded.events, batch.decoded.arrival_ms)
             except TRANSIENT_ERRORS as exc:
-                self._redo(batch, "decide", exc, later=[later] if later else [])
+                self._redo(batch, "decide", exc, later=later)
                 return
             except Exception:  # noqa: BLE001
                 log.exception("batch failed; retrying its events one by one")
@@ -289,7 +301,7 @@ class Worker:
                     return
         self._submit_commit(batch, later)
 
-    def _decide_one_by_one(self, batch: InFlight, later: InFlight | None = None) -> bool:
+    def _decide_one_by_one(self, batch: InFlight, later: Sequence[InFlight] = ()) -> bool:
         """A deterministic failure on one event (a bug the validator does not catch) must
         not wedge its partition: the batch is decided one event at a time and only the
         events that still fail are dead-lettered (stage ``pipeline``). Enrich is
@@ -303,25 +315,24 @@ class Worker:
                 events.append(event)
                 arrivals.append(arrived)
             except TRANSIENT_ERRORS as exc:
-                self._redo(batch, "decide", exc, later=[later] if later else [])
+                self._redo(batch, "decide", exc, later=later)
                 return False
             except Exception as exc:  # noqa: BLE001
                 failed.append(DeadLetter.from_error(exc, now_ms, value=self.codec.encode_event(event),
                                                     source=event.source, stage="pipeline"))
-        batch.prepared = None  # decided here, not on the infer thread
-        batch.scoring = None
+        batch.prepared = batch.preparing = batch.scoring = None  # decided here, not on the threads
         batch.decided(verdicts, events, arrivals, failed)
         return True
 
     # -- committing ------------------------------------------------------------------------
 
-    def _submit_commit(self, batch: InFlight, later: InFlight | None = None) -> None:
+    def _submit_commit(self, batch: InFlight, later: Sequence[InFlight] = ()) -> None:
         """Begin ``batch``'s transaction once the previous one has committed; on a quiet
         stream (no overlap) it commits in line and is accounted for at once."""
-        if not self._reap_commit(block=True, later=[batch] + ([later] if later else [])):
+        if not self._reap_commit(block=True, later=[batch, *later]):
             return  # the previous transaction failed: this batch was rewound with it
         if self.committer.begin(batch, self.consumer.group_metadata()) and not batch.overlap_commit:
-            self._reap_commit(block=True, later=[later] if later else [])
+            self._reap_commit(block=True, later=later)
 
     def _reap_commit(self, block: bool, later: Sequence[InFlight] = ()) -> bool:
         """Account for the transaction in flight once it is done (waiting for it when
@@ -348,9 +359,7 @@ class Worker:
         earlier = self.committer.settle_before(failed)
         if earlier is not None:  # its transaction failed too
             uncommitted.append(earlier)
-        scoring = self._take_scoring()
-        if scoring is not None:
-            uncommitted.append(scoring)
+        uncommitted += self._pending.take_all()
         uncommitted_records = [b.records for b in uncommitted] + [self.batcher.take()]
         self.consumer.rewind(first_offsets(uncommitted_records))
 
@@ -374,21 +383,12 @@ class Worker:
     def on_revoked(self, partitions: Sequence[TopicPartition], lost: bool) -> None:
         gone = {(tp.topic, tp.partition) for tp in partitions}
         self.committer.settle()  # settle its offsets before the partitions move
-        if self._scoring is not None:
-            self._scoring.revoked |= gone
+        for batch in self._pending:
+            batch.revoked |= gone
         dropped = self.batcher.drop(lambda r: (r.topic, r.partition) not in gone)
         if dropped:
             log.info("dropped buffered records of revoked partitions",
                      extra={"records": dropped, "lost": lost})
-
-
-def _worth_a_thread(prepared: Any) -> bool:
-    """Whether the infer thread should score this batch: always, unless the inference
-    scores batches this small in our own process (``SplitInference``), where a hand-off
-    would only add the thread's wait for the GIL."""
-    inference = getattr(getattr(prepared, "components", None), "inference", None)
-    runs_remote = getattr(inference, "runs_remote", None)
-    return runs_remote is None or runs_remote(len(prepared.encoded))
 
 
 if __name__ == "__main__":  # ``python -m engine.worker [options]`` == ``tollgate run [options]``

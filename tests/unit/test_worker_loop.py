@@ -6,6 +6,7 @@ records of the revoked partitions, SIGTERM drains. (The real broker: tests/integ
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
@@ -322,7 +323,7 @@ class HookedPipeline(FakePipeline):
 def test_batches_in_flight_commit_in_order_one_transaction_each(infer_thread):
     emitter = GatedEmitter()
     pipeline = HookedPipeline(lambda ids: emitter.gate.set() if ids[0] == "e4" else None)
-    w = Worker(_settings(close_when_idle=False, infer_thread=infer_thread), pipeline, WorkerOptions("w1"),
+    w = Worker(_settings(close_when_idle=False, infer_thread=infer_thread, infer_process=False), pipeline, WorkerOptions("w1"),
                codec=CODEC)
     w.consumer = FakeConsumer([[_rec(i) for i in range(4)], [_rec(i) for i in range(4, 8)]])
     w.committer.emitter = emitter
@@ -341,7 +342,7 @@ def test_a_failed_transaction_rewinds_it_and_every_later_batch_in_flight(infer_t
     emitter = GatedEmitter(abort_times=1)
     pipeline = HookedPipeline(lambda ids: emitter.gate.set() if ids[0] == "e4" else None)
     consumer = FakeConsumer([first, second])
-    w = Worker(_settings(close_when_idle=False, infer_thread=infer_thread), pipeline, WorkerOptions("w1"),
+    w = Worker(_settings(close_when_idle=False, infer_thread=infer_thread, infer_process=False), pipeline, WorkerOptions("w1"),
                codec=CODEC)
     w.consumer, w.committer.emitter = consumer, emitter
     w.step()
@@ -366,25 +367,28 @@ def test_revoked_partitions_leave_batches_in_flight_unemitted_and_uncommitted():
 
 
 def test_a_transaction_that_commits_while_later_batches_are_redone_is_still_counted():
-    """Batch 1 is committing on the commit thread (batch 2 scored meanwhile) when batch 3
-    hits a transient error: the redo waits for batch 1, which commits, and its transaction
-    and verdicts are counted (readers see them); batches 2 and 3 are rewound."""
+    """Batch 1 is committing on the commit thread when finishing batch 2 hits a transient
+    error (batch 3 is being prepared and scored meanwhile): the redo waits for batch 1,
+    which commits, and its transaction and verdicts are counted (readers see them);
+    batches 2 and 3 are rewound."""
     emitter = GatedEmitter()
 
-    class FailsOnceOnBatchThree(FakePipeline):
-        def prepare(self, events, arrival_ms=None):
-            if events[0].event_id == "e8" and not self.transient_done:
+    class FailsOnceOnBatchTwo(FakePipeline):
+        def finish(self, scored):
+            if scored[0].event_id == "e4" and not self.transient_done:
                 self.transient_done = True
                 emitter.gate.set()  # batch 1's transaction may commit now
                 raise ConnectionError("redis away")
-            return super().prepare(events, arrival_ms)
+            return super().finish(scored)
 
-    pipeline = FailsOnceOnBatchThree()
+    pipeline = FailsOnceOnBatchTwo()
     pipeline.transient_done = False
     consumer = FakeConsumer([[_rec(i) for i in range(j, j + 4)] for j in (0, 4, 8)])
     w = Worker(_settings(close_when_idle=False), pipeline, WorkerOptions("w1"), codec=CODEC)
     w.consumer, w.committer.emitter = consumer, emitter
-    for _ in range(3):  # batch 1 scored; batch 2 scored, batch 1 committing; batch 3 fails
+    # Batches 1 and 2 on the threads; batch 3 too, and batch 1 finished and committing;
+    # nothing more to read: batch 2 is finished, and fails.
+    for _ in range(4):
         w.step()
     assert [[v.event_id for v in c[0]] for c in emitter.commits] == [["e0", "e1", "e2", "e3"]]
     assert consumer.rewinds == [{("tx.events", 0): 104}]
@@ -392,3 +396,86 @@ def test_a_transaction_that_commits_while_later_batches_are_redone_is_still_coun
     assert sample("tollgate_transactions_total", {"result": "committed"}) == 1
     assert sample("tollgate_transactions_total", {"result": "retried"}) == 1
     assert sample("tollgate_e2e_from_arrival_ms_count") == 4  # batch 1's verdicts, once
+
+
+class ThreadNotingPipeline(FakePipeline):
+    """Notes the thread each batch is prepared on; ``slow`` event ids take a while."""
+
+    def __init__(self, slow=(), **kw):
+        super().__init__(**kw)
+        self.slow, self.threads = set(slow), []
+
+    def prepare(self, events, arrival_ms=None):
+        if self.slow & {e.event_id for e in events}:
+            time.sleep(0.3)
+        self.threads.append(threading.current_thread().name)
+        return super().prepare(events, arrival_ms)
+
+
+def test_a_backlog_is_prepared_off_the_main_thread_in_batch_order():
+    pipeline, emitter = ThreadNotingPipeline(slow={"e0"}), FakeEmitter()
+    w = Worker(_settings(close_when_idle=False), pipeline, WorkerOptions("w1"), codec=CODEC)
+    w.consumer = FakeConsumer([[_rec(i) for i in range(j, j + 4)] for j in (0, 4, 8)])
+    w.committer.emitter = emitter
+    for _ in range(3):
+        w.step()
+    w.flush()
+    assert pipeline.prepared == [[f"e{i}" for i in range(j, j + 4)] for j in (0, 4, 8)]
+    assert all(name.startswith("tollgate-prepare") for name in pipeline.threads)
+    assert [len(c[0]) for c in emitter.commits] == [4, 4, 4]
+
+
+def test_a_batch_prepared_in_line_waits_for_the_one_on_the_prepare_thread():
+    """A full batch (a backlog: prepared on the thread, slowly) and then a lone record
+    (a quiet stream: prepared in line): enrich still runs in batch order."""
+    pipeline = ThreadNotingPipeline(slow={"e0"})
+    w = Worker(_settings(), pipeline, WorkerOptions("w1"), codec=CODEC)
+    w.consumer = FakeConsumer([[_rec(i) for i in range(4)], [_rec(4)]])
+    w.committer.emitter = FakeEmitter()
+    w.step()
+    w.step()
+    w.flush()
+    assert pipeline.prepared == [["e0", "e1", "e2", "e3"], ["e4"]]
+    assert pipeline.threads[0].startswith("tollgate-prepare") and pipeline.threads[1] == "MainThread"
+
+
+def test_a_prepare_error_on_the_prepare_thread_is_handled_as_in_line():
+    """Transient: the batch and the one after it are rewound, never dead-lettered.
+    Deterministic: the poison event alone is dead-lettered."""
+    emitter, consumer = FakeEmitter(), FakeConsumer([[_rec(i) for i in range(j, j + 4)] for j in (0, 4)])
+    w = Worker(_settings(close_when_idle=False), FakePipeline(transient=1), WorkerOptions("w1"), codec=CODEC)
+    w.consumer, w.committer.emitter = consumer, emitter
+    w.step()
+    w.step()
+    w.flush()
+    assert emitter.commits == [] and consumer.rewinds == [{("tx.events", 0): 100}]
+
+    emitter = FakeEmitter()
+    w = Worker(_settings(close_when_idle=False), FakePipeline(fail_ids={"e5"}), WorkerOptions("w1"), codec=CODEC)
+    w.consumer = FakeConsumer([[_rec(i) for i in range(j, j + 4)] for j in (0, 4, 8)])
+    w.committer.emitter = emitter
+    for _ in range(3):
+        w.step()
+    w.flush()
+    assert [[v.event_id for v in c[0]] for c in emitter.commits] == [
+        ["e0", "e1", "e2", "e3"], ["e4", "e6", "e7"], ["e8", "e9", "e10", "e11"]]
+    assert [(d.stage, d.source_offset) for d in emitter.commits[1][1]] == [("pipeline", 105)]
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_a_backlog_keeps_backlog_depth_batches_on_the_threads(depth):
+    """The main thread finishes (and commits) a batch only once ``depth`` later ones are
+    being prepared or scored."""
+    emitter = FakeEmitter()
+    w = Worker(_settings(close_when_idle=False, backlog_depth=depth), FakePipeline(), WorkerOptions("w1"),
+               codec=CODEC)
+    w.consumer = FakeConsumer([[_rec(i) for i in range(j, j + 4)] for j in (0, 4, 8, 12)])
+    w.committer.emitter = emitter
+    committed = []
+    for _ in range(4):
+        w.step()
+        w.committer.settle()
+        committed.append(len(emitter.commits))
+    assert committed == ([0, 1, 2, 3] if depth == 1 else [0, 0, 1, 2])
+    w.flush()
+    assert [c[2] for c in emitter.commits] == [{("tx.events", 0): 100 + 4 * k} for k in range(1, 5)]
