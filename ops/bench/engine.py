@@ -5,7 +5,8 @@
     python ops/bench/engine.py --sweep --rounds 3   # also try other (B, W), interleaved, and say
                                                     # which wins on medians
     python ops/bench/engine.py --modes              # also: no close-when-idle; the model in the
-                                                    # worker's process; torch threads per core
+                                                    # worker's process; torch threads per core;
+                                                    # backlog depth 1
     python ops/bench/engine.py --rates 500 1000 --duration 20 --saturation-events 20000
 
 What is measured, and how:
@@ -30,6 +31,8 @@ What is measured, and how:
 * **Where the cores went**: every process's CPU from ``/proc`` over each run, grouped
   (the worker with its model process, the broker, Redis, this process, the rest) with
   the machine's idle time: is the worker short of CPU, or waiting?
+* **A warm broker**: first, ``--warmup`` seconds at 1,000 events/s, discarded: a JVM
+  that has just started is still compiling its hot paths.
 * **Fixed rates**: events are paced at R events/s for D seconds; the first second is
   dropped (warm caches, first rebalance). **Saturation**: the topic is pre-filled with
   N events before the worker joins; events/s = N / (last verdict − first verdict).
@@ -67,7 +70,8 @@ from ops.bench.engine_report import (LEGEND, STAGES, RunResult, plot, print_mach
 MODES = {"fixed-W": {"TOLLGATE_BATCH__CLOSE_WHEN_IDLE": "false"},
          "one-process": {"TOLLGATE_BATCH__INFER_PROCESS": "false"},
          "one-process-infer-thread": {"TOLLGATE_BATCH__INFER_PROCESS": "false", "TOLLGATE_BATCH__INFER_THREAD": "true"},
-         "torch-threads-per-core": {"TOLLGATE_BATCH__TORCH_THREADS": "0"}}
+         "torch-threads-per-core": {"TOLLGATE_BATCH__TORCH_THREADS": "0"},
+         "backlog-depth-1": {"TOLLGATE_BATCH__BACKLOG_DEPTH": "1"}}
 
 
 # -- the model-removed pipeline (loaded by the worker subprocess via --pipeline) ----------
@@ -120,7 +124,7 @@ class Bench:
         save_fresh_model(self.models_dir, "bench-v1")
 
     def run(self, label: str, pipeline: str, batch: tuple[int, float], rate: float | None,
-            env: dict[str, str] | None = None) -> RunResult:
+            env: dict[str, str] | None = None, duration: float | None = None) -> RunResult:
         from tests.integration.worker_support import WorkerEnv, WorkerProcess, make_events, produce_events
 
         u = uuid.uuid4().hex[:8]
@@ -131,7 +135,7 @@ class Bench:
         wenv = WorkerEnv(self.bootstrap, self.redis_url, u, topics["events"], topics["verdicts"], topics["dlq"],
                          self.models_dir, extra={"TOLLGATE_BATCH__MAX_EVENTS": str(batch[0]),
                                                  "TOLLGATE_BATCH__MAX_WAIT_MS": str(batch[1]), **(env or {})})
-        n = self.args.saturation_events if rate is None else int(rate * self.args.duration)
+        n = self.args.saturation_events if rate is None else int(rate * (duration or self.args.duration))
         events = make_events(u, n)
         if rate is None:  # pre-fill: the worker starts with a full backlog
             produce_events(self.bootstrap, topics["events"], events, self.codec)
@@ -225,8 +229,11 @@ def main() -> None:
                     help="also compare the worker's modes at 1000 ev/s and saturation: batches closed only "
                          "at B or W (no close-when-idle); the model in the worker's own process (on the "
                          "main thread, or on a thread of its own) instead of a model process; PyTorch's "
-                         "default threads (one per core) instead of one")
+                         "default threads (one per core) instead of one; one backlog batch on the threads "
+                         "instead of two")
     ap.add_argument("--no-model-baseline", dest="baseline", action="store_false")
+    ap.add_argument("--warmup", type=float, default=30.0,
+                    help="seconds at 1,000 events/s through the broker first, discarded (0: none)")
     ap.add_argument("--timeout", type=float, default=180.0)
     ap.add_argument("--workdir", default=str(REPO / ".tollgate" / "bench"))
     ap.add_argument("--json", default=None, help="also write the results here")
@@ -245,6 +252,14 @@ def main() -> None:
     model = "ops.bench.engine:model_pipeline"
     results: list[RunResult] = []
     tag = f"B={default[0]} W={default[1]:g}"
+    if args.warmup:
+        # A broker that has just started runs its request paths in the JVM's interpreter
+        # and first compilers: on a fresh stack its CPU at 1,000 events/s was 101, 87, 65
+        # and 63 % of a core in the first four 10 s runs, then 56-61 %. A broker in
+        # service is warm; so is the one measured here.
+        warm = bench.run("broker warm-up", model, default, 1000.0, duration=args.warmup)
+        print(f"broker warm-up, discarded: {args.warmup:g} s at 1,000 events/s, broker "
+              f"{warm.machine_pct.get('broker', float('nan')):.0f} % of a core")
     for rate in args.rates:
         results.append(bench.run(f"model {tag}", model, default, rate))
         print_table(results[-1:])
@@ -279,8 +294,9 @@ def main() -> None:
               f"no-model {fixed[f'no-model {tag}'].pct(99):.1f} ms")
     if args.sweep:
         recommend(results)
-    if args.plot:
-        plot([r for r in results if r.offered is not None and r.latencies_ms], Path(args.plot))
+    fixed_runs = [r for r in results if r.offered is not None and r.latencies_ms]
+    if args.plot and fixed_runs:  # none with --rates and nothing after it: saturation only
+        plot(fixed_runs, Path(args.plot))
         print(f"latency histogram: {args.plot}")
     if args.json:
         Path(args.json).write_text(json.dumps([{
