@@ -278,7 +278,7 @@ def test_stop_request_closes_the_open_batch_at_once():
 
 
 def _settings(**batch) -> Settings:
-    return Settings(batch=BatchSettings(max_events=4, max_wait_ms=1000.0, **batch),
+    return Settings(batch=BatchSettings(**{"max_events": 4, "max_wait_ms": 1000.0, **batch}),
                     kafka=KafkaSettings(transaction_timeout_ms=2000))
 
 
@@ -304,6 +304,18 @@ class GatedEmitter(FakeEmitter):
     def commit_batch(self, verdicts, dead_letters, offsets, meta, encoded=None):
         assert self.gate.wait(10), "gate never opened"
         super().commit_batch(verdicts, dead_letters, offsets, meta, encoded)
+
+
+class SlowScorePipeline(FakePipeline):
+    """Each forward pass takes ``delay`` seconds: batches stay on the threads a while."""
+
+    def __init__(self, delay=0.2, **kw):
+        super().__init__(**kw)
+        self.delay = delay
+
+    def score(self, prepared):
+        time.sleep(self.delay)
+        return prepared
 
 
 class HookedPipeline(FakePipeline):
@@ -355,7 +367,7 @@ def test_a_failed_transaction_rewinds_it_and_every_later_batch_in_flight(infer_t
 def test_revoked_partitions_leave_batches_in_flight_unemitted_and_uncommitted():
     emitter = FakeEmitter()
     records = [_rec(0, partition=0), _rec(1, partition=1), _rec(2, partition=0), _rec(3, partition=1)]
-    w = Worker(_settings(close_when_idle=False, infer_thread=True), FakePipeline(), WorkerOptions("w1"),
+    w = Worker(_settings(close_when_idle=False, infer_thread=True), SlowScorePipeline(), WorkerOptions("w1"),
                codec=CODEC)
     w.consumer, w.committer.emitter = FakeConsumer([records]), emitter
     w.step()  # on the infer thread, not yet finished
@@ -442,10 +454,9 @@ def test_a_batch_prepared_in_line_waits_for_the_one_on_the_prepare_thread():
 def test_a_prepare_error_on_the_prepare_thread_is_handled_as_in_line():
     """Transient: the batch and the one after it are rewound, never dead-lettered.
     Deterministic: the poison event alone is dead-lettered."""
-    emitter, consumer = FakeEmitter(), FakeConsumer([[_rec(i) for i in range(j, j + 4)] for j in (0, 4)])
+    emitter, consumer = FakeEmitter(), FakeConsumer([[_rec(i) for i in range(4)]])
     w = Worker(_settings(close_when_idle=False), FakePipeline(transient=1), WorkerOptions("w1"), codec=CODEC)
     w.consumer, w.committer.emitter = consumer, emitter
-    w.step()
     w.step()
     w.flush()
     assert emitter.commits == [] and consumer.rewinds == [{("tx.events", 0): 100}]
@@ -464,10 +475,10 @@ def test_a_prepare_error_on_the_prepare_thread_is_handled_as_in_line():
 
 @pytest.mark.parametrize("depth", [1, 2])
 def test_a_backlog_keeps_backlog_depth_batches_on_the_threads(depth):
-    """The main thread finishes (and commits) a batch only once ``depth`` later ones are
-    being prepared or scored."""
+    """While its forward pass runs, the main thread waits to finish (and commit) a batch
+    only once ``depth`` later ones are being prepared or scored."""
     emitter = FakeEmitter()
-    w = Worker(_settings(close_when_idle=False, backlog_depth=depth), FakePipeline(), WorkerOptions("w1"),
+    w = Worker(_settings(close_when_idle=False, backlog_depth=depth), SlowScorePipeline(), WorkerOptions("w1"),
                codec=CODEC)
     w.consumer = FakeConsumer([[_rec(i) for i in range(j, j + 4)] for j in (0, 4, 8, 12)])
     w.committer.emitter = emitter
@@ -479,3 +490,4 @@ def test_a_backlog_keeps_backlog_depth_batches_on_the_threads(depth):
     assert committed == ([0, 1, 2, 3] if depth == 1 else [0, 0, 1, 2])
     w.flush()
     assert [c[2] for c in emitter.commits] == [{("tx.events", 0): 100 + 4 * k} for k in range(1, 5)]
+
