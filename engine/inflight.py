@@ -40,8 +40,6 @@ Partition = tuple[str, int]
 class InFlight:
     records: list[RawRecord]
     decoded: Decoded
-    #: ``DecisionPipeline.prepare``'s result, None when the batch has no event to decide.
-    prepared: Any = None
     #: ``DecisionPipeline.prepare`` running on the prepare thread (a backlog's batch).
     preparing: Future | None = None
     #: The batch's ``ScoredBatch``: ``DecisionPipeline.score`` on the infer thread, or done

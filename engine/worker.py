@@ -191,7 +191,7 @@ class Worker:
     def _decide_on_threads(self, events: Sequence[Any], arrival_ms: Sequence[float]) -> list[Any]:
         """One batch on the threads the loop uses for a backlog (warms their kernels)."""
         if not self.infer_thread:
-            return self.pipeline.finish(self.pipeline.score(self.pipeline.prepare(events, arrival_ms)))
+            return self.pipeline.decide_batch(events, arrival_ms)
         preparing = self._prepare_thread.submit(self.pipeline.prepare, events, arrival_ms)
         return self.pipeline.finish(self._infer_thread.submit(score_when_prepared, self.pipeline, preparing).result())
 
@@ -265,7 +265,7 @@ class Worker:
         else:
             self._pending.wait_for_prepares()  # enrich in batch order
             try:
-                batch.prepared = self.pipeline.prepare(events, arrivals)
+                prepared = self.pipeline.prepare(events, arrivals)
             except TRANSIENT_ERRORS as exc:
                 self._redo(batch, "decide", exc)
                 return
@@ -273,10 +273,10 @@ class Worker:
                 log.exception("batch failed to prepare; deciding its events one by one")
                 if not self._decide_one_by_one(batch):
                     return
-            if batch.prepared is not None:
-                on_thread = self.infer_thread and worth_a_thread(batch.prepared)
-                batch.scoring = (self._infer_thread.submit(self.pipeline.score, batch.prepared) if on_thread
-                                 else run_now(self.pipeline.score, batch.prepared))
+            else:
+                on_thread = self.infer_thread and worth_a_thread(prepared)
+                batch.scoring = (self._infer_thread.submit(self.pipeline.score, prepared) if on_thread
+                                 else run_now(self.pipeline.score, prepared))
         self._pending.append(batch)
         while len(self._pending) > (self.backlog_depth if on_thread else 0):
             self._finish_oldest()
@@ -320,7 +320,7 @@ class Worker:
             except Exception as exc:  # noqa: BLE001
                 failed.append(DeadLetter.from_error(exc, now_ms, value=self.codec.encode_event(event),
                                                     source=event.source, stage="pipeline"))
-        batch.prepared = batch.preparing = batch.scoring = None  # decided here, not on the threads
+        batch.preparing = batch.scoring = None  # decided here, not on the threads
         batch.decided(verdicts, events, arrivals, failed)
         return True
 
