@@ -129,11 +129,18 @@ class TransactionalEmitter:
         try:
             self._call("begin_transaction", self._producer.begin_transaction)
             self._in_transaction = True
-            for topic, key, value, headers in records:
-                self._produce(topic, key, value, headers)
+            # Offsets first, records second: the first request of a transaction often
+            # reaches the coordinator while it still writes the previous commit's markers
+            # and is answered CONCURRENT_TRANSACTIONS. librdkafka retries AddOffsetsToTxn
+            # after retry.backoff.ms (1 ms here) but AddPartitionsToTxn, which the first
+            # produce triggers, after a fixed 20 ms; once the offsets are in, the
+            # transaction is open and the partitions register at the first try. Within a
+            # transaction the order is invisible: it all commits or none of it does.
             offsets = [TopicPartition(t, p, o) for (t, p), o in next_offsets.items()]
             self._call("send_offsets_to_transaction", lambda: self._producer.send_offsets_to_transaction(
                 offsets, group_metadata, CALL_TIMEOUT_S))
+            for topic, key, value, headers in records:
+                self._produce(topic, key, value, headers)
             self._call("commit_transaction", lambda: self._producer.commit_transaction(CALL_TIMEOUT_S))
             self._in_transaction = False
         except _Abortable as exc:

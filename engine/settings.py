@@ -44,11 +44,12 @@ class KafkaSettings(_Frozen):
     transaction_timeout_ms: int = 60_000
     #: First retry backoff of the worker's transactional producer (librdkafka
     #: ``retry.backoff.ms``; it doubles per retry up to 100 ms, so a broker that is away is
-    #: not hammered). librdkafka's default, 100 ms, is paid whenever a transaction's
-    #: AddOffsetsToTxn finds the coordinator still finishing the previous commit
-    #: (CONCURRENT_TRANSACTIONS), which back-to-back micro-batch transactions do every
-    #: few batches: ``python ops/bench/transactions.py`` measures both.
-    producer_retry_backoff_ms: int = Field(default=5, ge=1, le=1000)
+    #: not hammered). Back-to-back micro-batch transactions often find the coordinator
+    #: still writing the previous commit's markers: the first request of the next one
+    #: (AddOffsetsToTxn: ``engine.emit`` sends the offsets first) is answered
+    #: CONCURRENT_TRANSACTIONS and retried after this long. librdkafka's default, 100 ms,
+    #: was most of our p99; ``python ops/bench/transactions.py`` measures the choices.
+    producer_retry_backoff_ms: int = Field(default=1, ge=1, le=1000)
 
 
 class TopicSettings(_Frozen):

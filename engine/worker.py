@@ -19,10 +19,10 @@ One batch, in order — the commit protocol:
    pass; detector, policy and rules. A transient error rewinds the batch and retries
    it with backoff; it is never dead-lettered.
 4. **Begin** a Kafka transaction on the worker's transactional producer.
-5. **Produce** every verdict to ``tx.verdicts`` (key = customer id) and every dead
-   letter to ``tx.events.dlq``.
-6. **Send offsets**: last offset + 1 of every partition in the batch — dead-lettered
+5. **Send offsets**: last offset + 1 of every partition in the batch — dead-lettered
    records included — with the consumer's group metadata, into the transaction.
+6. **Produce** every verdict to ``tx.verdicts`` (key = customer id) and every dead
+   letter to ``tx.events.dlq``. (Offsets first: ``engine.emit`` says why.)
 7. **Commit** the transaction. Verdicts, dead letters and offsets become visible to
    read_committed readers together, or not at all.
 8. **Account**: metrics, lag, health beat; between batches, apply a ready hot-swapped

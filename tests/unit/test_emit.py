@@ -58,7 +58,7 @@ def test_one_transaction_holds_verdicts_dead_letters_and_offsets_in_order():
     p = FakeProducer()
     dl = DeadLetter(b"x", b"k", "tx.events", 0, 7, "decode", "ValueError", "bad", 0)
     _emitter(p).commit_batch([_verdict(_event(1))], [dl], {("tx.events", 0): 8}, object())
-    assert p.calls == ["begin", "produce", "produce", "send_offsets", "commit"]
+    assert p.calls == ["begin", "send_offsets", "produce", "produce", "commit"]  # offsets first: engine.emit
     assert p.produced[0][:2] == ("tx.verdicts", b"c1")  # keyed by customer
     assert p.produced[1][0] == "tx.events.dlq" and dict(p.produced[1][2])["tollgate.dlq.stage"] == b"decode"
     assert [(tp.topic, tp.partition, tp.offset) for tp in p.offsets[0]] == [("tx.events", 0, 8)]
@@ -103,7 +103,7 @@ def test_retriable_errors_give_up_after_the_transaction_timeout(monkeypatch):
 def test_full_local_queue_waits_for_deliveries_then_produces():
     p = FakeProducer({"produce": [BufferError()]})
     _emitter(p).commit_batch([_verdict(_event(1))], [], {("tx.events", 0): 1}, object())
-    assert p.calls[:4] == ["begin", "produce", "poll", "produce"] and len(p.produced) == 1
+    assert p.calls[:5] == ["begin", "send_offsets", "produce", "poll", "produce"] and len(p.produced) == 1
 
 
 # -- the loop ---------------------------------------------------------------------------------
