@@ -8,6 +8,8 @@
                                                     # worker's process; torch threads per core;
                                                     # backlog depth 1
     python ops/bench/engine.py --rates 500 1000 --duration 20 --saturation-events 20000
+    python ops/bench/engine.py --rates 1000 --floor-ab 3   # the relay only: the transaction as
+                                                    # committed now against before
 
 What is measured, and how:
 
@@ -38,6 +40,10 @@ What is measured, and how:
   N events before the worker joins; events/s = N / (last verdict − first verdict).
 * **Model removed**: the same loop with ``inference`` swapped for a constant stub of the
   same output shape; the ratio shows what the model costs.
+* **The floor** (``--no-floor`` skips it): at each fixed rate, ``ops/bench/engine_relay.py``
+  — the worker's consumer and transactional producer, one transaction per poll, nothing
+  decoded or decided — through the same load generator and reader. Its latency is what
+  exactly-once through this broker costs on this machine before the worker does anything.
 
 Figures depend on the machine; the README quotes a run with the command that made it.
 """
@@ -56,8 +62,10 @@ REPO = _common.REPO
 import argparse
 import json
 import os
+import statistics
 import time
 import uuid
+from typing import Sequence
 
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
@@ -65,6 +73,9 @@ from engine.codec import Codec  # noqa: E402
 from ops.bench.engine_io import VerdictReader, machine_cpu, produce_timed, scrape  # noqa: E402
 from ops.bench.engine_report import (LEGEND, STAGES, RunResult, plot, print_machine,  # noqa: E402
                                      print_table, recommend)
+
+#: The label of ``Bench.run_relay``'s rows: an exactly-once relay that decides nothing.
+RELAY = "floor: EOS relay"
 
 #: ``--modes``: the default worker against one setting changed (settings.batch).
 MODES = {"fixed-W": {"TOLLGATE_BATCH__CLOSE_WHEN_IDLE": "false"},
@@ -128,10 +139,7 @@ class Bench:
         from tests.integration.worker_support import WorkerEnv, WorkerProcess, make_events, produce_events
 
         u = uuid.uuid4().hex[:8]
-        topics = {k: f"bench.{k}.{u}" for k in ("events", "verdicts", "dlq")}
-        fs = self.admin.create_topics([NewTopic(t, self.args.partitions, 1) for t in topics.values()])
-        for f in fs.values():
-            f.result(30)
+        topics = self._create_topics(u)
         wenv = WorkerEnv(self.bootstrap, self.redis_url, u, topics["events"], topics["verdicts"], topics["dlq"],
                          self.models_dir, extra={"TOLLGATE_BATCH__MAX_EVENTS": str(batch[0]),
                                                  "TOLLGATE_BATCH__MAX_WAIT_MS": str(batch[1]), **(env or {})})
@@ -158,25 +166,71 @@ class Bench:
         finally:
             worker.terminate()
             reader.stop()
-            for f in self.admin.delete_topics(list(topics.values())).values():
-                try:
-                    f.result(30)
-                except Exception:  # noqa: BLE001
-                    pass
+            self._delete_topics(topics)
         result = self._result(label, rate, n, reader, before, after)
-        result.machine_pct = {k: 100.0 * (machine_after[k] - machine_before.get(k, 0.0)) / span
-                              for k in machine_after}
+        result.machine_pct = _core_shares(machine_before, machine_after, span)
+        return result
+
+    def _create_topics(self, u: str) -> dict[str, str]:
+        """This run's own events, verdicts and dead-letter topics."""
+        topics = {k: f"bench.{k}.{u}" for k in ("events", "verdicts", "dlq")}
+        for f in self.admin.create_topics([NewTopic(t, self.args.partitions, 1) for t in topics.values()]).values():
+            f.result(30)
+        return topics
+
+    def _delete_topics(self, topics: dict[str, str]) -> None:
+        for f in self.admin.delete_topics(list(topics.values())).values():
+            try:
+                f.result(30)
+            except Exception:  # noqa: BLE001 - cleanup only
+                pass
+
+    def run_relay(self, rate: float, label: str = "", env: dict[str, str] | None = None,
+                  relay_args: Sequence[str] = ()) -> RunResult:
+        """The floor: ``ops.bench.engine_relay`` (consume → one transaction per poll,
+        nothing decided) at ``rate``, with the same load generator and reader as ``run``."""
+        import subprocess
+
+        from tests.integration.worker_support import WorkerEnv, make_events
+
+        u = uuid.uuid4().hex[:8]
+        topics = self._create_topics(u)
+        wenv = WorkerEnv(self.bootstrap, self.redis_url, u, topics["events"], topics["verdicts"], topics["dlq"],
+                         self.models_dir, extra=env or {})
+        n = int(rate * self.args.duration)
+        events = make_events(u, n)
+        relay = subprocess.Popen([sys.executable, "-m", "ops.bench.engine_relay", *relay_args], env=wenv.env(),
+                                 cwd=str(REPO), stdout=subprocess.PIPE, text=True)
+        reader = VerdictReader(self.bootstrap, topics["verdicts"], n, relayed=True)
+        try:
+            if relay.stdout.readline().strip() != "relay ready":
+                raise RuntimeError("the relay did not start")
+            time.sleep(3.0)  # joins the group (as the worker has by the time it says ready)
+            machine_before, t_before = machine_cpu(relay.pid), time.monotonic()
+            reader.start()
+            produce_timed(self.bootstrap, topics["events"], events, self.codec, rate)
+            reader.join(timeout=self.args.timeout)
+            machine_after, span = machine_cpu(relay.pid), time.monotonic() - t_before
+        finally:
+            relay.terminate()
+            relay.wait(30)
+            reader.stop()
+            self._delete_topics(topics)
+        got = reader.received
+        lat, throughput = _latencies_and_throughput(got, fixed_rate=True)
+        if len(got) < n:
+            print(f"  ! relay: only {len(got)} of {n} events arrived", file=sys.stderr)
+        cpu_s = machine_after["worker"] - machine_before["worker"]
+        result = RunResult(label or RELAY, rate, len(got), throughput, lat, dict.fromkeys(STAGES, float("nan")),
+                           float("nan"),
+                           cpu_us_per_event=cpu_s * 1e6 / len(got) if got else float("nan"))
+        result.machine_pct = _core_shares(machine_before, machine_after, span)
         return result
 
     @staticmethod
     def _result(label, rate, n, reader, before, after) -> RunResult:
         got = reader.received
-        lat: list[float] = []
-        if rate is not None:  # saturation has no meaningful latency: the backlog is the point
-            skip_until = got[0][0] + 1000.0 if got else 0
-            lat = [recv - sent for recv, sent in got if recv >= skip_until]
-        span_s = (got[-1][0] - got[0][0]) / 1000.0 if len(got) > 1 else float("nan")
-        throughput = (len(got) - 1) / span_s if len(got) > 1 else 0.0
+        lat, throughput = _latencies_and_throughput(got, fixed_rate=rate is not None)
         batches = after.get(("tollgate_batch_size_count", ""), 0) - before.get(("tollgate_batch_size_count", ""), 0)
         events = after.get(("tollgate_batch_size_sum", ""), 0) - before.get(("tollgate_batch_size_sum", ""), 0)
         stages = {}
@@ -195,6 +249,23 @@ class Bench:
                          mean("tollgate_e2e_from_event_time_ms") if rate is not None else float("nan"),
                          mean("tollgate_e2e_from_arrival_ms"),
                          cpu_s * 1e6 / events if events else float("nan"))
+
+
+def _core_shares(before: dict[str, float], after: dict[str, float], span_s: float) -> dict[str, float]:
+    """% of one core each process group (``machine_cpu``) used between two snapshots."""
+    return {k: 100.0 * (after[k] - before.get(k, 0.0)) / span_s for k in after}
+
+
+def _latencies_and_throughput(got: list[tuple[float, float]], fixed_rate: bool) -> tuple[list[float], float]:
+    """End-to-end latencies (ms) of the received (receive, produce) pairs after the first
+    second (warm caches, the first rebalance) — none at saturation, where the backlog is
+    the point — and events/s between the first and last receipt."""
+    lat: list[float] = []
+    if fixed_rate and got:
+        skip_until = got[0][0] + 1000.0
+        lat = [recv - sent for recv, sent in got if recv >= skip_until]
+    span_s = (got[-1][0] - got[0][0]) / 1000.0 if len(got) > 1 else float("nan")
+    return lat, (len(got) - 1) / span_s if len(got) > 1 else 0.0
 
 
 #: ``--sweep``: the (B, W) candidates, besides the default. B matters once batches fill (a
@@ -216,6 +287,29 @@ def _sweep(bench: "Bench", model: str, default: tuple[int, float], rounds: int) 
     return results
 
 
+#: ``--floor-ab``: the relay's transaction as the worker commits it against the order and
+#: retry backoff it used before (``engine.emit``): (label, environment, relay arguments).
+FLOOR_AB = (("floor: offsets 1st, 1 ms", {}, ()),
+            ("floor: records 1st, 5 ms", {"TOLLGATE_KAFKA__PRODUCER_RETRY_BACKOFF_MS": "5"}, ("--records-first",)))
+
+
+def _floor_ab(bench: "Bench", rate: float, rounds: int) -> list[RunResult]:
+    """``FLOOR_AB`` at ``rate``, ``rounds`` times, interleaved (the order reverses every
+    round); prints each run and the medians."""
+    results = []
+    for i in range(rounds):
+        for label, env, relay_args in FLOOR_AB if i % 2 == 0 else FLOOR_AB[::-1]:
+            results.append(bench.run_relay(rate, label, env, relay_args))
+            print_table(results[-1:])
+    print(f"\nrelay at {rate:g} events/s, medians of {rounds} interleaved rounds:")
+    for label, _, _ in FLOOR_AB:
+        runs = [r for r in results if r.label == label]
+        print(f"  {label:26} p50 {statistics.median(r.pct(50) for r in runs):6.1f}  "
+              f"p95 {statistics.median(r.pct(95) for r in runs):6.1f}  p99 {statistics.median(r.pct(99) for r in runs):6.1f} ms"
+              f"  [p99 per run: {', '.join(f'{r.pct(99):.1f}' for r in runs)}]")
+    return results
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rates", type=float, nargs="*", default=[250, 500, 1000])
@@ -232,6 +326,13 @@ def main() -> None:
                          "default threads (one per core) instead of one; one backlog batch on the threads "
                          "instead of two")
     ap.add_argument("--no-model-baseline", dest="baseline", action="store_false")
+    ap.add_argument("--floor-ab", type=int, default=0, metavar="ROUNDS",
+                    help="only compare the relay's transaction as the worker commits it (offsets first, "
+                         "1 ms retry backoff) with the order and backoff before (records first, 5 ms) at "
+                         "the first of --rates, in ROUNDS interleaved rounds")
+    ap.add_argument("--no-floor", dest="floor", action="store_false",
+                    help="skip the exactly-once relay that decides nothing (ops/bench/engine_relay.py) "
+                         "at each fixed rate")
     ap.add_argument("--warmup", type=float, default=30.0,
                     help="seconds at 1,000 events/s through the broker first, discarded (0: none)")
     ap.add_argument("--timeout", type=float, default=180.0)
@@ -252,6 +353,9 @@ def main() -> None:
     model = "ops.bench.engine:model_pipeline"
     results: list[RunResult] = []
     tag = f"B={default[0]} W={default[1]:g}"
+    if args.floor_ab:
+        _floor_ab(bench, args.rates[0] if args.rates else 1000.0, args.floor_ab)
+        return
     if args.warmup:
         # A broker that has just started runs its request paths in the JVM's interpreter
         # and first compilers: on a fresh stack its CPU at 1,000 events/s was 101, 87, 65
@@ -263,6 +367,9 @@ def main() -> None:
     for rate in args.rates:
         results.append(bench.run(f"model {tag}", model, default, rate))
         print_table(results[-1:])
+        if args.floor:
+            results.append(bench.run_relay(rate))
+            print_table(results[-1:])
     results.append(bench.run(f"model {tag}", model, default, None))
     print_table(results[-1:])
     if args.baseline:
@@ -292,6 +399,9 @@ def main() -> None:
     if f"model {tag}" in fixed and f"no-model {tag}" in fixed:
         print(f"at 1000 ev/s: p99 model {fixed[f'model {tag}'].pct(99):.1f} ms vs "
               f"no-model {fixed[f'no-model {tag}'].pct(99):.1f} ms")
+    if f"model {tag}" in fixed and RELAY in fixed:
+        print(f"at 1000 ev/s: p99 model {fixed[f'model {tag}'].pct(99):.1f} ms vs "
+              f"{fixed[RELAY].pct(99):.1f} ms for a relay that decides nothing (the floor)")
     if args.sweep:
         recommend(results)
     fixed_runs = [r for r in results if r.offered is not None and r.latencies_ms]

@@ -19,11 +19,13 @@ from engine.codec import Codec
 
 
 class VerdictReader(threading.Thread):
-    """read_committed consumer: (receive time, produce time) per verdict, in ms."""
+    """read_committed consumer: (receive time, produce time) per verdict, in ms.
+    ``relayed``: the topic holds the events themselves (``ops.bench.engine_relay``)."""
 
-    def __init__(self, bootstrap: str, topic: str, expected: int):
+    def __init__(self, bootstrap: str, topic: str, expected: int, relayed: bool = False):
         super().__init__(daemon=True)
         self.codec = Codec()
+        self._decode = self.codec.decode_event if relayed else self.codec.decode_verdict
         self.expected = expected
         self.received: list[tuple[float, float]] = []
         self._halt = threading.Event()
@@ -43,7 +45,7 @@ class VerdictReader(threading.Thread):
             now = time.time() * 1000.0
             for m in [first, *self.consumer.consume(1000, 0)]:
                 if m.error() is None:
-                    self.received.append((now, float(self.codec.decode_verdict(m.value()).event_time_ms)))
+                    self.received.append((now, float(self._decode(m.value()).event_time_ms)))
 
     def stop(self) -> None:
         self._halt.set()
