@@ -39,7 +39,7 @@ from celpy.celtypes import IntType, UintType
 from celpy.evaluation import celstr
 
 from engine.rules.ops import (REFUSED_FUNCTIONS, RELATIONS, STRING_METHODS, FUNCTIONS, EvalError,
-                              arith, as_bool, contains, cel_eq, field_of, kind_of, is_number, ordered, size,
+                              arith, as_bool, compare_fn, contains, equal_fn, field_of, kind_of, is_number, size,
                               str_method)
 from engine.rules.typecheck import TypeMismatch, check_types
 
@@ -270,14 +270,11 @@ class _Compiler:
     def relation(self, op_tree: Any, right_tree: Any) -> Fn:
         left, right = self.node(op_tree.children[0]), self.node(right_tree)
         kind = op_tree.data
-        if kind == "relation_eq":
-            return lambda env: cel_eq(left(env), right(env))
-        if kind == "relation_ne":
-            return lambda env: not cel_eq(left(env), right(env))
+        if kind in ("relation_eq", "relation_ne"):
+            return equal_fn(left, right, negate=kind == "relation_ne")
         if kind == "relation_in":
             return lambda env: contains(left(env), right(env))
-        op = RELATIONS[kind]
-        return lambda env: ordered(op, left(env), right(env))
+        return compare_fn(RELATIONS[kind], left, right)
 
     def literal(self, token: lark.Token) -> Fn:
         kind, text = token.type, token.value

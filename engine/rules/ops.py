@@ -16,6 +16,7 @@ amount), which is friendlier for ops than strict CEL and is documented in
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -66,6 +67,43 @@ def ordered(op: str, a: Any, b: Any) -> bool:
     if op == ">":
         return a > b
     return a >= b
+
+
+_COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
+def compare_fn(op: str, left: Callable[[Any], Any], right: Callable[[Any], Any]) -> Callable[[Any], bool]:
+    """``left(env) op right(env)``, compiled. Two plain numbers (a bool is not one) compare
+    at once — most rule conditions are thresholds, and this runs for every event; anything
+    else takes ``ordered``, which compares strings or raises the same ``EvalError``.
+
+    >>> f = compare_fn(">", lambda env: env["x"], lambda env: 2)
+    >>> f({"x": 3}), f({"x": 2.0})
+    (True, False)
+    """
+    cmp = _COMPARE[op]
+
+    def compare(env: Any) -> bool:
+        a, b = left(env), right(env)
+        ta, tb = type(a), type(b)
+        if (ta is float or ta is int) and (tb is float or tb is int):
+            return cmp(a, b)
+        return ordered(op, a, b)
+    return compare
+
+
+def equal_fn(left: Callable[[Any], Any], right: Callable[[Any], Any], negate: bool) -> Callable[[Any], bool]:
+    """``left(env) == right(env)`` (``!=`` with ``negate``), compiled: values of one type
+    compare with ``==``, which is what ``cel_eq`` does for them; mixed types go through it.
+
+    >>> equal_fn(lambda env: 1, lambda env: 1.0, False)({}), equal_fn(lambda env: 1, lambda env: True, True)({})
+    (True, True)
+    """
+    def equal(env: Any) -> bool:
+        a, b = left(env), right(env)
+        same = a == b if type(a) is type(b) else cel_eq(a, b)
+        return not same if negate else same
+    return equal
 
 
 def contains(item: Any, container: Any) -> bool:

@@ -210,3 +210,27 @@ def test_constant_expressions_agree_with_cel_python(source: str) -> None:
     reference = reference_evaluate(source, {})
     assert isinstance(reference, bool), reference
     assert compile_condition(source).evaluate({}) is reference
+
+
+_MIXED = [0, 1, -1, 2.5, 1.0, float("nan"), True, False, "a", "b", "", None, [1], {"k": 1}, frozenset({"x"})]
+
+
+def test_compiled_comparisons_match_the_reference_operators_on_every_pair_of_types() -> None:
+    """``compare_fn`` and ``equal_fn`` take a fast path for plain numbers and same-typed
+    values; on every pair of kinds they must do exactly what ``ordered`` and ``cel_eq``
+    do — a bool is not a number, 1 == true is false, strings order, the rest raise."""
+    from engine.rules.ops import cel_eq, compare_fn, equal_fn, ordered
+
+    def outcome(fn):
+        try:
+            return fn()
+        except EvalError as exc:
+            return ("error", str(exc))
+
+    for a in _MIXED:
+        for b in _MIXED:
+            left, right = (lambda env, a=a: a), (lambda env, b=b: b)
+            for op in ("<", "<=", ">", ">="):
+                assert outcome(lambda: compare_fn(op, left, right)({})) == outcome(lambda: ordered(op, a, b)), (a, op, b)
+            assert equal_fn(left, right, negate=False)({}) is cel_eq(a, b), (a, b)
+            assert equal_fn(left, right, negate=True)({}) is (not cel_eq(a, b)), (a, b)
