@@ -71,8 +71,8 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from engine.codec import Codec  # noqa: E402
 from ops.bench.engine_io import VerdictReader, machine_cpu, produce_timed, scrape  # noqa: E402
-from ops.bench.engine_report import (LEGEND, STAGES, RunResult, plot, print_machine,  # noqa: E402
-                                     print_table, recommend)
+from ops.bench.engine_report import (LEGEND, STAGES, RunResult, core_shares, latencies_and_throughput,  # noqa: E402
+                                     plot, print_machine, print_table, recommend, worker_result)
 
 #: The label of ``Bench.run_relay``'s rows: an exactly-once relay that decides nothing.
 RELAY = "floor: EOS relay"
@@ -167,8 +167,8 @@ class Bench:
             worker.terminate()
             reader.stop()
             self._delete_topics(topics)
-        result = self._result(label, rate, n, reader, before, after)
-        result.machine_pct = _core_shares(machine_before, machine_after, span)
+        result = worker_result(label, rate, n, reader.received, before, after)
+        result.machine_pct = core_shares(machine_before, machine_after, span)
         return result
 
     def _create_topics(self, u: str) -> dict[str, str]:
@@ -217,55 +217,15 @@ class Bench:
             reader.stop()
             self._delete_topics(topics)
         got = reader.received
-        lat, throughput = _latencies_and_throughput(got, fixed_rate=True)
+        lat, throughput = latencies_and_throughput(got, fixed_rate=True)
         if len(got) < n:
             print(f"  ! relay: only {len(got)} of {n} events arrived", file=sys.stderr)
         cpu_s = machine_after["worker"] - machine_before["worker"]
         result = RunResult(label or RELAY, rate, len(got), throughput, lat, dict.fromkeys(STAGES, float("nan")),
                            float("nan"),
                            cpu_us_per_event=cpu_s * 1e6 / len(got) if got else float("nan"))
-        result.machine_pct = _core_shares(machine_before, machine_after, span)
+        result.machine_pct = core_shares(machine_before, machine_after, span)
         return result
-
-    @staticmethod
-    def _result(label, rate, n, reader, before, after) -> RunResult:
-        got = reader.received
-        lat, throughput = _latencies_and_throughput(got, fixed_rate=rate is not None)
-        batches = after.get(("tollgate_batch_size_count", ""), 0) - before.get(("tollgate_batch_size_count", ""), 0)
-        events = after.get(("tollgate_batch_size_sum", ""), 0) - before.get(("tollgate_batch_size_sum", ""), 0)
-        stages = {}
-        for st in STAGES:
-            s = after.get(("tollgate_stage_latency_ms_sum", st), 0) - before.get(("tollgate_stage_latency_ms_sum", st), 0)
-            c = after.get(("tollgate_stage_latency_ms_count", st), 0) - before.get(("tollgate_stage_latency_ms_count", st), 0)
-            stages[st] = s / c if c else 0.0
-        def mean(name: str) -> float:
-            c = after.get((name + "_count", ""), 0) - before.get((name + "_count", ""), 0)
-            return (after.get((name + "_sum", ""), 0) - before.get((name + "_sum", ""), 0)) / c if c else float("nan")
-
-        if len(got) < n:
-            print(f"  ! {label}: only {len(got)} of {n} verdicts arrived", file=sys.stderr)
-        cpu_s = after[("cpu_seconds", "")] - before[("cpu_seconds", "")]
-        return RunResult(label, rate, len(got), throughput, lat, stages, events / batches if batches else 0.0,
-                         mean("tollgate_e2e_from_event_time_ms") if rate is not None else float("nan"),
-                         mean("tollgate_e2e_from_arrival_ms"),
-                         cpu_s * 1e6 / events if events else float("nan"))
-
-
-def _core_shares(before: dict[str, float], after: dict[str, float], span_s: float) -> dict[str, float]:
-    """% of one core each process group (``machine_cpu``) used between two snapshots."""
-    return {k: 100.0 * (after[k] - before.get(k, 0.0)) / span_s for k in after}
-
-
-def _latencies_and_throughput(got: list[tuple[float, float]], fixed_rate: bool) -> tuple[list[float], float]:
-    """End-to-end latencies (ms) of the received (receive, produce) pairs after the first
-    second (warm caches, the first rebalance) — none at saturation, where the backlog is
-    the point — and events/s between the first and last receipt."""
-    lat: list[float] = []
-    if fixed_rate and got:
-        skip_until = got[0][0] + 1000.0
-        lat = [recv - sent for recv, sent in got if recv >= skip_until]
-    span_s = (got[-1][0] - got[0][0]) / 1000.0 if len(got) > 1 else float("nan")
-    return lat, (len(got) - 1) / span_s if len(got) > 1 else 0.0
 
 
 #: ``--sweep``: the (B, W) candidates, besides the default. B matters once batches fill (a

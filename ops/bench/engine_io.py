@@ -83,9 +83,10 @@ def _proc_cpu_ticks(entry: Path) -> tuple[int, int, int] | None:
 
 def machine_cpu(worker_pid: int) -> dict[str, float]:
     """CPU seconds so far of every process on the machine, grouped: the worker and its
-    live children (the model process with ``settings.batch.infer_process``), the broker (a JVM running ``kafka.Kafka``), Redis, this benchmark
-    (load generator and verdict reader), everything else, and the machine's idle time
-    (``/proc/stat``). Two snapshots give each group's share of the cores over a run."""
+    live children (the model process with ``settings.batch.infer_process``), the broker
+    (a JVM running ``kafka.Kafka``), Redis, this benchmark (load generator and verdict
+    reader), everything else, and the machine's idle time (``/proc/stat``). Two
+    snapshots give each group's share of the cores over a run (``core_shares``)."""
     tick = os.sysconf("SC_CLK_TCK")
     out = dict.fromkeys(("worker", "broker", "redis", "bench", "other"), 0.0)
     me = os.getpid()

@@ -1,10 +1,12 @@
 """The engine benchmark's results and how they are printed (``ops/bench/engine.py``):
-one ``RunResult`` per worker run, the main table, where the machine's cores went, the
+one ``RunResult`` per worker run (built from the reader's receipts, the worker's
+``/metrics`` and ``/proc``), the main table, where the machine's cores went, the
 ``--sweep`` recommendation and the latency histogram."""
 
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +38,48 @@ class RunResult:
 
     def pct(self, q: float) -> float:
         return percentile(self.latencies_ms, q) if self.latencies_ms else float("nan")
+
+
+def worker_result(label: str, rate: float | None, n: int, got: list[tuple[float, float]],
+                  before: dict[tuple[str, str], float], after: dict[tuple[str, str], float]) -> RunResult:
+    """One worker run's ``RunResult`` from what the reader received and the worker's
+    ``/metrics`` (plus ``("cpu_seconds", "")``) before and after the run."""
+    lat, throughput = latencies_and_throughput(got, fixed_rate=rate is not None)
+    batches = after.get(("tollgate_batch_size_count", ""), 0) - before.get(("tollgate_batch_size_count", ""), 0)
+    events = after.get(("tollgate_batch_size_sum", ""), 0) - before.get(("tollgate_batch_size_sum", ""), 0)
+    stages = {}
+    for st in STAGES:
+        s = after.get(("tollgate_stage_latency_ms_sum", st), 0) - before.get(("tollgate_stage_latency_ms_sum", st), 0)
+        c = after.get(("tollgate_stage_latency_ms_count", st), 0) - before.get(("tollgate_stage_latency_ms_count", st), 0)
+        stages[st] = s / c if c else 0.0
+    def mean(name: str) -> float:
+        c = after.get((name + "_count", ""), 0) - before.get((name + "_count", ""), 0)
+        return (after.get((name + "_sum", ""), 0) - before.get((name + "_sum", ""), 0)) / c if c else float("nan")
+
+    if len(got) < n:
+        print(f"  ! {label}: only {len(got)} of {n} verdicts arrived", file=sys.stderr)
+    cpu_s = after[("cpu_seconds", "")] - before[("cpu_seconds", "")]
+    return RunResult(label, rate, len(got), throughput, lat, stages, events / batches if batches else 0.0,
+                     mean("tollgate_e2e_from_event_time_ms") if rate is not None else float("nan"),
+                     mean("tollgate_e2e_from_arrival_ms"),
+                     cpu_s * 1e6 / events if events else float("nan"))
+
+
+def core_shares(before: dict[str, float], after: dict[str, float], span_s: float) -> dict[str, float]:
+    """% of one core each process group (``machine_cpu``) used between two snapshots."""
+    return {k: 100.0 * (after[k] - before.get(k, 0.0)) / span_s for k in after}
+
+
+def latencies_and_throughput(got: list[tuple[float, float]], fixed_rate: bool) -> tuple[list[float], float]:
+    """End-to-end latencies (ms) of the received (receive, produce) pairs after the first
+    second (warm caches, the first rebalance) — none at saturation, where the backlog is
+    the point — and events/s between the first and last receipt."""
+    lat: list[float] = []
+    if fixed_rate and got:
+        skip_until = got[0][0] + 1000.0
+        lat = [recv - sent for recv, sent in got if recv >= skip_until]
+    span_s = (got[-1][0] - got[0][0]) / 1000.0 if len(got) > 1 else float("nan")
+    return lat, (len(got) - 1) / span_s if len(got) > 1 else 0.0
 
 
 LEGEND = ("p50/p95/p99: produce -> verdict read by a read_committed consumer (ms); p2c / a2c: the worker's "
