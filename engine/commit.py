@@ -8,8 +8,8 @@ read (``engine.worker`` describes the whole protocol; ``engine.emit`` one transa
 A batch that closed while records were still arriving (``InFlight.overlap_commit``)
 commits on the commit thread, which mostly waits for the broker, while the main thread
 decides the next batch. Otherwise it commits in line: on a quiet stream there is nothing
-to overlap, and the hand-off would only add that thread's wait for the GIL (measured: a
-worse p95 at 250 and 500 events/s).
+to overlap, and the hand-off would only add that thread's wait for the GIL (a worse p95
+at 250 and 500 events/s: ``python ops/bench/engine.py --rates 250 500``).
 
 A transaction that fails with an abortable error surfaces from ``reap`` as
 ``TransactionFailed``; the worker then rewinds that batch and every later one.

@@ -124,11 +124,10 @@ class Inference:
         return raw, torch.cat([p[1] for p in parts])[inverse]
 
 
-#: Rows per model call on the CPU. A worker batch (128 events plus the text-blind twins
-#: of those with a memo, ~45 tokens each) has activations of several MB per layer, more
-#: than a core's L2 cache; in chunks of at most 64 rows, sorted so that rows of similar
-#: length pad little, the same pass took about 0.6× the CPU time of one call on this
-#: 2-core machine (``python ops/bench/engine_infer.py``).
+#: Rows per model call on the CPU. A worker batch (events plus the text-blind twins of
+#: those with a memo, ~45 tokens each) has activations of several MB per layer, more than
+#: a core's L2 cache; chunks of at most 64 rows, sorted so that rows of similar length
+#: pad little, stay in cache (``python ops/bench/engine_infer.py``; docs/performance.md).
 CPU_CHUNK_ROWS = 64
 
 

@@ -2,17 +2,13 @@
 
 ``nn.TransformerEncoderLayer`` in eval mode on the CPU takes PyTorch's fused fast path,
 whose masked softmax costs more than the matmuls around it on our short sequences
-(~45 tokens, 4 heads of 16): at batch 8 it was a fifth of the forward pass. Written as
-two batched matmuls (the scale and the padding mask folded into the first) and a plain
-softmax, the whole forward pass took 0.84–0.90× the CPU time on this 2-core machine
-(a 189-row worker batch in one call; 12 rows), and 0.52× instead of 0.63× of the
-one-call time in ``engine.infer``'s chunks, with outputs within 2e-7 of PyTorch's
-(``python ops/bench/engine_infer.py``). Padded positions are computed rather than
-zeroed; nothing reads them (as keys they are masked, and pooling skips them).
-In the last layer only position 0 is computed (``forward_first``; the model asks for it
-when it pools the CLS token): length-sorted chunks then took 0.75× the CPU time of the
-same chunks with a full last layer (823 rows from 512 events: 78.8 against 105.0 ms;
-189 rows: 20.9 against 28.7 ms; same outputs within 2e-7).
+(~45 tokens, 4 heads of 16). Here attention is two batched matmuls (the scale and the
+padding mask folded into the first) and a plain softmax: less CPU, outputs within 2e-7
+of PyTorch's. Padded positions are computed rather than zeroed; nothing reads them (as
+keys they are masked, and pooling skips them). In the last layer only position 0 is
+computed (``forward_first``; the model asks for it when it pools the CLS token), since
+CLS pooling reads nothing else. ``python ops/bench/engine_infer.py`` measures both;
+figures in docs/performance.md.
 
 ``with_serving_layers(model)`` returns a copy of the model in which every plain
 pre-norm GELU ``nn.TransformerEncoderLayer`` is wrapped by ``ServingEncoderLayer``;

@@ -4,16 +4,14 @@ runs in a process of its own.
 
 Why: the worker's Python stages (poll, decode, enrich, encode, detect, decide, guard,
 emit) hold the GIL, so in one process the forward pass and those stages take turns on
-one core even when the host has another one idle (at saturation on the 2-core test
-machine: worker 91 % of a core, broker 23 %, Redis 8 %, 70 % of the machine idle). A
-thread does not fix it: the forward pass is ~200 short PyTorch ops, and between ops it
-must win the GIL back from the main thread (``settings.batch.infer_thread`` alone
-measured worse). A child process has its own interpreter: with ``infer_thread`` the
+one core even when the host has another one idle. A thread does not fix it: the forward
+pass is ~200 short PyTorch ops, and between ops it must win the GIL back from the main
+thread. A child process has its own interpreter: with ``infer_thread`` the
 worker's infer thread sends batch N to the child and waits (without the GIL) while the
 main thread prepares batch N+1 and finishes N-1. ``settings.batch.infer_process`` (on
 by default) makes the worker's model a ``SplitInference``: large batches go to the
 child, small ones stay here; ``python ops/bench/engine.py --modes`` measures it against
-one process.
+one process and against a thread (figures in docs/performance.md).
 
 Protocol (the child is ``python -m engine.infer_process``, talking over its stdin/stdout):
 length-prefixed pickled frames. The parent's first frame names the model directory,
@@ -132,10 +130,8 @@ class SplitInference:
     A quiet stream's batch of a few events costs more in the round trip to a child
     (wake-up, pickling, the wait) than its forward pass, and there is nothing for the
     main thread to do meanwhile; a backlog's batch of 100+ events is where running the
-    model beside the loop pays. Measured in interleaved pairs on the 2-core machine
-    (``ops/bench/engine.py``): every batch to the child gave p50 34 vs 19 ms at 250
-    events/s, and the child gave +17-43 % events/s at saturation. Both sides load the
-    same model directory, so they return the same outputs. The worker asks
+    model beside the loop pays (``python ops/bench/engine.py``, docs/performance.md).
+    Both sides load the same model directory, so they return the same outputs. The worker asks
     ``runs_remote`` to decide whether a batch is worth handing to its infer thread."""
 
     def __init__(self, local: Any, remote: ProcessInference, remote_min_rows: int):

@@ -89,7 +89,7 @@ def world_customers(customers: int) -> int:
     """Cards in the simulated world the quickstart trains on and then replays.
 
     At least 1,000, whatever was asked: fewer leave too few frauds to learn from
-    (measured: 400 cards x 7 days gave validation AUC 0.66; 1,000 x 14 days AUC 0.95)."""
+    (validation AUC by world size: docs/performance.md, "Quickstart")."""
     return max(customers, 1000)
 
 
@@ -112,7 +112,7 @@ def train_quick(*, history_days: int, customers: int, seed: int, report_dir: Pat
     from engine.train import LabelledSet, TrainConfig, train_model
 
     # One thread: on a small shared CPU, OpenMP spin between two threads made each
-    # optimiser step ~20x slower (measured: 0.5 vs 10 batches/s).
+    # optimiser step many times slower (docs/performance.md, "Quickstart").
     torch.set_num_threads(1)
     encoder, store = FieldIsolatedEncoder(), MemoryFeatureStore()
     seen: dict[str, tuple[str, int]] = {}  # event id -> (terminal, event time), to place arriving labels

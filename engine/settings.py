@@ -47,10 +47,9 @@ class KafkaSettings(_Frozen):
     #: not hammered). Back-to-back micro-batch transactions often find the coordinator
     #: still writing the previous commit's markers: the first request of the next one
     #: (AddOffsetsToTxn: ``engine.emit`` sends the offsets first) is answered
-    #: CONCURRENT_TRANSACTIONS and retried after this long. librdkafka's default, 100 ms,
-    #: was most of our p99 (``python ops/bench/transactions.py``); under a stream,
-    #: ``python ops/bench/engine.py --floor-ab 3`` compares 1 ms, offsets first, with 5 ms
-    #: and records first.
+    #: CONCURRENT_TRANSACTIONS and retried after this long; librdkafka's default, 100 ms,
+    #: was most of our p99. ``python ops/bench/transactions.py`` measures the backoff alone,
+    #: ``python ops/bench/engine.py --rates 1000 --floor-ab 3`` under a stream.
     producer_retry_backoff_ms: int = Field(default=1, ge=1, le=1000)
 
 
@@ -76,13 +75,11 @@ class RedisSettings(_Frozen):
 
 class BatchSettings(_Frozen):
     #: A micro-batch closes at ``max_events`` or after ``max_wait_ms``, whichever first.
-    #: Defaults chosen by ``ops/bench/engine.py --sweep`` (B: best median saturation
-    #: throughput; W: best median p99 at 1,000 events/s). B only caps a backlog's batches
-    #: (a quiet stream's close at W or when the consumer runs dry), and a larger one
-    #: amortises what every batch costs whatever its size: a transaction, two Redis round
-    #: trips, a model call. Interleaved on the 2-core machine, B=512 against 128 at
-    #: saturation: 3,054 / 2,099 / 3,098 / 2,418 / 3,025 vs 1,864 / 1,735 / 2,021 /
-    #: 1,609 / 2,131 events/s; at 1,000 events/s B=512 had the lower p99 in 3 of 3 pairs.
+    #: B only caps a backlog's batches (a quiet stream's close at W or when the consumer
+    #: runs dry); a larger one amortises what every batch costs whatever its size: a
+    #: transaction, two Redis round trips, a model call. Chosen by
+    #: ``python ops/bench/engine.py --sweep --rounds 2`` (B: best median saturation; W: best
+    #: median p99 at 1,000 events/s); figures in docs/performance.md.
     max_events: int = 512
     max_wait_ms: float = 5.0
     #: Also close a batch as soon as the consumer has nothing more fetched: a quiet
@@ -97,30 +94,27 @@ class BatchSettings(_Frozen):
     infer_thread: bool = False
     #: Run the forward pass in a child process (``engine.infer_process``), so it uses a
     #: core the loop's Python cannot (the GIL); it turns ``infer_thread`` on (that thread
-    #: waits for the child while the main thread prepares the next batch). On by
-    #: default: in interleaved pairs on the 2-core machine (ops/bench/engine.py) it led
-    #: at saturation in every pair (e.g. 2,159 / 2,102 vs 1,540 / 1,703 events/s); at
-    #: 1,000 events/s neither mode won consistently (lower p99 in 5 of 11 pairs).
-    #: Costs a second process per worker (PyTorch and the model, ~0.4 GB PSS, ~2 s to start).
+    #: waits for the child while the main thread prepares the next batch). On by default
+    #: because it raises saturation throughput; it costs a second process per worker
+    #: (PyTorch and the model). ``python ops/bench/engine.py --modes`` compares it with
+    #: one process; figures in docs/performance.md.
     infer_process: bool = True
     #: With ``infer_process``: only batches of at least this many rows (events plus the
     #: text-blind twins of those with a memo) go to the model process; smaller ones are
     #: scored in the worker's own process, on the main thread, where a quiet stream's
-    #: batch is quicker than a round trip to the child (every batch to the child: p50
-    #: 34 vs 19 ms at 250 events/s). ``engine.infer_process.SplitInference``.
+    #: batch is quicker than a round trip to the child (``engine.infer_process.SplitInference``;
+    #: measured at 250 events/s with ``python ops/bench/engine.py``, docs/performance.md).
     process_min_rows: int = Field(default=64, ge=1)
     #: PyTorch intra-op threads for the forward pass (0 = PyTorch's default, one per
     #: core). 1 by default: the worker shares its cores with the Kafka client's threads
-    #: (and, on small hosts, the broker and Redis), and two spinning OpenMP threads lost
-    #: to one in interleaved saturation runs (1,244 vs 986 and 892 vs 701 events/s on
-    #: 2 cores; ops/bench/engine.py --modes). With the model process and B=512, two
-    #: threads there won one of three interleaved saturation pairs (2,312 / 2,385 / 2,027
-    #: vs 2,506 / 2,229 / 2,205 events/s).
+    #: (and, on small hosts, the broker and Redis), where spinning OpenMP threads cost
+    #: more than they gain. ``python ops/bench/engine.py --modes`` compares 0 against 1;
+    #: figures in docs/performance.md.
     torch_threads: int = Field(default=1, ge=0)
     #: With ``infer_thread``: how many of a backlog's batches may be on the threads (being
     #: prepared or scored) while the main thread finishes an older one. 2 keeps the
-    #: model process fed: one batch is scored while the next is prepared (saturation
-    #: 2,956 against 2,316 events/s with 1, in one ``ops/bench/engine.py --modes`` run).
+    #: model process fed: one batch is scored while the next is prepared.
+    #: ``python ops/bench/engine.py --modes`` compares it with 1; figures in docs/performance.md.
     backlog_depth: int = Field(default=2, ge=1, le=4)
 
 

@@ -97,8 +97,8 @@ class TrainConfig(BaseModel):
     #: the natural-prior probability and only needs a temperature.
     negative_keep: float = Field(default=1.0, gt=0, le=1)
     val_fraction: float = Field(default=0.15, ge=0, lt=1)
-    #: 1 by default: on a shared, oversubscribed CPU two OpenMP threads spin and ran 20x
-    #: slower here (0.5 vs 10 batches/s); raise it on a dedicated machine.
+    #: 1 by default: on a shared, oversubscribed CPU two OpenMP threads spin and run many
+    #: times slower (docs/performance.md, "Quickstart"); raise it on a dedicated machine.
     threads: int = Field(default=1, ge=1)
     early_exit_threshold: float | None = 0.98
     progress: bool = True

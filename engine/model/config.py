@@ -99,8 +99,8 @@ class HeadSpec(_Frozen):
 class ModelConfig(_Frozen):
     """The default backbone is a small transformer over field tokens, sized for one CPU core.
 
-    Issue 3 measured a 2-layer, 64-wide encoder at ~1 ms per event at batch 1; 4 layers
-    at 128 wide fell to ~670 events/s, so the defaults stay small.
+    Sequence length and width set the CPU cost, so the defaults stay small: 2 layers,
+    64 wide (``python ops/bench/model.py --quick``; figures in docs/performance.md).
     """
 
     inputs: InputSpec

@@ -1,7 +1,8 @@
 """Rule conditions: CEL parsed by cel-python, checked, then compiled to closures.
 
-Why not evaluate with cel-python directly? Its tree-walking interpreter costs about
-300 µs per expression on this machine — one rule would blow the whole 0.2 ms budget.
+Why not evaluate with cel-python directly? Its tree-walking interpreter costs hundreds
+of µs per expression — one rule would blow the whole 0.2 ms budget
+(``python ops/bench/rules.py`` times both; figures in docs/performance.md).
 So cel-python does what it is best at (the grammar: parsing and syntax errors, and the
 reference semantics our tests compare against), and this module turns the parse tree
 once per load into a tree of small Python closures. Nothing is ever passed to

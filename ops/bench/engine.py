@@ -45,7 +45,8 @@ What is measured, and how:
   decoded or decided — through the same load generator and reader. Its latency is what
   exactly-once through this broker costs on this machine before the worker does anything.
 
-Figures depend on the machine; the README quotes a run with the command that made it.
+Figures depend on the machine; docs/performance.md keeps each run with its command,
+date and commit.
 """
 
 from __future__ import annotations
@@ -318,9 +319,9 @@ def main() -> None:
         return
     if args.warmup:
         # A broker that has just started runs its request paths in the JVM's interpreter
-        # and first compilers: on a fresh stack its CPU at 1,000 events/s was 101, 87, 65
-        # and 63 % of a core in the first four 10 s runs, then 56-61 %. A broker in
-        # service is warm; so is the one measured here.
+        # and first compilers, and its CPU per event falls over its first runs (the
+        # "where the cores went" table shows it). A broker in service is warm; so is the
+        # one measured here.
         warm = bench.run("broker warm-up", model, default, 1000.0, duration=args.warmup)
         print(f"broker warm-up, discarded: {args.warmup:g} s at 1,000 events/s, broker "
               f"{warm.machine_pct.get('broker', float('nan')):.0f} % of a core")

@@ -1,5 +1,5 @@
 """The engine benchmark's own logic: the sweep's recommendation and the CPU accounting
-that the README's "where the cores went" table comes from (``ops/bench``)."""
+that docs/performance.md's "where the cores went" table comes from (``ops/bench``)."""
 
 from __future__ import annotations
 
