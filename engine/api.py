@@ -40,7 +40,7 @@ from typing import Any, overload
 from engine.assemble import ContextSource, build_pipeline, make_store
 from engine.outcome_feed import OutcomeFeed
 from engine.pipeline import DecisionPipeline
-from engine.records import Decision, Outcome, TransactionEvent, Verdict
+from engine.records import Decision, Outcome, TransactionEvent, Verdict, event_from_json
 from engine.settings import Settings, get_settings
 
 
@@ -174,11 +174,13 @@ def _rows(events: Any) -> Iterable[Any]:
 
 
 def to_event(item: TransactionEvent | Mapping[str, Any]) -> TransactionEvent:
-    """A validated ``TransactionEvent`` from an event or an Avro/JSON-layout mapping."""
+    """A validated ``TransactionEvent`` from an event or an Avro/JSON-layout mapping, by the
+    rules every entry point shares (``records.event_from_json``: a number or a map where
+    text belongs is refused, as over HTTP)."""
     if isinstance(item, TransactionEvent):
         return item.validate()
     if isinstance(item, Mapping):
-        return TransactionEvent.from_dict(_clean_row(item)).validate()
+        return event_from_json(_clean_row(item))
     raise TypeError(f"expected a TransactionEvent or a mapping, got {type(item).__name__}")
 
 
