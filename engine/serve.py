@@ -87,12 +87,16 @@ class ServeMetrics:
 
 
 def create_app(pipeline: DecisionPipeline, settings: Settings | None = None, *,
-               warmup: bool | Callable[[], float] = True) -> FastAPI:
+               warmup: bool | Callable[[], float] = True,
+               client_key: Callable[[Request], str] | None = None) -> FastAPI:
     """The ASGI app around ``pipeline``. Readiness turns true once the warm-up finished:
     ``warmup=True`` runs ``pipeline.warmup``, ``False`` none, and a callable runs in its
-    place (it returns the seconds it took) — e.g. a warm-up that first waits for a gate."""
+    place (it returns the seconds it took) — e.g. a warm-up that first waits for a gate.
+    ``client_key``: whom fairness and the per-client limit are per (default: the peer
+    address)."""
     settings = settings or Settings()
     http = settings.http
+    key_of = client_key or peer_address
     token = http.api_token.get_secret_value().encode() if http.api_token is not None else None
     metrics = ServeMetrics()
     previous_observer = pipeline.on_batch
@@ -120,7 +124,8 @@ def create_app(pipeline: DecisionPipeline, settings: Settings | None = None, *,
         pipeline.on_batch = observe
         batcher = FairBatcher(pipeline, settings.batch.max_events, settings.batch.max_wait_ms,
                               max_queued_events=http.max_queued_events,
-                              max_client_events=http.max_client_queued_events)
+                              max_client_events=http.max_client_queued_events,
+                              max_text_chars=http.turn_text_chars)
         batcher.start()
         state["batcher"] = batcher
         # Not awaited here: uvicorn opens the socket only once startup returns, and
@@ -188,7 +193,7 @@ def create_app(pipeline: DecisionPipeline, settings: Settings | None = None, *,
                    else "not ready: the model is warming up; retry in a second (GET /readyz says when it is ready)")
             raise HTTPException(503, why, headers={"Retry-After": "1"})
         try:
-            verdicts = await state["batcher"].submit(events, arrival_ms, client=_client_key(request))
+            verdicts = await state["batcher"].submit(events, arrival_ms, client=key_of(request))
         except Overloaded as exc:
             metrics.requests.labels(str(exc.status)).inc()
             raise HTTPException(exc.status, exc.detail, headers={"Retry-After": "1"}) from None
@@ -235,7 +240,7 @@ def run(pipeline: DecisionPipeline, settings: Settings, host: str | None = None,
                 log_level=log_level, access_log=False, limit_concurrency=2048)
 
 
-def _client_key(request: Request) -> str:
+def peer_address(request: Request) -> str:
     """Whom fairness is per: the peer address (behind a proxy, every caller is the proxy;
     docs/security.md says to rate-limit there too)."""
     return request.client.host if request.client is not None else "unknown"

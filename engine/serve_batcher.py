@@ -31,9 +31,9 @@ from typing import Any
 from engine.pipeline import DecisionPipeline
 from engine.records import TransactionEvent, Verdict
 
-#: User-text characters per chunk and per batch: a chunk of long memos is scored in
-#: about the time of a full batch of short ones, so a heavy client's turn stays short.
-CHUNK_TEXT_CHARS = 65_536
+#: User-text characters per chunk and per batch (``settings.http.turn_text_chars``): a
+#: chunk of long memos is scored in about the time of a full batch of short ones.
+CHUNK_TEXT_CHARS = 16_384
 
 
 class Overloaded(Exception):

@@ -175,6 +175,12 @@ class HttpSettings(_Frozen):
     #: scored; beyond it 429 at once. Clients are served round-robin, a chunk of at most
     #: ``batch.max_events`` events each, so a client looping huge batches only slows itself.
     max_client_queued_events: int = Field(default=2048, ge=1)
+    #: Memo and descriptor characters one client's turn (and one batch) may carry: long
+    #: memos are what make an event slow to score, so a heavy client's turn stays short.
+    #: One longest memo (16 Ki): a healthy client waited less behind memo-heavy ones than
+    #: with 64 Ki, for less throughput of theirs
+    #: (``python ops/bench/serve_fairness.py --turn-chars 65536 16384``).
+    turn_text_chars: int = Field(default=16_384, ge=1)
 
     @model_validator(mode="after")
     def _closed_by_default(self) -> "HttpSettings":

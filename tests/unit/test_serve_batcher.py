@@ -138,6 +138,7 @@ def test_a_cancelled_request_is_not_scored():
 def test_long_memos_are_cut_into_short_turns():
     from engine.serve_batcher import split_chunks
 
-    events = [ev("m", i, memo="x" * 16_384) for i in range(10)]
-    chunks = split_chunks(events, max_events=512)
+    events = [ev("m", i, memo="x" * 4_096) for i in range(10)]
+    chunks = split_chunks(events, max_events=512, max_text_chars=16_384)
     assert [len(c) for c, _ in chunks] == [4, 4, 2]
+    assert [len(c) for c, _ in split_chunks(events, max_events=3, max_text_chars=16_384)] == [3, 3, 3, 1]
