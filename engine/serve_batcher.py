@@ -135,6 +135,9 @@ class FairBatcher:
 
     def admit(self, client: str, n_events: int) -> None:
         """Raise ``Overloaded`` if ``n_events`` more from ``client`` would pass a bound."""
+        if n_events > self.max_client_events:
+            raise Overloaded(429, f"this request has {n_events} events, more than one client may have waiting or "
+                                  f"being scored (at most {self.max_client_events}); send smaller requests")
         if self._load[client] + n_events > self.max_client_events:
             raise Overloaded(429, f"too many events in flight from this client ({self._load[client]} waiting or "
                                   f"being scored, at most {self.max_client_events}); retry when they are answered")

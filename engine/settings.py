@@ -187,6 +187,8 @@ class HttpSettings(_Frozen):
         if self.api_token is not None and not self.api_token.get_secret_value().strip():
             raise ValueError("http.api_token (TOLLGATE_HTTP__API_TOKEN) is set but empty: an empty token "
                              "would accept every caller; unset it or set a real token")
+        if self.max_client_queued_events > self.max_queued_events:
+            raise ValueError("http.max_client_queued_events must not exceed http.max_queued_events")
         if self.record_context and self.api_token is None:
             raise ValueError("http.record_context (TOLLGATE_HTTP__RECORD_CONTEXT) writes into the stream's "
                              "state and needs http.api_token (TOLLGATE_HTTP__API_TOKEN)")

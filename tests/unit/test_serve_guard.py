@@ -20,6 +20,11 @@ def test_an_empty_token_is_a_configuration_error(monkeypatch):
         Settings()
 
 
+def test_one_clients_share_cannot_exceed_the_whole_queue():
+    with pytest.raises(ValidationError, match="max_client_queued_events"):
+        HttpSettings(max_client_queued_events=10, max_queued_events=5)
+
+
 def test_recording_context_needs_a_token():
     with pytest.raises(ValidationError, match="record_context"):
         HttpSettings(record_context=True)
