@@ -160,3 +160,17 @@ def test_cli_exit_code_says_rows_were_refused(tmp_path, monkeypatch):
     assert unreadable.exit_code == 1 and "not a readable Parquet file" in unreadable.output
     assert unreadable.exception is None or isinstance(unreadable.exception, SystemExit)
     assert not (tmp_path / "o3.jsonl").exists()
+
+
+def test_outcome_files_are_read_the_same_way(tmp_path):
+    """--outcomes CSV: no NA-guessing (an event id "NA" is an id), a bad row is counted."""
+    from engine.features.memory import MemoryFeatureStore
+    from engine.outcome_feed import OutcomeFeed
+
+    path = tmp_path / "outcomes.csv"
+    path.write_text("event_id,kind,outcome_time_ms,source\n"
+                    "NA,chargeback,1700000100000,bank\n"
+                    "e1,chargeback,soon,bank\n"
+                    'e2,"confirmed_fraud,1700000100000,bank\n')
+    feed = OutcomeFeed.from_file(path, MemoryFeatureStore())
+    assert set(feed.waiting) == {"NA"} and feed.invalid == 2
