@@ -11,7 +11,8 @@ the data; the readers only undo what the format does to values:
 - **CSV**: every cell is text, and nothing is guessed. An empty cell is missing
   (CSV cannot tell empty from null); ``NA`` is Namibia and ``N/A`` or ``null`` are
   memos, never missing. ``amount`` is parsed as a number, ``event_time_ms`` as whole
-  milliseconds (or ISO-8601 text with a zone), ``attributes`` as a JSON object; other
+  milliseconds (1700000000000.0 too, or ISO-8601 text with a zone), ``attributes`` as a
+  JSON object (a UTF-8 BOM before the header is dropped); other
   columns stay text (an id ``0042`` keeps its zeros). A row with the wrong number of
   fields, an unbalanced quote, invalid UTF-8 or over ``MAX_ROW_BYTES`` is refused.
 - **JSONL**: one JSON object per line, values as typed (a memo of ``12345`` is refused,
@@ -36,6 +37,7 @@ from typing import Any, BinaryIO
 #: Longest row (a CSV record, a JSONL line) read, in bytes: as much as one HTTP request.
 MAX_ROW_BYTES = 1_048_576
 _INT = re.compile(r"^[+-]?\d+$")
+_WHOLE = re.compile(r"^[+-]?\d+(\.0*)?([eE][+-]?\d+)?$")
 
 
 class FileUnreadable(ValueError):
@@ -151,7 +153,7 @@ def _csv_rows(path: Path) -> Iterator[FileRow]:
             return
         if first[1] is None:
             raise FileUnreadable(f"{path}: the header line is longer than {MAX_ROW_BYTES} bytes")
-        text, bad = _decode(first[1])
+        text, bad = _decode(first[1].removeprefix(b"\xef\xbb\xbf"))  # a UTF-8 BOM (Excel) is not a name
         if bad:
             raise FileUnreadable(f"{path}: the header line has {bad}")
         header = next(csv.reader([text]), [])
@@ -227,6 +229,8 @@ def _typed_cells(header: list[str], fields: list[str]) -> dict[str, Any]:
                 raise ValueError(f"amount: {cell[:40]!r} is not a number") from None
         elif name == "event_time_ms" and _INT.match(cell):
             out[name] = int(cell)
+        elif name == "event_time_ms" and _WHOLE.match(cell):  # 1700000000000.0: whole, as JSON allows
+            out[name] = float(cell)
         elif name == "attributes":
             try:
                 value = json.loads(cell)

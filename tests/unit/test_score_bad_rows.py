@@ -174,3 +174,13 @@ def test_outcome_files_are_read_the_same_way(tmp_path):
                     'e2,"confirmed_fraud,1700000100000,bank\n')
     feed = OutcomeFeed.from_file(path, MemoryFeatureStore())
     assert set(feed.waiting) == {"NA"} and feed.invalid == 2
+
+
+def test_csv_from_a_spreadsheet_bom_and_float_times(tmp_path):
+    """Excel's UTF-8 BOM before the header, and times a table wrote as 1700000000000.0."""
+    lines = [csv_line(good(0)).encode(), csv_line(good(1)).encode().replace(b"1700000001000", b"1700000001000.0")]
+    summary, scored, errors = run(tmp_path, "in.csv", b"\xef\xbb\xbf" + csv_file(lines))
+    assert scored == ["e0", "e1"] and summary.invalid == 0, errors
+    bad = [csv_line(good(0)).encode().replace(b"1700000000000", b"1700000000000.5")]
+    _, scored, errors = run(tmp_path, "in2.csv", csv_file(bad))
+    assert scored == [] and errors[0]["field"] == "event_time_ms"
