@@ -84,9 +84,9 @@ MAX_EVENT_TIME_MS = 4_102_444_800_000  # 2100-01-01
 MAX_ID_LENGTH = 128
 MAX_ATTRIBUTES = 64
 _SURROGATE = re.compile("[\ud800-\udfff]")
-#: C0 and C1 control characters (NUL, newline, ESC, DEL, ...): never part of an id, and
-#: dangerous in logs, Redis keys and Kafka headers.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+#: Never in an id: C0 and C1 control characters (NUL, newline, ESC, DEL, ...), dangerous in
+#: logs, Redis keys and Kafka headers, and lone surrogates, which UTF-8 cannot carry.
+_BAD_ID_CHAR = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def check_identifier(name: str, value: object) -> str:
@@ -102,10 +102,10 @@ def check_identifier(name: str, value: object) -> str:
     """
     if not isinstance(value, str):
         raise EventValidationError(name, f"must be a string, got {type(value).__name__}")
-    if _SURROGATE.search(value):
-        raise EventValidationError(name, "contains a lone surrogate (not valid Unicode)")
-    bad = _CONTROL.search(value)
+    bad = _BAD_ID_CHAR.search(value)  # one scan on the hot path; which rule only when it fails
     if bad:
+        if _SURROGATE.match(bad.group()):
+            raise EventValidationError(name, "contains a lone surrogate (not valid Unicode)")
         raise EventValidationError(name, f"contains a control character (U+{ord(bad.group()):04X})")
     return value
 
