@@ -24,7 +24,10 @@ time), so a long-lived model's memory stays bounded. Delayed outcomes
 (``model.decide(events, outcomes=...)`` or ``model.add_outcomes``) are fed into it in
 outcome-time order as later events are scored, as the stream's feedback worker feeds
 Redis, so ``terminal_risk_*`` match the stream's (``engine.outcome_feed``).
-``context="redis"`` reads (and records into) the live feature state of the stream.
+``context="redis"`` reads the live feature state of the stream and writes nothing to
+it; ``load_model(context="redis", record=True)`` also records every event scored into
+it (history, decision log), as the stream does — only for a process that stands in for
+the stream.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from typing import Any, overload
 from engine.assemble import ContextSource, build_pipeline, make_store
 from engine.outcome_feed import OutcomeFeed
 from engine.pipeline import DecisionPipeline
-from engine.records import Decision, Outcome, TransactionEvent, Verdict
+from engine.records import Decision, Outcome, TransactionEvent, Verdict, event_from_json
 from engine.settings import Settings, get_settings
 
 
@@ -171,11 +174,13 @@ def _rows(events: Any) -> Iterable[Any]:
 
 
 def to_event(item: TransactionEvent | Mapping[str, Any]) -> TransactionEvent:
-    """A validated ``TransactionEvent`` from an event or an Avro/JSON-layout mapping."""
+    """A validated ``TransactionEvent`` from an event or an Avro/JSON-layout mapping, by the
+    rules every entry point shares (``records.event_from_json``: a number or a map where
+    text belongs is refused, as over HTTP)."""
     if isinstance(item, TransactionEvent):
         return item.validate()
     if isinstance(item, Mapping):
-        return TransactionEvent.from_dict(_clean_row(item)).validate()
+        return event_from_json(_clean_row(item))
     raise TypeError(f"expected a TransactionEvent or a mapping, got {type(item).__name__}")
 
 
@@ -196,9 +201,11 @@ def _clean_row(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def load_model(model: str | Path | None = None, *, rules: str | Path | None = None,
-               context: ContextSource | Any = "memory", settings: Settings | None = None) -> TollgateModel:
+               context: ContextSource | Any = "memory", settings: Settings | None = None,
+               record: bool = False) -> TollgateModel:
     """Load the serving model (or ``model``: a directory or a version), the rule set
-    (``rules`` or ``settings.paths.rules_dir``) and the policy, as the stream does."""
+    (``rules`` or ``settings.paths.rules_dir``) and the policy, as the stream does.
+    ``record``: with ``context="redis"``, write scored events into the stream's state."""
     settings = settings or get_settings()
-    pipeline = build_pipeline(settings, model=model, rules=rules, context=context)
+    pipeline = build_pipeline(settings, model=model, rules=rules, context=context, record=record)
     return TollgateModel(pipeline, settings, context if isinstance(context, str) else type(context).__name__)

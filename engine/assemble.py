@@ -7,9 +7,10 @@ set's ``policy:`` section) and the same detector give the same verdicts.
 
 Which model: an explicit directory; else the registry's serving version (Redis key
 ``<prefix>:model:serving``); else the newest model directory under
-``settings.paths.models_dir``. Which context: ``"redis"`` (the stream's live state, and
-it *records* what it scores, as the stream does) or ``"memory"`` (a private in-process
-state that starts empty, for notebooks and file replays), or any ``FeatureStore``.
+``settings.paths.models_dir``. Which context: ``"redis"`` (the stream's live state,
+read only unless ``record=True``: an interface must never change what the stream
+decides), ``"memory"`` (a private in-process state that starts empty, for notebooks and
+file replays), or any ``FeatureStore`` (``tollgate run`` passes a recording one).
 """
 
 from __future__ import annotations
@@ -69,7 +70,9 @@ def _serving_version(settings: Settings) -> str | None:
     return None if raw is None else (raw.decode() if isinstance(raw, bytes) else str(raw))
 
 
-def make_store(settings: Settings, context: ContextSource | Any = "memory") -> Any:
+def make_store(settings: Settings, context: ContextSource | Any = "memory", *, record: bool = False) -> Any:
+    """The feature store for ``context``; with ``"redis"``, ``record`` says whether scoring
+    writes into the stream's state (history, decision log) or only reads it."""
     if not isinstance(context, str):
         return context
     if context == "memory":
@@ -82,7 +85,7 @@ def make_store(settings: Settings, context: ContextSource | Any = "memory") -> A
     if context == "redis":
         from engine.features.redis_store import RedisFeatureStore
 
-        return RedisFeatureStore(settings=settings)
+        return RedisFeatureStore(settings=settings, read_only=not record)
     raise ValueError(f"context must be 'memory', 'redis' or a FeatureStore, got {context!r}")
 
 
@@ -115,11 +118,13 @@ def load_guard(settings: Settings, rules_dir: str | Path | None = None) -> Any:
 
 def build_pipeline(settings: Settings, *, model: str | Path | None = None, rules: str | Path | None = None,
                    context: ContextSource | Any = "memory", detector: Any | bool = True,
-                   guard: Any | None = None, model_process: BatchSettings | None = None) -> DecisionPipeline:
+                   guard: Any | None = None, model_process: BatchSettings | None = None,
+                   record: bool = False) -> DecisionPipeline:
     """The pipeline every interface uses. ``detector=False`` turns text screening off
     (tests only: a verdict without it is not the stream's verdict). ``model_process``:
     large batches in a model process as those settings say (``load_model_components``;
-    same model, same outputs, another process; the worker passes ``settings.batch``)."""
+    same model, same outputs, another process; the worker passes ``settings.batch``).
+    ``record``: with ``context="redis"``, write what is scored into the stream's state."""
     from engine.features.snapshot import ContextSnapshot
 
     model_dir = find_model_dir(settings, model)
@@ -132,7 +137,7 @@ def build_pipeline(settings: Settings, *, model: str | Path | None = None, rules
     base_policy = Policy.from_settings(settings.policy)
     policy = base_policy.with_overrides(dict(getattr(guard, "policy", None) or {}))
     components = Components(
-        store=make_store(settings, context),
+        store=make_store(settings, context, record=record),
         encoder=parts["encoder"],
         inference=parts["inference"],
         detector=detector or None,

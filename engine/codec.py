@@ -44,17 +44,16 @@ import io
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
-from datetime import datetime
 from typing import Any, ClassVar, Generic, TypeVar
 
 from fastavro import schemaless_reader, schemaless_writer
 
 from engine.records import (
-    EventValidationError,
     Outcome,
     SourcePosition,
     TransactionEvent,
     Verdict,
+    event_from_json,
 )
 from engine.schema_catalog import (
     RegistryUnavailable,
@@ -257,9 +256,6 @@ class RecordCodec(Generic[R]):
 
 
 _EVENT_FIELDS = frozenset(f.name for f in fields(TransactionEvent)) - {"source"}
-_EVENT_STRINGS = ("event_id", "customer_id", "account_id", "terminal_id", "merchant_category",
-                  "currency", "channel", "country")
-_EVENT_OPTIONAL_STRINGS = ("device_id", "ip", "memo", "merchant_descriptor")
 
 
 class EventCodec(RecordCodec[TransactionEvent]):
@@ -283,36 +279,7 @@ class EventCodec(RecordCodec[TransactionEvent]):
         return TransactionEvent.from_dict(data, source).validate()
 
     def from_json(self, data: dict[str, Any], source: SourcePosition | None) -> TransactionEvent:
-        # JSON has no schema, so types are checked here before the record is built.
-        data = dict(data)
-        for name in _EVENT_STRINGS:
-            if name in data and not isinstance(data[name], str):
-                raise EventValidationError(name, f"must be a string, got {type(data[name]).__name__}")
-        for name in _EVENT_OPTIONAL_STRINGS:
-            if data.get(name) is not None and not isinstance(data[name], str):
-                raise EventValidationError(name, f"must be a string or null, got {type(data[name]).__name__}")
-        if "event_time_ms" in data:
-            data["event_time_ms"] = _json_time_ms(data["event_time_ms"])
-        amount = data.get("amount")
-        if isinstance(amount, int) and not isinstance(amount, bool):
-            data["amount"] = float(amount)
-        attributes = data.get("attributes")
-        if attributes is not None and not isinstance(attributes, dict):
-            raise EventValidationError("attributes", "must be an object of strings")
-        return TransactionEvent.from_dict(data, source).validate()
-
-
-def _json_time_ms(value: Any) -> Any:
-    """Epoch milliseconds as given, or an ISO-8601 time with an explicit zone."""
-    if isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            raise EventValidationError("event_time_ms", f"{value!r} is not ISO-8601") from None
-        if parsed.tzinfo is None:
-            raise EventValidationError("event_time_ms", "ISO-8601 time needs a zone (e.g. Z)")
-        return int(parsed.timestamp() * 1000)
-    return value  # validate() rejects non-integers
+        return event_from_json(data, source)  # the rules every JSON entry point shares
 
 
 class VerdictCodec(RecordCodec[Verdict]):

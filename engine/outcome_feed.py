@@ -149,11 +149,14 @@ class OutcomeFeed:
         """Outcomes from a .csv/.parquet/.jsonl file with the ``tx.outcomes`` columns
         (``tollgate simulate --out week.parquet`` writes ``week.outcomes.parquet``). The index holds
         about 220 bytes per outcome (measured): outcomes are a small share of events."""
-        from engine.score import read_chunks
+        from engine.score import file_format
+        from engine.score_read import read_rows
 
         feed = cls()
-        for chunk in read_chunks(path, chunk_rows):
-            feed.add(chunk, store)
+        # The event files' reader: no NA-guessing in CSV; an unreadable row counts as invalid.
+        for chunk in read_rows(path, file_format(path), chunk_rows):
+            feed.invalid += sum(1 for row in chunk if row.data is None)
+            feed.add([row.data for row in chunk if row.data is not None], store)
         return feed
 
 

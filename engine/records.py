@@ -84,6 +84,30 @@ MAX_EVENT_TIME_MS = 4_102_444_800_000  # 2100-01-01
 MAX_ID_LENGTH = 128
 MAX_ATTRIBUTES = 64
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: Never in an id: C0 and C1 control characters (NUL, newline, ESC, DEL, ...), dangerous in
+#: logs, Redis keys and Kafka headers, and lone surrogates, which UTF-8 cannot carry.
+_BAD_ID_CHAR = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def check_identifier(name: str, value: object) -> str:
+    """The rule for every id and code, at every entry point (Kafka, HTTP, files, Python):
+    a string with no lone surrogate and no control character.
+
+    >>> check_identifier("customer_id", "c-42")
+    'c-42'
+    >>> check_identifier("customer_id", "c\\x0042")
+    Traceback (most recent call last):
+    ...
+    engine.records.EventValidationError: customer_id: contains a control character (U+0000)
+    """
+    if not isinstance(value, str):
+        raise EventValidationError(name, f"must be a string, got {type(value).__name__}")
+    bad = _BAD_ID_CHAR.search(value)  # one scan on the hot path; which rule only when it fails
+    if bad:
+        if _SURROGATE.match(bad.group()):
+            raise EventValidationError(name, "contains a lone surrogate (not valid Unicode)")
+        raise EventValidationError(name, f"contains a control character (U+{ord(bad.group()):04X})")
+    return value
 
 
 @dataclass(slots=True, frozen=True)
@@ -120,8 +144,7 @@ class TransactionEvent:
                 raise EventValidationError(name, "must be a non-empty string")
             if len(value) > MAX_ID_LENGTH:
                 raise EventValidationError(name, f"longer than {MAX_ID_LENGTH} characters")
-            if _SURROGATE.search(value):
-                raise EventValidationError(name, "contains a lone surrogate (not valid Unicode)")
+            check_identifier(name, value)
         if not isinstance(self.event_time_ms, int) or isinstance(self.event_time_ms, bool):
             raise EventValidationError("event_time_ms", "must be an integer (epoch milliseconds)")
         if not MIN_EVENT_TIME_MS <= self.event_time_ms <= MAX_EVENT_TIME_MS:
@@ -146,11 +169,16 @@ class TransactionEvent:
         # can carry a lone surrogate. (Untrusted text is cleaned instead: engine/textproc.py.)
         for name in ("channel", "merchant_category", "device_id", "ip"):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, str) or _SURROGATE.search(value)):
-                raise EventValidationError(name, "must be a valid Unicode string")
+            if value is not None:
+                check_identifier(name, value)
+        for name in ("memo", "merchant_descriptor"):  # untrusted text, but text: never a number or a map
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise EventValidationError(name, f"must be a string or null, got {type(value).__name__}")
         for key, value in self.attributes.items():
             if not (isinstance(key, str) and isinstance(value, str)) or _SURROGATE.search(key + value):
                 raise EventValidationError("attributes", f"entry {key!r} is not valid Unicode")
+            check_identifier("attributes", key)
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -180,6 +208,66 @@ _REQUIRED_EVENT_FIELDS = frozenset({
     "event_id", "event_time_ms", "customer_id", "account_id", "terminal_id",
     "merchant_category", "amount", "currency", "channel", "country",
 })
+_EVENT_STRINGS = ("event_id", "customer_id", "account_id", "terminal_id", "merchant_category",
+                  "currency", "channel", "country")
+_EVENT_OPTIONAL_STRINGS = ("device_id", "ip", "memo", "merchant_descriptor")
+
+
+def event_from_json(data: Mapping[str, Any], source: SourcePosition | None = None) -> TransactionEvent:
+    """A validated event from JSON-typed values: the one set of rules for every entry point
+    that is not Avro (a JSON message on tx.events, ``POST /v1/decide``, ``tollgate score``
+    files, ``engine.api``). JSON has no schema, so types are checked here: a string field
+    must be a string (a memo of ``12345`` or ``{"a": 1}``, a list-valued channel, a
+    numeric id are refused, never converted), ``attributes`` an object of strings,
+    ``event_time_ms`` whole epoch ms (or ISO-8601 with a zone), ``amount`` a number.
+
+    >>> event_from_json({"event_id": "e1", "event_time_ms": 1722470400000, "customer_id": "c1",
+    ...     "account_id": "a1", "terminal_id": "t1", "merchant_category": "5411", "amount": 12,
+    ...     "currency": "EUR", "channel": "ecommerce", "country": "NA", "memo": 12345})
+    Traceback (most recent call last):
+    ...
+    engine.records.EventValidationError: memo: must be a string or null, got int
+    """
+    data = dict(data)
+    for name in _EVENT_STRINGS:
+        if data.get(name) is not None and not isinstance(data[name], str):
+            raise EventValidationError(name, f"must be a string, got {type(data[name]).__name__}")
+    for name in _EVENT_OPTIONAL_STRINGS:
+        if data.get(name) is not None and not isinstance(data[name], str):
+            raise EventValidationError(name, f"must be a string or null, got {type(data[name]).__name__}")
+    if "event_time_ms" in data:
+        data["event_time_ms"] = _json_time_ms(data["event_time_ms"])
+    amount = data.get("amount")
+    if isinstance(amount, int) and not isinstance(amount, bool):
+        data["amount"] = float(amount)
+    attributes = data.get("attributes")
+    if attributes is not None:
+        if not isinstance(attributes, Mapping):
+            raise EventValidationError("attributes", "must be an object of strings")
+        for key, value in attributes.items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                raise EventValidationError("attributes", f"entry {key!r} must map a string to a string, "
+                                                         f"got {type(value).__name__}")
+    return TransactionEvent.from_dict(data, source).validate()
+
+
+def _json_time_ms(value: Any) -> Any:
+    """Epoch milliseconds as given (a whole float becomes an int), or an ISO-8601 time with
+    an explicit zone."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        from datetime import datetime
+
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise EventValidationError("event_time_ms", f"{value!r} is not ISO-8601") from None
+        if parsed.tzinfo is None:
+            raise EventValidationError("event_time_ms", "ISO-8601 time needs a zone (e.g. Z)")
+        return int(parsed.timestamp() * 1000)
+    return value  # validate() rejects non-integers
+
 
 
 @dataclass(slots=True, frozen=True)

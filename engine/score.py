@@ -24,7 +24,13 @@ into) the live Redis state instead — use it to score events the stream has not
 against today's context (outcomes there come from the feedback worker).
 
 Rows that are not valid events are not scored; each is written to an errors file
-(``OUTPUT.errors.jsonl``) with its row number and the field at fault.
+(``OUTPUT.errors.jsonl``) with its line number (``row`` for Parquet) and the reason,
+and the good rows are scored. Every row passes the rules of every other entry point
+(``records.event_from_json``); how each format's values are read is in
+``engine.score_read`` (no NA-guessing in CSV). The output and the errors file are
+written under a ``.partial`` name and renamed at the end, so a run that fails leaves
+neither half-written. ``tollgate score`` exits 0 when every row was scored, 3 when some
+were refused (listed in the errors file), 1 when the file could not be read.
 """
 
 from __future__ import annotations
@@ -38,13 +44,15 @@ from typing import Any
 
 from engine.outcome_feed import OutcomeFeed
 from engine.pipeline import DecisionPipeline
-from engine.records import EventValidationError, TransactionEvent, Verdict
+from engine.records import EventValidationError, TransactionEvent, Verdict, event_from_json
+from engine.score_read import FileRow, read_rows
 
 FORMATS = ("csv", "parquet", "jsonl")
 #: Columns ``attr_<name>`` are folded into ``attributes`` (how tables flatten the map).
 ATTRIBUTE_PREFIX = "attr_"
 _STRING_FIELDS = ("event_id", "customer_id", "account_id", "terminal_id", "merchant_category", "currency",
                   "channel", "country", "device_id", "ip", "memo", "merchant_descriptor")
+_OPTIONAL_TEXT = frozenset({"device_id", "ip", "memo", "merchant_descriptor"})
 #: Flat output columns for CSV and Parquet (JSONL gets the full verdict record).
 OUTPUT_COLUMNS = ("event_id", "customer_id", "verdict", "confidence", "p_pass", "p_review", "p_reject",
                   "risk_score", "detector_score", "reasons", "model_version", "rules_version",
@@ -108,44 +116,49 @@ def read_chunks(path: Path, chunk_rows: int) -> Iterator[list[dict[str, Any]]]:
 def count_rows(path: Path) -> int | None:
     """Rows in the file when that is cheap to know (Parquet metadata), else None."""
     if file_format(path) == "parquet":
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        return pq.ParquetFile(path).metadata.num_rows
+        try:
+            return pq.ParquetFile(path).metadata.num_rows
+        except (pa.ArrowException, OSError):
+            return None  # reading it will say what is wrong
     return None
 
 
-def row_to_event(row: dict[str, Any]) -> TransactionEvent:
-    """One table row → a validated event (ids that a table stored as numbers become strings)."""
+def row_to_event(row: dict[str, Any], *, table: bool = True) -> TransactionEvent:
+    """One file row → a validated event, by the rules every entry point shares
+    (``records.event_from_json``: a number where text belongs is refused, never
+    converted). Undone here only what tables do: ``attr_<name>`` columns fold into
+    ``attributes``, a Parquet map reads as pairs, a timestamp column, and NaN for a
+    missing optional text value (pandas), and (``table``: CSV, Parquet) ``attributes``
+    stored as JSON text in a string column. A JSONL row is JSON already: not ``table``."""
     if "__error__" in row:
         raise EventValidationError("row", row["__error__"])
     data: dict[str, Any] = {}
-    flat_attrs: dict[str, str] = {}
+    flat_attrs: dict[str, Any] = {}
     for key, value in row.items():
-        if value is None or (isinstance(value, float) and math.isnan(value)):
+        if value is None or (key in _OPTIONAL_TEXT and isinstance(value, float) and math.isnan(value)):
             continue
         if key.startswith(ATTRIBUTE_PREFIX):  # flattened attributes (``tollgate simulate`` files)
-            flat_attrs[key[len(ATTRIBUTE_PREFIX):]] = str(value)
+            flat_attrs[key[len(ATTRIBUTE_PREFIX):]] = value
             continue
-        if key in _STRING_FIELDS and not isinstance(value, str):
-            value = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
         data[key] = value
     attrs = data.get("attributes")
-    if isinstance(attrs, str):
+    if table and isinstance(attrs, str):
         try:
-            data["attributes"] = json.loads(attrs) if attrs.strip() else {}
-        except json.JSONDecodeError:
-            raise EventValidationError("attributes", "must be a JSON object") from None
-    elif isinstance(attrs, list):  # Parquet map<string,string> reads as [(key, value), ...]
-        data["attributes"] = dict(attrs)
-    if not isinstance(data.get("attributes", {}), dict):
-        raise EventValidationError("attributes", "must be a JSON object")
+            data["attributes"] = attrs = json.loads(attrs) if attrs.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise EventValidationError("attributes", f"not a JSON object ({exc.msg} at column {exc.colno})") from None
+    if isinstance(attrs, list) and all(isinstance(p, tuple) and len(p) == 2 for p in attrs):
+        data["attributes"] = dict(attrs)  # Parquet map<string,string> reads as [(key, value), ...]
     if flat_attrs:
+        if not isinstance(data.get("attributes", {}), dict):
+            raise EventValidationError("attributes", "must be a JSON object")
         data["attributes"] = {**flat_attrs, **data.get("attributes", {})}
-    if isinstance(data.get("event_time_ms"), float) and data["event_time_ms"].is_integer():
-        data["event_time_ms"] = int(data["event_time_ms"])
     if hasattr(data.get("event_time_ms"), "timestamp"):  # a timestamp column
         data["event_time_ms"] = int(data["event_time_ms"].timestamp() * 1000)
-    return TransactionEvent.from_dict(data).validate()
+    return event_from_json(data)
 
 
 # -- writing ------------------------------------------------------------------------------
@@ -168,7 +181,9 @@ class VerdictWriter:
     """Appends verdicts chunk by chunk in the output's format."""
 
     def __init__(self, path: Path):
-        self.path = path
+        self.final_path = path
+        #: Written here, renamed to ``final_path`` by ``close`` (``discard`` removes it).
+        self.path = path.with_name(path.name + ".partial")
         self.format = file_format(path)
         self._fh: Any = None
         self._writer: Any = None
@@ -215,6 +230,17 @@ class VerdictWriter:
                     import pyarrow.csv as pacsv
 
                     pacsv.write_csv(empty, self.path)
+        self.path.replace(self.final_path)
+
+    def discard(self) -> None:
+        """Close and delete the partial file: a failed run leaves no half-written output."""
+        for closeable in (self._fh, self._writer):
+            if closeable is not None:
+                try:
+                    closeable.close()
+                except Exception:  # noqa: BLE001 - already failing; the file is removed anyway
+                    pass
+        self.path.unlink(missing_ok=True)
 
 
 def _arrow_schema() -> Any:
@@ -262,28 +288,30 @@ def score_file(pipeline: DecisionPipeline, input_path: Path, output_path: Path, 
     time passes theirs."""
     from tqdm import tqdm
 
+    fmt = file_format(input_path)
     file_format(output_path)  # fail before reading anything
     errors_path = errors_path or output_path.with_name(output_path.name + ".errors.jsonl")
     summary = ScoreSummary(errors_path=errors_path, outcomes=outcomes)
     store = pipeline.components.store if outcomes is not None else None
     writer = VerdictWriter(output_path)
+    errors_partial = errors_path.with_name(errors_path.name + ".partial")
     errors_fh = None
     last_time = None
     bar = tqdm(total=count_rows(input_path), unit="rows", desc=f"scoring {input_path.name}",
                disable=not progress, smoothing=0.1)
+    failed = True
     try:
-        for chunk in read_chunks(input_path, chunk_rows):
+        for chunk in read_rows(input_path, fmt, chunk_rows):
             events: list[TransactionEvent] = []
             for row in chunk:
                 summary.rows += 1
                 try:
-                    event = row_to_event(row)
+                    event = _row_event(row, fmt != "jsonl")
                 except (EventValidationError, TypeError, ValueError) as exc:
                     summary.invalid += 1
                     if errors_fh is None:
-                        errors_fh = errors_path.open("w", encoding="utf-8")
-                    errors_fh.write(json.dumps({"row": summary.rows, "error": str(exc),
-                                                "event_id": str(row.get("event_id"))}) + "\n")
+                        errors_fh = errors_partial.open("w", encoding="utf-8")
+                    errors_fh.write(json.dumps(_error_record(row, exc), ensure_ascii=False) + "\n")
                     continue
                 if last_time is not None and event.event_time_ms < last_time:
                     summary.out_of_order += 1
@@ -300,9 +328,33 @@ def score_file(pipeline: DecisionPipeline, input_path: Path, output_path: Path, 
                         summary.verdicts[v.verdict.value] += 1
             bar.update(len(chunk))
             bar.set_postfix(summary.verdicts, refresh=False)
+        failed = False
     finally:
         bar.close()
-        writer.close()
         if errors_fh is not None:
             errors_fh.close()
+        if failed:  # no half-written output or errors file
+            writer.discard()
+            errors_partial.unlink(missing_ok=True)
+        else:
+            writer.close()
+            if errors_fh is not None:
+                errors_partial.replace(errors_path)
+            else:
+                errors_path.unlink(missing_ok=True)  # not an old run's errors next to this run's output
     return summary
+
+
+def _row_event(row: FileRow, table: bool) -> TransactionEvent:
+    if row.error is not None:
+        raise EventValidationError("row", row.error)
+    assert row.data is not None
+    return row_to_event(row.data, table=table)
+
+
+def _error_record(row: FileRow, exc: Exception) -> dict[str, Any]:
+    """One line of the errors file: where the row is, why it was refused, its event id."""
+    event_id = row.data.get("event_id") if row.data is not None else None
+    return {"line": row.line, "row": row.row, "field": getattr(exc, "field_name", None),
+            "error": str(exc).removeprefix("row: "),
+            "event_id": event_id if isinstance(event_id, str) else None}

@@ -1,16 +1,21 @@
 """The HTTP scoring service (``tollgate serve``): ``POST /v1/decide`` for callers that are
 not Kafka producers, with the same ``DecisionPipeline`` as the stream.
 
-- **Micro-batching across connections.** Every request's events go into one asyncio
-  queue; a single batcher closes a batch at ``max_events`` events or ``max_wait_ms``
-  after its first event and runs one ``decide_batch`` in a worker thread, so the event
-  loop never blocks on the model and concurrent callers share a forward pass. If a
-  batch fails, each request in it is retried alone, so one bad request cannot fail
-  its neighbours.
+- **Micro-batching across connections, fair between clients.** Requests are cut into
+  chunks queued per client (peer address); one batcher takes them round-robin into
+  batches and runs one ``decide_batch`` at a time in a worker thread, so the event loop
+  never blocks on the model and concurrent callers share a forward pass. A client over
+  its share of queued events gets 429, a full queue 503, both at once
+  (``engine.serve_batcher``).
 - **Safety.** When ``settings.http.api_token`` is set, every scoring and metrics call
   needs ``Authorization: Bearer <token>`` (compared with ``hmac.compare_digest``, in
-  constant time). Bodies over ``max_request_bytes`` get 413 before they are read whole;
-  malformed JSON gets 400 naming the position; a bad field gets 422 naming the field.
+  constant time); ``run`` refuses a non-loopback address without one. A body must be
+  JSON (else 415), arrive within ``body_timeout_s`` (else 408) and stay under
+  ``max_request_bytes`` (else 413) (``engine.serve_guard``); malformed JSON gets 400
+  naming the line and column; a bad field gets 422 naming the field.
+- **Context.** The pipeline's store decides what is read and written: ``tollgate serve``
+  reads the stream's Redis context and records nothing unless
+  ``http.record_context`` is on (which needs a token).
 - **Health.** ``/healthz`` (process alive), ``/readyz`` (200 only after the warm-up
   batch), ``/metrics`` (Prometheus), ``/openapi.json`` + ``/docs``. The warm-up runs in
   the background *after* startup, so the socket is open while it runs: ``/healthz``
@@ -26,9 +31,7 @@ import hmac
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from fastapi import Body, Depends, FastAPI, HTTPException, Request
@@ -38,95 +41,13 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 
 from engine.pipeline import STAGES, BatchTimings, DecisionPipeline
-from engine.records import EventValidationError, TransactionEvent, Verdict
+from engine.records import EventValidationError, Verdict, event_from_json
+from engine.serve_batcher import FairBatcher, Overloaded
+from engine.serve_guard import BodyGuard, check_exposure
 from engine.serve_models import ERROR_RESPONSES, EventIn, VerdictOut
 from engine.settings import Settings
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(slots=True)
-class _Pending:
-    events: list[TransactionEvent]
-    arrival_ms: list[float]
-    future: asyncio.Future = field(repr=False)
-
-
-class AsyncBatcher:
-    """Collects events from concurrent requests into batches of at most ``max_events``
-    (a larger request is one batch of its own) or ``max_wait_ms`` of waiting."""
-
-    def __init__(self, pipeline: DecisionPipeline, max_events: int, max_wait_ms: float):
-        self.pipeline = pipeline
-        self.max_events = max_events
-        self.max_wait_s = max_wait_ms / 1000.0
-        self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
-        # One thread: batches run one at a time anyway (enrich must see arrival order).
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tollgate-decide")
-        self._task: asyncio.Task | None = None
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="tollgate-batcher")
-
-    async def run_in_decide_thread(self, fn: Callable[[], Any]) -> Any:
-        """Run ``fn`` on the thread that runs batches: the pipeline is used from one thread
-        only, and ``stop`` waits for it like for a batch."""
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-        self._executor.shutdown(wait=True)
-
-    async def submit(self, events: list[TransactionEvent], arrival_ms: float) -> list[Verdict]:
-        future = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Pending(events, [arrival_ms] * len(events), future))
-        return await future
-
-    async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            batch = [await self._queue.get()]
-            size = len(batch[0].events)
-            deadline = loop.time() + self.max_wait_s
-            while size < self.max_events:
-                try:
-                    item = self._queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    remaining = deadline - loop.time()
-                    if remaining <= 0:
-                        break
-                    try:
-                        item = await asyncio.wait_for(self._queue.get(), remaining)
-                    except TimeoutError:
-                        break
-                batch.append(item)
-                size += len(item.events)
-            await self._decide(batch)
-
-    async def _decide(self, batch: list[_Pending]) -> None:
-        loop = asyncio.get_running_loop()
-        events = [e for p in batch for e in p.events]
-        arrivals = [a for p in batch for a in p.arrival_ms]
-        try:
-            verdicts = await loop.run_in_executor(self._executor, self.pipeline.decide_batch, events, arrivals)
-        except Exception as exc:  # noqa: BLE001 - isolate the failing request below
-            if len(batch) == 1:
-                if not batch[0].future.done():
-                    batch[0].future.set_exception(exc)
-                return
-            for p in batch:  # retry alone: one bad request must not fail its neighbours
-                await self._decide([p])
-            return
-        start = 0
-        for p in batch:
-            if not p.future.done():
-                p.future.set_result(verdicts[start:start + len(p.events)])
-            start += len(p.events)
 
 
 class ServeMetrics:
@@ -165,36 +86,17 @@ class ServeMetrics:
             self.verdicts.labels(v.verdict.value, f"{first.kind.value}:{first.code}" if first else "none").inc()
 
 
-def _limit_body_size(app: FastAPI, max_bytes: int) -> None:
-    """Refuse oversized bodies from the Content-Length header, and cut off chunked
-    uploads as soon as they pass the limit, before the JSON parser sees them."""
-
-    @app.middleware("http")
-    async def limit(request: Request, call_next):  # noqa: ANN202
-        declared = request.headers.get("content-length")
-        too_big = JSONResponse({"detail": f"request body larger than {max_bytes} bytes"}, status_code=413)
-        if declared is not None:
-            if not declared.isdigit():
-                return JSONResponse({"detail": "Content-Length is not a number"}, status_code=400)
-            if int(declared) > max_bytes:
-                return too_big
-        elif request.method in ("POST", "PUT", "PATCH"):
-            body = b""
-            async for chunk in request.stream():
-                body += chunk
-                if len(body) > max_bytes:
-                    return too_big
-            request._body = body  # noqa: SLF001 - starlette reads the cached body later
-        return await call_next(request)
-
-
 def create_app(pipeline: DecisionPipeline, settings: Settings | None = None, *,
-               warmup: bool | Callable[[], float] = True) -> FastAPI:
+               warmup: bool | Callable[[], float] = True,
+               client_key: Callable[[Request], str] | None = None) -> FastAPI:
     """The ASGI app around ``pipeline``. Readiness turns true once the warm-up finished:
     ``warmup=True`` runs ``pipeline.warmup``, ``False`` none, and a callable runs in its
-    place (it returns the seconds it took) — e.g. a warm-up that first waits for a gate."""
+    place (it returns the seconds it took) — e.g. a warm-up that first waits for a gate.
+    ``client_key``: whom fairness and the per-client limit are per (default: the peer
+    address)."""
     settings = settings or Settings()
     http = settings.http
+    key_of = client_key or peer_address
     token = http.api_token.get_secret_value().encode() if http.api_token is not None else None
     metrics = ServeMetrics()
     previous_observer = pipeline.on_batch
@@ -207,7 +109,7 @@ def create_app(pipeline: DecisionPipeline, settings: Settings | None = None, *,
     state: dict[str, Any] = {"ready": False, "batcher": None, "warmup_s": None, "warmup_error": None}
     warmup_fn: Callable[[], float] | None = (pipeline.warmup if warmup is True else warmup) or None
 
-    async def warm_up(batcher: AsyncBatcher) -> None:
+    async def warm_up(batcher: FairBatcher) -> None:
         try:
             if warmup_fn is not None:
                 state["warmup_s"] = await batcher.run_in_decide_thread(warmup_fn)
@@ -220,7 +122,10 @@ def create_app(pipeline: DecisionPipeline, settings: Settings | None = None, *,
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # noqa: ANN202
         pipeline.on_batch = observe
-        batcher = AsyncBatcher(pipeline, settings.batch.max_events, settings.batch.max_wait_ms)
+        batcher = FairBatcher(pipeline, settings.batch.max_events, settings.batch.max_wait_ms,
+                              max_queued_events=http.max_queued_events,
+                              max_client_events=http.max_client_queued_events,
+                              max_text_chars=http.turn_text_chars)
         batcher.start()
         state["batcher"] = batcher
         # Not awaited here: uvicorn opens the socket only once startup returns, and
@@ -241,7 +146,7 @@ def create_app(pipeline: DecisionPipeline, settings: Settings | None = None, *,
                     "pipeline, policy and rules as the Kafka stream.",
         lifespan=lifespan,
     )
-    _limit_body_size(app, http.max_request_bytes)
+    app.add_middleware(BodyGuard, max_bytes=http.max_request_bytes, timeout_s=http.body_timeout_s)
     bearer = HTTPBearer(auto_error=False, description="Required when TOLLGATE_HTTP__API_TOKEN is set.")
 
     def authorise(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
@@ -258,15 +163,16 @@ def create_app(pipeline: DecisionPipeline, settings: Settings | None = None, *,
         errors = exc.errors()
         for err in errors:
             if err.get("type") == "json_invalid":
-                where = err.get("loc", ("body", "?"))[-1]
+                where = _line_and_column(exc.body, err.get("loc", ("body", None))[-1])
                 why = (err.get("ctx") or {}).get("error", "not valid JSON")
-                return JSONResponse({"detail": f"malformed JSON at character {where}: {why}"}, status_code=400)
+                return JSONResponse({"detail": f"malformed JSON at {where}: {why}"}, status_code=400)
         detail = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in errors]
         return JSONResponse({"detail": detail}, status_code=422)
 
     @app.post("/v1/decide", response_model=VerdictOut | list[VerdictOut], responses=ERROR_RESPONSES,
               dependencies=[Depends(authorise)], summary="Verdicts for one event or an array of events")
     async def decide_endpoint(
+        request: Request,
         body: Annotated[EventIn | Annotated[list[EventIn], Body(max_length=http.max_events_per_request)],
                         Body(description="One event, or a JSON array of events (verdicts come back in the same order).")],
     ) -> Any:
@@ -275,7 +181,7 @@ def create_app(pipeline: DecisionPipeline, settings: Settings | None = None, *,
         single = not isinstance(body, list)
         items = [body] if single else body
         try:
-            events = [TransactionEvent.from_dict(item.model_dump()).validate() for item in items]
+            events = [event_from_json(item.model_dump()) for item in items]
         except EventValidationError as exc:
             metrics.requests.labels("422").inc()
             raise HTTPException(422, f"invalid event: {exc}") from None
@@ -286,7 +192,11 @@ def create_app(pipeline: DecisionPipeline, settings: Settings | None = None, *,
             why = (f"not ready: the warm-up failed ({state['warmup_error']})" if state["warmup_error"]
                    else "not ready: the model is warming up; retry in a second (GET /readyz says when it is ready)")
             raise HTTPException(503, why, headers={"Retry-After": "1"})
-        verdicts = await state["batcher"].submit(events, arrival_ms)
+        try:
+            verdicts = await state["batcher"].submit(events, arrival_ms, client=key_of(request))
+        except Overloaded as exc:
+            metrics.requests.labels(str(exc.status)).inc()
+            raise HTTPException(exc.status, exc.detail, headers={"Retry-After": "1"}) from None
         metrics.requests.labels("200").inc()
         metrics.request_ms.observe((time.perf_counter() - started) * 1000.0)
         metrics.observe_verdicts(verdicts)
@@ -323,9 +233,30 @@ def run(pipeline: DecisionPipeline, settings: Settings, host: str | None = None,
     """Serve until SIGINT/SIGTERM (uvicorn handles both and drains open requests)."""
     import uvicorn
 
+    host = host or settings.http.host
+    check_exposure(host, settings.http)  # before anything listens
     app = create_app(pipeline, settings)
-    uvicorn.run(app, host=host or settings.http.host, port=port or settings.http.serve_port,
+    uvicorn.run(app, host=host, port=port or settings.http.serve_port,
                 log_level=log_level, access_log=False, limit_concurrency=2048)
 
 
-__all__ = ["AsyncBatcher", "ServeMetrics", "create_app", "run"]
+def peer_address(request: Request) -> str:
+    """Whom fairness is per: the peer address (behind a proxy, every caller is the proxy;
+    docs/security.md says to rate-limit there too)."""
+    return request.client.host if request.client is not None else "unknown"
+
+
+def _line_and_column(doc: Any, pos: Any) -> str:
+    """``line L, column C (character P)`` of a JSON decode position in ``doc``.
+
+    >>> _line_and_column('[{"a": 1},\\n {"a": ]', 18)
+    'line 2, column 8 (character 18)'
+    """
+    if not isinstance(doc, str) or not isinstance(pos, int):
+        return f"character {pos}"
+    line = doc.count("\n", 0, pos) + 1
+    column = pos - (doc.rfind("\n", 0, pos) + 1) + 1
+    return f"line {line}, column {column} (character {pos})"
+
+
+__all__ = ["ServeMetrics", "create_app", "run"]

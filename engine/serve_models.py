@@ -14,9 +14,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictFloat, StrictInt
+from pydantic import (
+    AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictFloat, StrictInt, WithJsonSchema,
+)
 
-from engine.records import MAX_AMOUNT, MAX_ATTRIBUTES, MAX_EVENT_TIME_MS, MAX_ID_LENGTH, MIN_EVENT_TIME_MS
+from engine.records import (
+    MAX_AMOUNT, MAX_ATTRIBUTES, MAX_EVENT_TIME_MS, MAX_ID_LENGTH, MIN_EVENT_TIME_MS, EventValidationError,
+    check_identifier,
+)
 from engine.textproc import MAX_RAW_BYTES
 
 
@@ -36,8 +41,19 @@ def _valid_unicode(value: str) -> str:
     return value
 
 
-Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH), AfterValidator(_valid_unicode)]
-Code = Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH), AfterValidator(_valid_unicode)]
+def _identifier(value: str) -> str:
+    """``records.check_identifier``, the rule every entry point shares (no control
+    characters, no lone surrogates), as a pydantic error."""
+    try:
+        return check_identifier("value", value)
+    except EventValidationError as exc:
+        raise ValueError(str(exc).removeprefix("value: ")) from None
+
+
+#: No C0/C1 control character: published in the OpenAPI document, so fuzzers know.
+_NO_CONTROL = r"^[^\x00-\x1f\x7f-\x9f]*$"
+Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH, pattern=_NO_CONTROL), AfterValidator(_identifier)]
+Code = Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH, pattern=_NO_CONTROL), AfterValidator(_identifier)]
 UserText = Annotated[str, Field(max_length=MAX_RAW_BYTES, description="Untrusted user text (screened by the detector).")]
 
 
@@ -61,13 +77,19 @@ class EventIn(BaseModel):
     currency: Annotated[str, Field(pattern=r"^[A-Za-z]{3}$", description="ISO 4217 code")]
     channel: Code
     country: Annotated[str, Field(pattern=r"^[A-Za-z]{2}$", description="ISO 3166 alpha-2 code")]
-    device_id: Annotated[str, Field(max_length=MAX_ID_LENGTH), AfterValidator(_valid_unicode)] | None = None
-    ip: Annotated[str, Field(max_length=64), AfterValidator(_valid_unicode)] | None = None
+    device_id: Annotated[str, Field(max_length=MAX_ID_LENGTH, pattern=_NO_CONTROL), AfterValidator(_identifier)] | None = None
+    ip: Annotated[str, Field(max_length=64, pattern=_NO_CONTROL), AfterValidator(_identifier)] | None = None
     memo: UserText | None = None
     merchant_descriptor: UserText | None = None
-    attributes: Annotated[dict[Annotated[str, Field(max_length=MAX_ID_LENGTH), AfterValidator(_valid_unicode)],
+    attributes: Annotated[dict[Annotated[str, Field(max_length=MAX_ID_LENGTH), AfterValidator(_identifier)],
                                Annotated[str, Field(max_length=1024), AfterValidator(_valid_unicode)]],
-                          Field(max_length=MAX_ATTRIBUTES)] = Field(default_factory=dict)
+                          Field(max_length=MAX_ATTRIBUTES),
+                          # Written out: pydantic would publish a key pattern as patternProperties,
+                          # which lets a key that breaks it carry any value at all.
+                          WithJsonSchema({"type": "object", "maxProperties": MAX_ATTRIBUTES,
+                                          "propertyNames": {"maxLength": MAX_ID_LENGTH, "pattern": _NO_CONTROL},
+                                          "additionalProperties": {"type": "string", "maxLength": 1024}})
+                          ] = Field(default_factory=dict)
 
 
 class ReasonOut(BaseModel):
@@ -99,9 +121,12 @@ class ErrorOut(BaseModel):
 
 
 ERROR_RESPONSES: dict[int | str, dict] = {
-    400: {"model": ErrorOut, "description": "Malformed JSON (the position is named)"},
+    400: {"model": ErrorOut, "description": "Malformed JSON or invalid UTF-8 (the line and column are named)"},
     401: {"model": ErrorOut, "description": "API token missing or wrong (only when one is configured)"},
+    408: {"model": ErrorOut, "description": "The body did not arrive whole within the configured time"},
     413: {"model": ErrorOut, "description": "Body larger than the configured limit"},
+    415: {"model": ErrorOut, "description": "The body is not declared as JSON (Content-Type: application/json)"},
     422: {"model": ErrorOut, "description": "An event field is missing or out of range (the field is named)"},
-    503: {"model": ErrorOut, "description": "Warming up, or the pipeline cannot score right now"},
+    429: {"model": ErrorOut, "description": "This client has too many events waiting; retry after Retry-After"},
+    503: {"model": ErrorOut, "description": "Warming up, or the queue is full; retry after Retry-After"},
 }

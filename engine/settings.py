@@ -150,9 +150,43 @@ class HttpSettings(_Frozen):
     worker_port: int = 9400
     #: The scoring service (tollgate serve).
     serve_port: int = 8080
+    #: Bearer token for /v1/decide and /metrics. ``tollgate serve`` refuses to bind a
+    #: non-loopback address without one; an empty token is an error, never "no auth".
     api_token: SecretStr | None = None
-    max_request_bytes: int = 1_048_576
-    max_events_per_request: int = 1000
+    #: Record the events scored over HTTP into the stream's live Redis context (its
+    #: customer history and decision log), as the stream would. Off: the service only
+    #: reads context, so a caller can never change what the stream decides. Needs a token.
+    record_context: bool = False
+    max_request_bytes: int = Field(default=1_048_576, ge=1)
+    max_events_per_request: int = Field(default=1000, ge=1)
+    #: A request body must arrive whole within this many seconds (else 408): a client
+    #: that stalls mid-body must not hold a connection and its memory for ever.
+    body_timeout_s: float = Field(default=10.0, gt=0)
+    #: Events waiting to be scored, all clients together. A request that would pass it
+    #: is answered 503 at once (with Retry-After) instead of waiting behind the backlog.
+    max_queued_events: int = Field(default=4096, ge=1)
+    #: Events one client (its bearer token and peer address) may have waiting or being
+    #: scored; beyond it 429 at once. Clients are served round-robin, a chunk of at most
+    #: ``batch.max_events`` events each, so a client looping huge batches only slows itself.
+    max_client_queued_events: int = Field(default=2048, ge=1)
+    #: Memo and descriptor characters one client's turn (and one batch) may carry: long
+    #: memos are what make an event slow to score, so a heavy client's turn stays short.
+    #: One longest memo (16 Ki): a healthy client waited less behind memo-heavy ones than
+    #: with 64 Ki, for less throughput of theirs
+    #: (``python ops/bench/serve_fairness.py --turn-chars 65536 16384``).
+    turn_text_chars: int = Field(default=16_384, ge=1)
+
+    @model_validator(mode="after")
+    def _closed_by_default(self) -> "HttpSettings":
+        if self.api_token is not None and not self.api_token.get_secret_value().strip():
+            raise ValueError("http.api_token (TOLLGATE_HTTP__API_TOKEN) is set but empty: an empty token "
+                             "would accept every caller; unset it or set a real token")
+        if self.max_client_queued_events > self.max_queued_events:
+            raise ValueError("http.max_client_queued_events must not exceed http.max_queued_events")
+        if self.record_context and self.api_token is None:
+            raise ValueError("http.record_context (TOLLGATE_HTTP__RECORD_CONTEXT) writes into the stream's "
+                             "state and needs http.api_token (TOLLGATE_HTTP__API_TOKEN)")
+        return self
 
 
 class GateSettings(_Frozen):

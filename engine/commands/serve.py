@@ -15,9 +15,24 @@ import typer
 from engine.settings import get_settings
 
 
+#: ``tollgate score``'s exit code when some rows were refused (and the rest scored).
+SOME_ROWS_REFUSED = 3
+
+
 def _fail(message: str) -> None:
     typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
     raise typer.Exit(2)
+
+
+def _settings():  # noqa: ANN202 - engine.settings.Settings
+    """The settings, or a one-line error naming the bad one (e.g. an empty API token)."""
+    from pydantic import ValidationError
+
+    try:
+        return get_settings()
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        _fail(f"invalid settings: {problems}")
 
 
 def serve(
@@ -30,21 +45,31 @@ def serve(
 ) -> None:
     """Serve POST /v1/decide (plus /healthz, /readyz, /metrics, /docs) with the stream's pipeline.
 
-    Context comes from Redis by default — the same live state the stream reads, and the
-    events scored here are recorded in it, as the stream would. Set
-    TOLLGATE_HTTP__API_TOKEN to require `Authorization: Bearer <token>`.
+    Context is read from Redis by default — the same live state the stream reads — and
+    nothing is written to it, so no caller can change what the stream decides.
+    TOLLGATE_HTTP__RECORD_CONTEXT=true records scored events into it as the stream would
+    (it needs a token). Set TOLLGATE_HTTP__API_TOKEN to require
+    `Authorization: Bearer <token>`; without one the service only binds a loopback address.
     """
     from engine.assemble import ModelNotFound, build_pipeline
     from engine.serve import run
+    from engine.serve_guard import InsecureExposure, check_exposure
 
-    settings = get_settings()
+    settings = _settings()
     try:
-        pipeline = build_pipeline(settings, model=model, rules=rules, context="memory" if memory else "redis")
+        check_exposure(host or settings.http.host, settings.http)  # before the model loads
+    except InsecureExposure as exc:
+        _fail(str(exc))
+    record = settings.http.record_context and not memory
+    try:
+        pipeline = build_pipeline(settings, model=model, rules=rules, context="memory" if memory else "redis",
+                                  record=record)
     except ModelNotFound as exc:
         _fail(str(exc))
-    token = "required" if settings.http.api_token is not None else "not configured (open)"
+    token = "required" if settings.http.api_token is not None else "not configured (loopback only)"
+    context = "memory" if memory else ("redis, recording" if record else "redis, read-only")
     typer.echo(f"tollgate serve: model {pipeline.model_version}, rules {pipeline.rules_version}, "
-               f"context {'memory' if memory else 'redis'}, API token {token}", err=True)
+               f"context {context}, API token {token}", err=True)
     run(pipeline, settings, host=host, port=port, log_level=log_level)
 
 
@@ -55,8 +80,11 @@ def score(
     model: Optional[Path] = typer.Option(None, help="Model directory or version (default: the registry's serving model)."),
     rules: Optional[Path] = typer.Option(None, help="Rules directory (default: settings.paths.rules_dir)."),
     redis_context: bool = typer.Option(False, "--redis",
-                                       help="Use (and record into) the stream's live Redis context instead of "
-                                            "replaying the file into a private in-memory context."),
+                                       help="Read the stream's live Redis context instead of replaying the file "
+                                            "into a private in-memory context (nothing is written to it)."),
+    record: bool = typer.Option(False, "--record",
+                                help="With --redis: also record the scored events into the stream's state "
+                                     "(history, decision log), as the stream would."),
     outcomes: Optional[Path] = typer.Option(
         None, "--outcomes", exists=True, dir_okay=False, metavar="FILE",
         help="Delayed outcomes (.csv/.parquet/.jsonl, tx.outcomes columns; `tollgate simulate --out "
@@ -71,10 +99,15 @@ def score(
     Default context: the file is replayed, in file order (which must be event-time
     order), into a fresh in-memory feature state — each event sees the history the
     stream would have given it after the same events (and, with --outcomes, the same
-    outcomes). With --redis, the live Redis state is used instead.
+    outcomes). With --redis, the live Redis state is read instead (--record also writes).
+
+    Rows that are not valid events go to OUTPUT.errors.jsonl with their line number and
+    the reason; the others are scored. Exit code: 0 every row scored; 3 some rows refused
+    (see the errors file); 1 the input could not be read (nothing is written); 2 usage.
     """
     from engine.assemble import ModelNotFound, build_pipeline
     from engine.score import file_format, score_file
+    from engine.score_read import FileUnreadable
 
     try:
         file_format(input_path)
@@ -83,10 +116,12 @@ def score(
             file_format(outcomes)
     except ValueError as exc:
         _fail(str(exc))
+    if record and not redis_context:
+        _fail("--record writes into the stream's Redis state: it needs --redis")
     if outcomes is not None and redis_context:
         _fail("--outcomes feeds the private in-memory context; with --redis the stream's feedback worker "
               "records outcomes into Redis")
-    settings = get_settings()
+    settings = _settings()
     if redis_context:
         context = "redis"
     else:
@@ -98,7 +133,7 @@ def score(
         # idle for 31 days (as their Redis keys expire): memory stays flat on any file.
         context = MemoryFeatureStore(snapshot_retention_ms=DAY_MS, forget_idle_after_ms=IDLE_STATE_TTL_MS)
     try:
-        pipeline = build_pipeline(settings, model=model, rules=rules, context=context)
+        pipeline = build_pipeline(settings, model=model, rules=rules, context=context, record=record)
     except ModelNotFound as exc:
         _fail(str(exc))
     feed = None
@@ -109,13 +144,17 @@ def score(
         # outcome file is in outcome-time order, the events file in event-time order.
         feed = OutcomeFeed.from_file(outcomes, pipeline.components.store)
     started = time.perf_counter()
-    summary = score_file(pipeline, input_path, output, chunk_rows=chunk_rows, batch_size=batch_size,
-                         progress=not quiet, outcomes=feed)
+    try:
+        summary = score_file(pipeline, input_path, output, chunk_rows=chunk_rows, batch_size=batch_size,
+                             progress=not quiet, outcomes=feed)
+    except (FileUnreadable, OSError) as exc:
+        typer.secho(f"error: {exc} (no output written)", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from None
     elapsed = time.perf_counter() - started
     rate = summary.scored / elapsed if elapsed > 0 else 0.0
     typer.echo(f"{summary.describe()} in {elapsed:.1f} s ({rate:,.0f} events/s) → {output}", err=True)
-    if summary.scored == 0 and summary.rows > 0:
-        raise typer.Exit(1)
+    if summary.invalid:
+        raise typer.Exit(SOME_ROWS_REFUSED)
 
 
 def register(app: typer.Typer) -> None:

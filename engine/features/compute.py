@@ -277,15 +277,20 @@ def enrich_batch(events: Sequence[TransactionEvent],
     """The contract of ``FeatureStore.enrich`` over plain mappings.
 
     ``seen`` maps event_id -> the snapshot it got first; an event found there is neither
-    recomputed nor recorded again, and a new snapshot is added to it.
+    recomputed nor recorded again, and a new snapshot is added to it. A snapshot stored
+    for a *different* event under the same id (another customer, amount, time...: a
+    poisoning attempt or an upstream bug) is never used: the event is computed and
+    recorded as new, and its snapshot replaces that one in ``seen``.
     """
     for event in events:  # all or nothing: a bad event must not leave half a batch recorded
-        if event.event_id not in seen:
+        if not same_event(seen.get(event.event_id), event):
             _check(event)
     out: list[ContextSnapshot] = []
     append, seen_get, cust_get, term_get = out.append, seen.get, customers.get, terminals.get
     for event in events:
         snap = seen_get(event.event_id)
+        if snap is not None and not same_event(snap, event):
+            snap = None  # another event's context under this id: never reuse it
         if snap is None:
             cust = cust_get(event.customer_id)
             if cust is None:
@@ -298,6 +303,13 @@ def enrich_batch(events: Sequence[TransactionEvent],
             seen[event.event_id] = snap
         append(snap)
     return out
+
+
+def same_event(snap: ContextSnapshot | None, event: TransactionEvent) -> bool:
+    """True when ``snap`` is the stored context of exactly ``event`` (every field but the
+    Kafka position equal). A snapshot without its event (an old log) cannot be checked
+    and counts as the same."""
+    return snap is not None and (snap.event is None or snap.event is event or snap.event == event)
 
 
 def _check(event: TransactionEvent) -> None:

@@ -58,8 +58,14 @@ class _RetainedSnapshots:
         while order and order[0][0] < floor:
             old_t, old_id = order.popleft()
             snap = by_id.get(old_id)
-            if snap is not None and snap.event_time_ms == old_t:
+            if snap is None:
+                continue
+            if snap.event_time_ms == old_t:
                 del by_id[old_id]
+            elif snap.event_time_ms < floor:  # replaced by another event under this id (compute.same_event)
+                del by_id[old_id]
+            else:  # ... which expires later, at its own time
+                order.append((snap.event_time_ms, old_id))
 
     def get(self, event_id: str) -> ContextSnapshot | None:
         return self.by_id.get(event_id)

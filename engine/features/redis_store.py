@@ -12,8 +12,16 @@ How a batch of ``enrich`` costs **two round trips**:
 
 The script records an event only if ``SET snapshot NX`` succeeds, so a retried or
 concurrently processed event is never counted twice; an event that lost such a race
-gets the stored snapshot back (one extra read, only then). ``record_outcomes`` is one
-Lua script per batch (compare-and-swap per label, correction = move the count).
+gets the stored snapshot back (one extra read, only then). A stored snapshot is reused
+only for the very event it was computed for (it stores the event; ``compute.same_event``):
+another event under the same id (a caller posting ``victim-evt-42`` with its own
+customer and amount first) is computed afresh, recorded, and replaces that snapshot.
+``record_outcomes`` is one Lua script per batch (compare-and-swap per label, correction
+= move the count).
+
+``read_only=True`` (what ``tollgate serve``, ``tollgate score --redis`` and
+``engine.api`` get by default) runs round trip 1 and the computation only: the
+stream's state is read and never written.
 
 Keys (``{p}`` = settings ``redis.key_prefix`` plus an optional namespace), all with TTLs
 so memory is bounded without a janitor:
@@ -34,12 +42,13 @@ Any Redis failure raises ``ContextUnavailable``; nothing is half-written (script
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any, Sequence
 
 import redis
 
 from engine.features.compute import (
-    TERMINAL_KEEP_BUCKETS, BucketCounter, CustomerState, TerminalState, enrich_batch,
+    TERMINAL_KEEP_BUCKETS, BucketCounter, CustomerState, TerminalState, enrich_batch, same_event,
 )
 from engine.features.snapshot import ContextSnapshot
 from engine.features.spec import BUCKET_MS, DAY_MS, IDLE_STATE_TTL_MS
@@ -48,6 +57,7 @@ from engine.records import EventValidationError, TransactionEvent
 from engine.settings import Settings, get_settings
 
 STATE_TTL_MS = IDLE_STATE_TTL_MS
+log = logging.getLogger("tollgate.features")
 
 def _json_dumps(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()
@@ -99,7 +109,13 @@ _WRITE_EVENTS = """
 local ops = cjson.decode(ARGV[1])
 local lost = {}
 for _, op in ipairs(ops.events) do
-  if redis.call('SET', op[1], ARGV[op[2]], 'NX', 'PX', ops.snap_ttl) then
+  local recorded
+  if op[10] == 1 then  -- replaces another event's snapshot under this id
+    recorded = redis.call('SET', op[1], ARGV[op[2]], 'PX', ops.snap_ttl)
+  else
+    recorded = redis.call('SET', op[1], ARGV[op[2]], 'NX', 'PX', ops.snap_ttl)
+  end
+  if recorded then
     redis.call('ZADD', op[3], op[4], op[5])
     redis.call('HINCRBY', op[6], op[7], 1)
     if op[8] ~= '' then
@@ -160,8 +176,12 @@ class RedisFeatureStore:
     """Feature state in Redis; ``namespace`` isolates tests and tenants (``{prefix}:{ns}``)."""
 
     def __init__(self, client: redis.Redis | None = None, settings: Settings | None = None,
-                 namespace: str | None = None):
+                 namespace: str | None = None, *, read_only: bool = False):
         self.settings = settings or get_settings()
+        #: Read context, never write it (no history, no decision log, no labels).
+        self.read_only = read_only
+        #: Stored snapshots found to belong to another event with the same id.
+        self.conflicts = 0
         rs = self.settings.redis
         self.client = client or redis.Redis.from_url(
             rs.url, socket_timeout=rs.socket_timeout_s, socket_connect_timeout=rs.socket_timeout_s)
@@ -205,14 +225,20 @@ class RedisFeatureStore:
                 seen[eid] = ContextSnapshot.from_dict(_loads(raw))
         customers = {cid: _customer_from(next(replies), next(replies)) for cid in customer_ids}
         terminals = {tid: _terminal_from(next(replies), next(replies)) for tid in terminal_ids}
-        known_before = set(seen)
+        loaded = dict(seen)
         devices_before = {cid: set(c.devices) for cid, c in customers.items()}
         buckets_before = {tid: _fields(t) for tid, t in terminals.items()}
 
         snaps = enrich_batch(events, customers, terminals, seen)
 
-        new = [s for s in dict((s.event_id, s) for s in snaps).values() if s.event_id not in known_before]
-        if not new:
+        # Computed here (not found in Redis, or found but for another event).
+        new = [s for s in dict((s.event_id, s) for s in snaps).values() if loaded.get(s.event_id) is not s]
+        replaced = {s.event_id for s in new if s.event_id in loaded}
+        if replaced:
+            self.conflicts += len(replaced)
+            log.warning("stored context belongs to another event with the same id; not used",
+                        extra={"event_ids": sorted(replaced)[:10], "read_only": self.read_only})
+        if not new or self.read_only:
             return snaps
         ops_events = []
         snapshot_args = []  # separate ARGV entries: no JSON-inside-JSON escaping
@@ -227,6 +253,7 @@ class RedisFeatureStore:
                            separators=(",", ":")),
                 self._k("tact", e.terminal_id), str(e.event_time_ms // BUCKET_MS),
                 self._k("cdev", e.customer_id) if e.device_id else "", e.device_id or "",
+                1 if s.event_id in replaced else 0,
             ])
         touched_c = list(dict.fromkeys(s.customer_id for s in new))
         touched_t = list(dict.fromkeys(s.terminal_id for s in new))
@@ -246,15 +273,21 @@ class RedisFeatureStore:
         if lost:  # another worker recorded these first: its snapshot is the one of record
             stored = self.client.mget(lost)
             by_key = {k.decode() if isinstance(k, bytes) else k: v for k, v in zip(lost, stored)}
-            snaps = [ContextSnapshot.from_dict(_loads(by_key[self._k("snap", s.event_id)]))
-                     if self._k("snap", s.event_id) in by_key and by_key[self._k("snap", s.event_id)]
-                     else s for s in snaps]
+            out = []
+            for s in snaps:
+                raw = by_key.get(self._k("snap", s.event_id))
+                first = ContextSnapshot.from_dict(_loads(raw)) if raw else None
+                # ...unless it is another event's: then this event keeps its own context.
+                out.append(first if first is not None and s.event is not None and same_event(first, s.event) else s)
+            snaps = out
         return snaps
 
     # -- labels ------------------------------------------------------------------------
     def record_outcomes(self, labels: Sequence[LabelArrival]) -> None:
         if not labels:
             return
+        if self.read_only:
+            raise PermissionError("this feature store is read-only: outcomes are recorded by the feedback worker")
         payload = [[self._k("lab", l.event_id), self._k("tlab", l.terminal_id), l.arrival_bucket,
                     1 if l.is_bad else 0] for l in labels]
         try:

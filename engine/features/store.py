@@ -52,8 +52,9 @@ class LabelArrival(NamedTuple):
 class FeatureStore(Protocol):
     def enrich(self, events: Sequence[TransactionEvent]) -> list[ContextSnapshot]:
         """For each event, in order: its context as of just before its event time, then
-        record it. Idempotent per event_id (a retry gets its first snapshot back and is
-        never counted twice)."""
+        record it (unless the store is read-only). Idempotent per event_id (a retry gets
+        its first snapshot back and is never counted twice); a stored snapshot of a
+        different event under the same id is never returned."""
 
     def record_outcomes(self, labels: Sequence[LabelArrival]) -> None:
         """Delayed labels; idempotent per event_id; a correction replaces the earlier label."""

@@ -95,7 +95,7 @@ class LiveServer:
         self.thread.join(timeout=10)
 
 
-def build(stack, unique: str, tmp_path: Path, token: str | None = TOKEN, warmup=True, **http):
+def build(stack, unique: str, tmp_path: Path, token: str | None = TOKEN, warmup=True, record: bool = False, **http):
     from pydantic import SecretStr
 
     from engine.assemble import build_pipeline
@@ -114,7 +114,8 @@ def build(stack, unique: str, tmp_path: Path, token: str | None = TOKEN, warmup=
         http=HttpSettings(api_token=SecretStr(token) if token else None, **http),
         batch=BatchSettings(max_events=32, max_wait_ms=3.0),
     )
-    store = RedisFeatureStore(settings=settings, namespace=unique)
+    # As `tollgate serve` builds it: the stream's Redis context, read only unless recording.
+    store = RedisFeatureStore(settings=settings, namespace=unique, read_only=not record)
     pipeline = build_pipeline(settings, context=store, detector=detector_or_false())
     return create_app(pipeline, settings, warmup=warmup), settings
 
@@ -305,3 +306,116 @@ def test_schemathesis_finds_no_server_error(stack, unique, tmp_path):
                     case.validate_response(response, headers=AUTH)
 
                 fuzz()
+
+
+# -- issue #20: closed by default, no poisoning, fairness, clear refusals -------------------
+
+def test_a_body_that_is_not_declared_json_gets_415(server):
+    url = server.url + "/v1/decide"
+    body = json.dumps(event(0)).encode()
+    for headers in ({}, {"content-type": "text/plain"}, {"content-type": "application/json; charset=latin-1"}):
+        r = httpx.post(url, content=body, headers={**AUTH, **headers})
+        assert r.status_code == 415, (headers, r.text)
+        assert "Content-Type: application/json" in r.json()["detail"]
+    ok = httpx.post(url, content=body, headers={**AUTH, "content-type": "application/json; charset=utf-8"})
+    assert ok.status_code == 200
+
+
+def test_parser_errors_say_where(server):
+    url = server.url + "/v1/decide"
+    broken = b'[\n  {"event_id": "e1",\n   "amount": ]'
+    r = httpx.post(url, content=broken, headers={**AUTH, "content-type": "application/json"})
+    assert r.status_code == 400 and "line 3, column 14" in r.json()["detail"], r.text
+    bad_utf8 = httpx.post(url, content=b'{"event_id": "e\xc3\x28"}', headers={**AUTH, "content-type": "application/json"})
+    assert bad_utf8.status_code == 400 and "not valid UTF-8: byte 16" in bad_utf8.json()["detail"]
+
+
+@pytest.mark.parametrize("field, value", [("event_id", "e\x00"), ("customer_id", "c\x1b[2J"),
+                                          ("terminal_id", "t\n1"), ("device_id", "d\x7f")])
+def test_ids_with_control_characters_are_refused(server, field, value):
+    r = httpx.post(server.url + "/v1/decide", json=event(0, **{field: value}), headers=AUTH)
+    assert r.status_code == 422 and field in json.dumps(r.json())
+
+
+def test_a_stalled_body_is_timed_out(stack, unique, tmp_path):
+    app, _ = build(stack, unique, tmp_path, body_timeout_s=0.5)
+    with LiveServer(app, free_port()) as live:
+        port = int(live.url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+            conn.sendall(f"POST /v1/decide HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+                         "Content-Type: application/json\r\nContent-Length: 500\r\n\r\n{\"event_id\"".encode())
+            reply = b""
+            while chunk := conn.recv(4096):  # the server answers, then closes, without the rest of the body
+                reply += chunk
+            reply = reply.decode()
+        assert reply.startswith("HTTP/1.1 408"), reply
+        assert "did not arrive whole within 0.5 s" in reply
+
+
+def test_over_its_share_a_client_gets_429_at_once(stack, unique, tmp_path):
+    app, _ = build(stack, unique, tmp_path, max_client_queued_events=5, max_queued_events=8)
+    with LiveServer(app, free_port()) as live:
+        url = live.url + "/v1/decide"
+        r = httpx.post(url, json=[event(i) for i in range(6)], headers=AUTH)
+        assert r.status_code == 429 and r.headers["retry-after"] == "1" and "(at most 5)" in r.json()["detail"]
+        assert httpx.post(url, json=[event(i) for i in range(5)], headers=AUTH).status_code == 200
+        metrics = httpx.get(live.url + "/metrics", headers=AUTH).text
+        assert 'tollgate_http_requests_total{status="429"} 1.0' in metrics
+
+
+def test_a_poisoned_event_id_does_not_change_the_streams_decision(stack, unique, tmp_path):
+    """The issue's attack: POST victim-evt-42 as another customer with amount 1 before the
+    stream sees the real event. The service reads context and writes none, so the stream's
+    verdict and decision log for the real event are those of a stream never attacked; and
+    a snapshot recorded for a different event under that id (the explicit, authenticated
+    recording mode) is detected by the stream and never used."""
+    from engine.assemble import build_pipeline
+    from engine.features.redis_store import RedisFeatureStore
+    from engine.records import TransactionEvent
+
+    app, settings = build(stack, unique, tmp_path)  # an HTTP service as `tollgate serve` builds it
+    assert app.state.pipeline.components.store.read_only
+    stream_store = RedisFeatureStore(settings=settings, namespace=unique)  # the worker's: recording
+
+    def stream_pipeline(store):
+        return build_pipeline(settings, context=store, detector=detector_or_false())
+
+    history = [event(i, customer_id="victim", terminal_id="tv", amount=20.0 + i) for i in range(8)]
+    real = event(100, event_id="victim-evt-42", customer_id="victim", terminal_id="tv", amount=4_000.0)
+    forged = dict(real, customer_id="attacker", account_id="x", terminal_id="t-attacker", amount=1.0)
+
+    # Control: a stream in its own namespace that is never attacked.
+    control_store = RedisFeatureStore(settings=settings, namespace=unique + "-control")
+    control = stream_pipeline(control_store)
+    control.decide_batch([TransactionEvent.from_dict(h) for h in history])
+    expected = control.decide_batch([TransactionEvent.from_dict(real)])[0]
+    expected_snap = control_store.decision_log(["victim-evt-42"])[0]
+
+    stream = stream_pipeline(stream_store)
+    stream.decide_batch([TransactionEvent.from_dict(h) for h in history])
+    with LiveServer(app, free_port()) as live:
+        r = httpx.post(live.url + "/v1/decide", json=forged, headers=AUTH)
+        assert r.status_code == 200
+    assert stream_store.decision_log(["victim-evt-42"]) == [None], "the service wrote the decision log"
+    got = stream.decide_batch([TransactionEvent.from_dict(real)])[0]
+    assert (got.verdict, got.risk_score) == (expected.verdict, expected.risk_score)
+    snap = stream_store.decision_log(["victim-evt-42"])[0]
+    assert snap == expected_snap and snap.customer_id == "victim"
+
+    # The recording mode (authenticated, explicit): the forged event is recorded first,
+    # under a second namespace; the stream must not reuse that snapshot.
+    ns = unique + "-rec"
+    recorder = stream_pipeline(RedisFeatureStore(settings=settings, namespace=ns))
+    stream2_store = RedisFeatureStore(settings=settings, namespace=ns)
+    stream2 = stream_pipeline(stream2_store)
+    stream2.decide_batch([TransactionEvent.from_dict(h) for h in history])
+    recorder.decide_batch([TransactionEvent.from_dict(forged)])
+    assert stream2_store.decision_log(["victim-evt-42"])[0].customer_id == "attacker"
+    got2 = stream2.decide_batch([TransactionEvent.from_dict(real)])[0]
+    assert (got2.verdict, got2.risk_score) == (expected.verdict, expected.risk_score)
+    assert stream2_store.decision_log(["victim-evt-42"])[0] == expected_snap
+    assert stream2_store.conflicts == 1
+    # ...and a retry of the real event reuses its own snapshot (idempotent as before).
+    again = stream2.decide_batch([TransactionEvent.from_dict(real)])[0]
+    assert (again.verdict, again.risk_score) == (expected.verdict, expected.risk_score)
+    assert stream2_store.conflicts == 1

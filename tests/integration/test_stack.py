@@ -53,7 +53,12 @@ def test_restart_keeps_topics_and_messages(tmp_path: Path) -> None:
     try:
         up = _run(env, "up")
         assert up.returncode == 0, up.stderr
-        assert f"TOLLGATE_KAFKA_BOOTSTRAP={bootstrap}" in up.stdout
+        assert f"export TOLLGATE_KAFKA_BOOTSTRAP={bootstrap}\n" in up.stdout
+        assert f"export TOLLGATE_REDIS_URL={redis_url}\n" in up.stdout
+        # What the README and .ci/run do: eval the output, then a child process sees it.
+        child = subprocess.run(["bash", "-c", f'eval "$1"; exec env', "_", up.stdout], capture_output=True,
+                               text=True, timeout=30, env={"PATH": env["PATH"]})
+        assert f"TOLLGATE_KAFKA_BOOTSTRAP={bootstrap}" in child.stdout.splitlines()
         assert _run(env, "up").returncode == 0, "up twice must be fine"
 
         topic = f"restart.{uuid.uuid4().hex[:8]}"

@@ -167,7 +167,13 @@ def test_encoder_refuses_invalid_events(codec):
     ({"customer_id": 42}, "customer_id"),
     ({"memo": ["x"]}, "memo"),
     ({"event_time_ms": "yesterday"}, "event_time_ms"),
-    ({"event_time_ms": 1.5e12}, "event_time_ms"),
+    ({"event_time_ms": 1.5e12 + 0.5}, "event_time_ms"),  # a whole float is accepted, as over HTTP
+    ({"attributes": {"k": 1}}, "attributes"),
+    ({"memo": 12345}, "memo"),
+    ({"memo": {"a": 1}}, "memo"),
+    ({"channel": ["ecommerce"]}, "channel"),
+    ({"customer_id": "c\x00"}, "customer_id"),
+    ({"device_id": "d\n1"}, "device_id"),
     ({"country": None}, "country"),
 ])
 def test_schema_invalid_json_is_a_validate_error(codec, doc, field):

@@ -132,8 +132,70 @@ def test_kafka_is_official_image_in_kraft_mode_with_single_node_transactions() -
 
 def test_redis_persists() -> None:
     redis = _compose()["services"]["redis"]
-    assert "--appendonly" in redis["command"] and "yes" in redis["command"]
+    assert "--appendonly yes" in " ".join(redis["command"])
     assert any(v.endswith(":/data") for v in redis["volumes"])
+
+
+# -- closed by default (issue #20, item 6; docs/security.md) ---------------------------------
+
+def _required_variable(value: str) -> str:
+    """The name in ``${NAME:?message}``: Compose refuses to start while NAME is unset or
+    empty, so there is no default secret."""
+    assert value.startswith("${") and ":?" in value, f"{value!r} must be ${{NAME:?...}} (no default)"
+    return value[2:value.index(":?")]
+
+
+def test_redis_needs_a_password_and_every_tollgate_service_passes_it() -> None:
+    redis = _compose()["services"]["redis"]
+    password_var = _required_variable(redis["environment"]["REDIS_PASSWORD"])
+    script = " ".join(redis["command"])
+    assert "requirepass" in script and "$$REDIS_PASSWORD" in script
+    assert "REDISCLI_AUTH" in " ".join(redis["healthcheck"]["test"]), "the healthcheck must authenticate"
+    for name, svc in _tollgate_services().items():
+        url = _service_env(svc)["TOLLGATE_REDIS_URL"]
+        assert url.startswith("redis://:${") and url.endswith("}@redis:6379/0"), f"{name}: {url}"
+        assert _required_variable(url[len("redis://:"):url.index("}@") + 1]) == password_var
+
+
+def test_only_the_http_service_is_published_beyond_loopback() -> None:
+    services = _compose()["services"]
+    for name, svc in services.items():
+        for port in svc.get("ports") or []:
+            text = str(port)
+            if name == "serve":
+                continue
+            assert text.startswith("127.0.0.1:"), f"{name} publishes {text} on every interface"
+    assert not services["redis"].get("ports"), "Redis must not be published"
+    assert [str(p) for p in services["serve"]["ports"]] == ["8080:8080"]
+
+
+def test_the_http_service_gets_its_token_from_a_variable_with_no_default() -> None:
+    services = _compose()["services"]
+    serve_env = _service_env(services["serve"])
+    token_var = _required_variable(serve_env["TOLLGATE_HTTP__API_TOKEN"])
+    assert _compose()["secrets"]["api_token"]["environment"] == token_var
+    for name, svc in _tollgate_services().items():  # the token is the service's alone
+        if name != "serve":
+            assert "TOLLGATE_HTTP__API_TOKEN" not in _service_env(svc), name
+    prom = yaml.safe_load((REPO / "ops/prometheus/prometheus.yml").read_text())
+    serve_job = next(j for j in prom["scrape_configs"] if j["job_name"] == "tollgate-serve")
+    assert serve_job["authorization"]["credentials_file"] == "/run/secrets/api_token"
+    assert "api_token" in services["prometheus"]["secrets"]
+
+
+def test_grafana_has_no_anonymous_access_and_no_default_admin_password() -> None:
+    env = _compose()["services"]["grafana"]["environment"]
+    assert str(env.get("GF_AUTH_ANONYMOUS_ENABLED", "false")).lower() == "false"
+    _required_variable(env["GF_SECURITY_ADMIN_PASSWORD"])
+
+
+def test_the_example_env_file_names_every_required_variable() -> None:
+    text = (REPO / "docker-compose.yml").read_text()
+    required = {m.split(":?")[0] for m in text.split("${")[1:] if ":?" in m.split("}")[0]}
+    example = {line.split("=")[0] for line in (REPO / ".env.example").read_text().splitlines()
+               if line and not line.startswith("#")}
+    assert required == example == {"TOLLGATE_API_TOKEN", "TOLLGATE_REDIS_PASSWORD", "GRAFANA_ADMIN_PASSWORD"}
+    assert ".env" in (REPO / ".gitignore").read_text().splitlines()
 
 
 def test_containers_run_real_tollgate_commands() -> None:

@@ -252,3 +252,20 @@ def test_a_customer_back_after_the_idle_limit_is_new_like_in_redis():
     assert back.customer_is_new == 1.0 and back.history_amounts == () and back.device_is_new == 1.0
     with pytest.raises(ValueError, match="horizon"):
         MemoryFeatureStore(forget_idle_after_ms=DAY_MS)
+
+
+def test_another_event_under_a_known_id_gets_its_own_context_never_the_stored_one():
+    """The poisoning case (issue #20, item 7) on the memory store: the same id with another
+    customer and amount is computed afresh and replaces the entry; a true retry reuses it;
+    the replaced entry still expires at its own event time."""
+    t0 = 1_700_000_000_000
+    store = MemoryFeatureStore(snapshot_retention_ms=DAY_MS)
+    forged = TransactionEvent("victim-42", t0, "attacker", "a", "t9", "5411", 1.0, "EUR", "ecommerce", "BE")
+    real = TransactionEvent("victim-42", t0 + HOUR_MS, "victim", "a", "t1", "5411", 900.0, "EUR", "ecommerce", "BE")
+    first = store.enrich([forged])[0]
+    got = store.enrich([real])[0]
+    assert got is not first and got.customer_id == "victim" and got.event == real
+    assert store.enrich([real])[0] is got  # a retry of the real event: idempotent as before
+    later = TransactionEvent("later", t0 + 3 * DAY_MS, "c", "a", "t1", "5411", 5.0, "EUR", "ecommerce", "BE")
+    store.enrich([later])
+    assert store.decision_log(["victim-42"]) == [None]  # retention still applies to the replaced entry

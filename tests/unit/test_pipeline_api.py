@@ -51,6 +51,10 @@ def test_invalid_events_raise_before_anything_is_scored():
     assert store.calls == 0
     with pytest.raises(TypeError, match="TransactionEvent or a mapping"):
         to_event(42)  # type: ignore[arg-type]
+    for field, value in (("memo", 12345), ("memo", {"a": 1}), ("channel", ["ecommerce"]), ("customer_id", "c\x00")):
+        with pytest.raises(EventValidationError, match=field):  # the rules of every entry point
+            m.decide(dict(ev(2).to_dict(), **{field: value}))
+    assert store.calls == 0
 
 
 def test_memory_context_accumulates_and_resets():

@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from engine.records import TransactionEvent, Verdict
+from engine.records import EventValidationError, TransactionEvent, Verdict
 from engine.score import file_format, read_chunks, row_to_event, score_file
 from tests.unit.test_pipeline import ev, make
 
@@ -63,7 +63,7 @@ def test_bad_rows_are_listed_not_scored(tmp_path):
     summary = score_file(pipe, src, out, progress=False)
     assert (summary.rows, summary.scored, summary.invalid) == (6, 2, 4)
     errors = [json.loads(x) for x in summary.errors_path.read_text().splitlines()]
-    assert [e["row"] for e in errors] == [2, 3, 4, 5]
+    assert [e["row"] for e in errors] == [2, 3, 4, 5] and [e["line"] for e in errors] == [2, 3, 4, 5]
     assert "amount" in errors[0]["error"] and "not JSON" in errors[1]["error"] and "currency" in errors[2]["error"]
     assert "invalid rows listed in" in summary.describe()
 
@@ -99,14 +99,27 @@ def test_chunks_are_bounded(tmp_path):
 
 
 def test_table_quirks_become_valid_events():
-    row = {"event_id": 17, "event_time_ms": 1_700_000_000_000.0, "customer_id": 4.0, "account_id": "a",
-           "terminal_id": "t", "merchant_category": 5411, "amount": 3.5, "currency": "EUR",
+    row = {"event_id": "17", "event_time_ms": 1_700_000_000_000.0, "customer_id": "4", "account_id": "a",
+           "terminal_id": "t", "merchant_category": "5411", "amount": 3.5, "currency": "EUR",
            "channel": "ecommerce", "country": "BE", "memo": float("nan"), "attributes": [("k", "v")],
            "attr_entry_mode": "chip", "attr_wallet": None}
     e = row_to_event(row)
     assert (e.event_id, e.customer_id, e.merchant_category, e.memo) == ("17", "4", "5411", None)
     assert dict(e.attributes) == {"k": "v", "entry_mode": "chip"}
     assert isinstance(e.event_time_ms, int)
+
+
+@pytest.mark.parametrize("field, value", [("event_id", 17), ("customer_id", 4.0), ("memo", 12345),
+                                          ("memo", {"a": 1}), ("channel", ["ecommerce"]),
+                                          ("terminal_id", "t\x00"), ("attr_wallet", 3)])
+def test_a_number_where_text_belongs_is_refused_as_over_http(field, value):
+    """The rules of every entry point (records.event_from_json): never converted to text."""
+    row = {"event_id": "e1", "event_time_ms": 1_700_000_000_000, "customer_id": "c", "account_id": "a",
+           "terminal_id": "t", "merchant_category": "5411", "amount": 3.5, "currency": "EUR",
+           "channel": "ecommerce", "country": "BE", field: value}
+    with pytest.raises(EventValidationError) as info:
+        row_to_event(row)
+    assert info.value.field_name == (field if not field.startswith("attr_") else "attributes")
 
 
 def test_empty_input_leaves_a_valid_empty_output(tmp_path):
