@@ -57,7 +57,16 @@ flight are dropped from their transactions (neither verdict nor offset is writte
 new owner re-reads them from the committed offset), and buffered ones are discarded.
 
 SIGTERM/SIGINT set a flag: the open batch is closed at once, everything in flight is
-committed, and the consumer leaves the group before the process exits.
+committed, and the consumer leaves the group before the process exits — within
+``settings.worker.stop_timeout_s``, or the ``ExitDeadline`` ends the process anyway.
+
+**Bounds.** Every wait on the commit path is bounded (``engine.emit``,
+``engine.commit``, ``engine.watchdog``); a librdkafka call that overruns its watchdog
+is fatal, and the worker exits non-zero for its supervisor to restart it (the restarted
+worker's ``init_transactions`` aborts what this one left open). The loop reports
+progress — a committed transaction, or a poll with nothing to do and no lag — to
+``HealthState``; without progress for ``stall_after_s`` /healthz and /readyz say 503 and
+the composition root's ``StallWatchdog`` exits the process (``docs/operations.md``).
 """
 
 from __future__ import annotations
@@ -85,6 +94,7 @@ from engine.metrics import EngineMetrics
 from engine.pipeline import DecisionPipeline
 from engine.settings import Settings
 from engine.warmup import warm_up
+from engine.watchdog import EXIT_FATAL_KAFKA, EXIT_STOP_OVERRAN, ExitDeadline
 
 log = logging.getLogger("tollgate.worker")
 
@@ -110,7 +120,8 @@ class Worker:
 
     def __init__(self, settings: Settings, pipeline: DecisionPipeline, options: WorkerOptions, *,
                  codec: Codec | None = None, metrics: EngineMetrics | None = None,
-                 health: HealthState | None = None, hotswap: Any | None = None):
+                 health: HealthState | None = None, hotswap: Any | None = None,
+                 exit_deadline: ExitDeadline | None = None):
         self.settings = settings
         self.pipeline = pipeline
         self.options = options
@@ -118,6 +129,9 @@ class Worker:
         self.metrics = metrics or EngineMetrics()
         self.health = health or HealthState()
         self.hotswap = hotswap  # engine.hotswap.ModelWatcher or None
+        #: Ends the process if a stop (or the clean-up after a failure) overruns
+        #: ``settings.worker.stop_timeout_s``; None in library use and unit tests.
+        self.exit_deadline = exit_deadline
         self.decode = DecodeStage(self.codec)
         self.batcher: MicroBatcher[RawRecord] = MicroBatcher(settings.batch.max_events,
                                                              settings.batch.max_wait_ms)
@@ -136,6 +150,7 @@ class Worker:
         self._backlog = False  # the last batch closed with records still coming
         self._retry_delay_s = 0.0
         self._next_lag_at = 0.0
+        self._lag_total = 0  # records behind, at the last lag reading
         pipeline.on_batch = self._on_pipeline_batch
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -144,6 +159,8 @@ class Worker:
         """Signal handler: finish the open batch, commit, leave the group."""
         self._stopping = True
         self.health.mark_stopping()
+        if self.exit_deadline is not None:
+            self.exit_deadline.arm(self.settings.worker.stop_timeout_s, EXIT_STOP_OVERRAN, "stop requested")
 
     def install_signal_handlers(self) -> None:
         signal.signal(signal.SIGTERM, self.request_stop)
@@ -167,6 +184,12 @@ class Worker:
             while not self._stopping:
                 self.step()
             self.flush()  # drain: commit everything we hold
+        except BaseException:
+            # Clean-up after a failure may block on the call that failed (a wedged
+            # librdkafka call blocks close too): bound it like a stop.
+            if self.exit_deadline is not None:
+                self.exit_deadline.arm(self.settings.worker.stop_timeout_s, EXIT_FATAL_KAFKA, "worker failed")
+            raise
         finally:
             self.metrics.ready.set(0)
             self.consumer.close()  # leaves the group: partitions move at once
@@ -209,6 +232,8 @@ class Worker:
             self._start(records, backlog=self._backlog)
         elif self._pending:
             self._finish_oldest()
+        elif self.committer.in_flight is None and not len(self.batcher) and self._lag_total == 0:
+            self.health.progress()  # caught up with nothing to do: a quiet stream is no stall
         self._between_batches()
 
     def flush(self) -> None:
@@ -340,6 +365,7 @@ class Worker:
         try:
             if self.committer.reap(block):
                 self._retry_delay_s = 0.0
+                self.health.progress()
         except TransactionFailed as failed:
             self._redo(failed.batch, "emit", failed.error, later=later)
             return False
@@ -367,7 +393,9 @@ class Worker:
         now = time.monotonic()
         if now >= self._next_lag_at:
             self._next_lag_at = now + LAG_EVERY_S
-            self.metrics.set_lag(self.consumer.lag())
+            lag = self.consumer.lag()
+            self._lag_total = sum(lag.values())
+            self.metrics.set_lag(lag)
         if self.hotswap is not None:
             self.hotswap.apply_ready(self.pipeline, self.metrics)
 

@@ -74,6 +74,7 @@ def register(app: typer.Typer) -> None:
         from engine.health import HealthServer, HealthState
         from engine.hotswap import ModelWatcher
         from engine.metrics import EngineMetrics, configure_json_logging
+        from engine.watchdog import EXIT_FATAL_KAFKA, ExitDeadline, StallWatchdog, hard_exit
         from engine.worker import Worker, WorkerOptions
 
         configure_json_logging(log_level)
@@ -87,10 +88,8 @@ def register(app: typer.Typer) -> None:
             torch.set_num_threads(settings.batch.torch_threads)
         pipe = _load_factory(pipeline)(settings, model=model)
         rules_watcher = follow_rule_changes(settings, pipe) if follow_rules else None
-        # A commit may legitimately block for a whole transaction timeout while the broker
-        # is away; only a loop stuck longer than that is dead.
         metrics = EngineMetrics()
-        health = HealthState(stall_after_s=max(30.0, settings.kafka.transaction_timeout_ms / 1000.0 + 15.0))
+        health = HealthState(stall_after_s=settings.worker.stall_after_s)
         http_port = settings.http.worker_port if port is None else port
         server = HealthServer(health, metrics.render, settings.http.host, http_port).start()
         watcher = None
@@ -104,16 +103,22 @@ def register(app: typer.Typer) -> None:
                                    metrics=metrics).start()
         log.info("starting worker", extra={"worker_id": wid, "health_port": server.port, "pid": os.getpid()})
         worker = Worker(settings, pipe, WorkerOptions(worker_id=wid, group_id=group),
-                        metrics=metrics, health=health, hotswap=watcher)
+                        metrics=metrics, health=health, hotswap=watcher, exit_deadline=ExitDeadline())
         worker.install_signal_handlers()
+        # Restarts a worker that is stuck anywhere: any supervisor restarts an exited process.
+        stall_watchdog = StallWatchdog(health, settings.worker.stall_after_s).start() \
+            if settings.worker.exit_when_stalled else None
         try:
             worker.run()
         except FatalKafkaError as exc:
-            # Fenced by a newer instance with our worker id, or the client is unusable:
-            # exit non-zero; the supervisor restarts us and init_transactions cleans up.
-            log.error("fatal Kafka error, exiting", extra={"error": str(exc)})
-            raise typer.Exit(3) from exc
+            # Fenced by a newer instance with our worker id, or a librdkafka call overran
+            # its bound: exit non-zero; the supervisor restarts us and init_transactions
+            # cleans up. os._exit: a wedged librdkafka call would block interpreter exit.
+            log.error("fatal Kafka error, exiting", extra={"error": str(exc), "exit_code": EXIT_FATAL_KAFKA})
+            hard_exit(EXIT_FATAL_KAFKA)
         finally:
+            if stall_watchdog is not None:
+                stall_watchdog.stop()
             server.stop()
             if rules_watcher is not None:
                 rules_watcher.stop()
