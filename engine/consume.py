@@ -73,6 +73,29 @@ class RebalanceListener(Protocol):
     def on_revoked(self, partitions: Sequence[TopicPartition], lost: bool) -> None: ...
 
 
+class LibrdkafkaLog:
+    """librdkafka's own log lines, never above WARNING.
+
+    librdkafka logs every refused connection, disconnect and coordinator move at ERROR
+    (``FAIL``), so a broker restart filled the logs with ERROR lines about an outage the
+    client rides out by itself. What really fails reaches us through the API (a
+    ``KafkaError`` with ``fatal()``/``retriable()``, an exception), and we log that at
+    the level it deserves.
+
+    >>> import logging; seen = []
+    >>> class L:
+    ...     def log(self, level, msg, *args): seen.append(level)
+    >>> LibrdkafkaLog(L()).log(logging.ERROR, "%s", "FAIL"); seen
+    [30]
+    """
+
+    def __init__(self, target: Any):
+        self._target = target
+
+    def log(self, level: int, msg: str, *args: Any, **kwargs: Any) -> None:
+        self._target.log(min(level, logging.WARNING), msg, *args, **kwargs)
+
+
 class FatalKafkaError(RuntimeError):
     """librdkafka reported a fatal error: this client instance cannot continue."""
 
@@ -110,7 +133,7 @@ class EventConsumer:
                  group_id: str | None = None, topic: str | None = None):
         self.topic = topic or settings.topics.events
         self._listener = listener
-        self._consumer = Consumer(consumer_config(settings, group_id), logger=log)
+        self._consumer = Consumer(consumer_config(settings, group_id), logger=LibrdkafkaLog(log))
         self._assigned: set[tuple[str, int]] = set()
 
     # -- group membership ---------------------------------------------------------------

@@ -37,7 +37,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
-from engine.consume import FatalKafkaError
+from engine.consume import FatalKafkaError, LibrdkafkaLog
 from engine.codec import DeadLetter
 from engine.records import Verdict
 from engine.settings import Settings
@@ -102,7 +102,7 @@ class TransactionalEmitter:
         self._retry_for_s = settings.kafka.transaction_timeout_ms / 1000.0
         self._timeout_s = settings.worker.kafka_call_timeout_s
         self._bounded = BoundedCaller(settings.worker.kafka_call_bound_s)
-        self._producer = Producer(producer_config(settings, worker_id), logger=log)
+        self._producer = Producer(producer_config(settings, worker_id), logger=LibrdkafkaLog(log))
         self._in_transaction = False
 
     @property

@@ -149,3 +149,23 @@ def test_a_quiet_caught_up_worker_is_progressing_but_a_backlog_without_commits_i
     now[0] = 70.0
     w.step()
     assert w.health.stalled_for() == 20.0 and not w.health.liveness()[0]
+
+
+def test_librdkafka_connection_failures_are_logged_below_error(caplog):
+    """Issue 20 item 5: a refused connection (a broker restarting) is logged by
+    librdkafka at ERROR; through ``LibrdkafkaLog`` it is a WARNING."""
+    import logging
+    import time
+
+    from confluent_kafka import Producer
+
+    from engine.consume import LibrdkafkaLog
+
+    logger = logging.getLogger("tollgate.test.librdkafka")
+    producer = Producer({"bootstrap.servers": "127.0.0.1:1"}, logger=LibrdkafkaLog(logger))
+    with caplog.at_level(logging.DEBUG, logger=logger.name):
+        deadline = time.monotonic() + 30
+        while not caplog.records and time.monotonic() < deadline:
+            producer.poll(0.2)
+    assert caplog.records, "librdkafka logged nothing about the refused connection"
+    assert max(r.levelno for r in caplog.records) <= logging.WARNING
