@@ -12,7 +12,9 @@ One batch, in order — the commit protocol:
    batches fill by themselves while the previous ones are being decided
    (``engine.batch``).
 2. **Decode.** Undecodable, schema-invalid or out-of-range records become dead
-   letters; the rest become events (``engine.decode``).
+   letters; the rest become events (``engine.decode``). Re-sent event ids (another
+   record owns the id) are dropped and counted (``engine.dedupe``); their offsets
+   still commit. Redis down: held like enrich (``engine.redis_hold``).
 3. **Decide**, in three phases (``DecisionPipeline.prepare`` / ``score`` /
    ``finish``): enrich from Redis (idempotent per event id, so a redone batch never
    counts twice; Redis down → degraded verdicts, not errors) and encode; one forward
@@ -85,13 +87,16 @@ from confluent_kafka import TopicPartition
 from engine.batch import MicroBatcher
 from engine.codec import Codec, DeadLetter
 from engine.consume import EventConsumer, FatalKafkaError, RawRecord
-from engine.decode import DecodeStage
+from engine.decode import Decoded, DecodeStage
+from engine.dedupe import ReSendFilter
+from engine.features.store import ContextUnavailable
 from engine.commit import BatchCommitter, TransactionFailed
 from engine.emit import TransactionalEmitter
 from engine.health import HealthState
 from engine.inflight import InFlight, Started, first_offsets, run_now, score_when_prepared, worth_a_thread
 from engine.metrics import EngineMetrics
 from engine.pipeline import DecisionPipeline
+from engine.redis_hold import ContextHeld, RedisHold
 from engine.settings import Settings
 from engine.warmup import warm_up
 from engine.watchdog import EXIT_FATAL_KAFKA, EXIT_STOP_OVERRAN, ExitDeadline
@@ -121,7 +126,8 @@ class Worker:
     def __init__(self, settings: Settings, pipeline: DecisionPipeline, options: WorkerOptions, *,
                  codec: Codec | None = None, metrics: EngineMetrics | None = None,
                  health: HealthState | None = None, hotswap: Any | None = None,
-                 exit_deadline: ExitDeadline | None = None):
+                 exit_deadline: ExitDeadline | None = None,
+                 resends: ReSendFilter | None = None, hold: RedisHold | None = None):
         self.settings = settings
         self.pipeline = pipeline
         self.options = options
@@ -132,6 +138,8 @@ class Worker:
         #: Ends the process if a stop (or the clean-up after a failure) overruns
         #: ``settings.worker.stop_timeout_s``; None in library use and unit tests.
         self.exit_deadline = exit_deadline
+        self.resends = resends  # None: every record is decided, re-sent or not
+        self.hold = hold  # shared with the pipeline's HoldingStore: one budget per event
         self.decode = DecodeStage(self.codec)
         self.batcher: MicroBatcher[RawRecord] = MicroBatcher(settings.batch.max_events,
                                                              settings.batch.max_wait_ms)
@@ -279,6 +287,12 @@ class Worker:
         t0 = time.perf_counter()
         batch = InFlight(records, self.decode(records), overlap_commit=backlog)
         self.metrics.observe_stage("decode", time.perf_counter() - t0)
+        if self.resends is not None and batch.decoded.events:
+            try:
+                self._drop_resends(batch)
+            except TRANSIENT_ERRORS as exc:
+                self._redo(batch, "decide", exc)
+                return
         events, arrivals = batch.decoded.events, batch.decoded.arrival_ms
         on_thread = False
         if not events:
@@ -305,6 +319,27 @@ class Worker:
         self._pending.append(batch)
         while len(self._pending) > (self.backlog_depth if on_thread else 0):
             self._finish_oldest()
+
+    def _drop_resends(self, batch: InFlight) -> None:
+        """Keep the events whose record owns their id; drop and count re-sends. Redis
+        down: hold the batch (``ContextHeld``) while inside its budget, then decide it
+        unchecked rather than not at all."""
+        events, arrivals = batch.decoded.events, batch.decoded.arrival_ms
+        try:
+            owners = self.resends.owners(events)  # type: ignore[union-attr]
+        except ContextUnavailable as exc:
+            if self.hold is not None and self.hold.should_hold([e.event_id for e in events]):
+                raise ContextHeld(f"re-send check: {exc}") from exc
+            self.metrics.resend_unchecked.inc(len(events))
+            return
+        if self.hold is not None:
+            self.hold.recovered()
+        if all(owners):
+            return
+        keep = [i for i, own in enumerate(owners) if own]
+        self.metrics.resent_events.inc(len(events) - len(keep))
+        log.info("re-sent events dropped", extra={"events": len(events) - len(keep)})
+        batch.decoded = Decoded([events[i] for i in keep], [arrivals[i] for i in keep], batch.decoded.dead_letters)
 
     def _finish_oldest(self) -> None:
         batch = self._pending.pop_oldest()

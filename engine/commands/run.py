@@ -74,6 +74,8 @@ def register(app: typer.Typer) -> None:
         from engine.health import HealthServer, HealthState
         from engine.hotswap import ModelWatcher
         from engine.metrics import EngineMetrics, configure_json_logging
+        from engine.dedupe import ReSendFilter
+        from engine.redis_hold import HoldingStore, RedisHold
         from engine.watchdog import EXIT_FATAL_KAFKA, ExitDeadline, StallWatchdog, hard_exit
         from engine.worker import Worker, WorkerOptions
 
@@ -87,6 +89,11 @@ def register(app: typer.Typer) -> None:
 
             torch.set_num_threads(settings.batch.torch_threads)
         pipe = _load_factory(pipeline)(settings, model=model)
+        # One hold budget per event, shared by the re-send check and enrich (engine.redis_hold).
+        hold = RedisHold(settings.worker.redis_hold_s)
+        pipe.swap(store=HoldingStore(pipe.components.store, hold))
+        resends = (ReSendFilter(client, settings.redis.key_prefix, settings.worker.dedupe_horizon_s)
+                   if settings.worker.dedupe_horizon_s else None)
         rules_watcher = follow_rule_changes(settings, pipe) if follow_rules else None
         metrics = EngineMetrics()
         health = HealthState(stall_after_s=settings.worker.stall_after_s)
@@ -103,7 +110,8 @@ def register(app: typer.Typer) -> None:
                                    metrics=metrics).start()
         log.info("starting worker", extra={"worker_id": wid, "health_port": server.port, "pid": os.getpid()})
         worker = Worker(settings, pipe, WorkerOptions(worker_id=wid, group_id=group),
-                        metrics=metrics, health=health, hotswap=watcher, exit_deadline=ExitDeadline())
+                        metrics=metrics, health=health, hotswap=watcher, exit_deadline=ExitDeadline(),
+                        resends=resends, hold=hold)
         worker.install_signal_handlers()
         # Restarts a worker that is stuck anywhere: any supervisor restarts an exited process.
         stall_watchdog = StallWatchdog(health, settings.worker.stall_after_s).start() \
