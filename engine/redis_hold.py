@@ -7,10 +7,14 @@ sent 6,590 events to review. So the worker's feature store is wrapped in
 ``HoldingStore``: when Redis fails and some event of the batch has waited less than
 ``settings.worker.redis_hold_s`` since this worker first failed to fetch its context,
 it raises ``ContextHeld`` — a transient error, so the worker rewinds the batch and
-retries it with back-off (``engine.worker``). Only when every event of the batch has
-used up that budget does ``ContextUnavailable`` go through, and the batch is decided
-in degraded mode. An event is never degraded inside its budget; an event that joined
-the batch late can keep older ones waiting a little past theirs.
+retries it with back-off (``engine.worker``, at most ``HOLD_RETRY_MAX_S`` apart).
+Once the budget of the batch's *oldest* event has run out, ``ContextUnavailable`` goes
+through and the batch is decided in degraded mode. Under a backlog the events of a
+batch start waiting together, so each was held its full budget; on a live stream a
+younger event in the same batch goes with it, having waited less. (Holding until
+*every* event's budget had run out was tried first: while records keep arriving, every
+retry brings fresh events into the batch and a long outage then decided one batch
+every few seconds.)
 
 The clock starts at the first failure seen by *this* worker (a record's Kafka timestamp
 says nothing about how long a catch-up may take), so a restarted worker starts afresh.
@@ -18,8 +22,8 @@ says nothing about how long a catch-up may take), so a restarted worker starts a
 >>> now = [0.0]; hold = RedisHold(5.0, clock=lambda: now[0])
 >>> hold.should_hold(["a"]), hold.waiting
 (True, 1)
->>> now[0] = 5.0; hold.should_hold(["a"]), hold.should_hold(["a", "b"])
-(False, True)
+>>> now[0] = 5.0; hold.should_hold(["a"]), hold.should_hold(["a", "b"]), hold.should_hold(["c"])
+(False, False, True)
 >>> hold.recovered(); hold.waiting
 0
 """
@@ -33,6 +37,8 @@ from engine.features.snapshot import ContextSnapshot
 from engine.features.store import ContextUnavailable, FeatureStore, LabelArrival
 from engine.records import TransactionEvent
 
+#: Longest back-off between two tries of a held batch: Redis back is noticed soon.
+HOLD_RETRY_MAX_S = 0.5
 #: Forget the oldest waiting ids past this many (an outage longer than the budget under
 #: a huge backlog must not grow memory without bound; forgotten ids restart their wait).
 MAX_WAITING = 1_000_000
@@ -55,19 +61,16 @@ class RedisHold:
         return len(self._first_failed)
 
     def should_hold(self, event_ids: Sequence[str]) -> bool:
-        """Record a failure for these events; True while any of them is inside its budget."""
-        if self.hold_s <= 0:
+        """Record a failure for these events; True while the one that has waited longest
+        is still inside its budget."""
+        if self.hold_s <= 0 or not event_ids:
             return False
         now = self._clock()
         first = self._first_failed
         if len(first) > MAX_WAITING:
             first.clear()
-        hold = False
-        for event_id in event_ids:
-            started = first.setdefault(event_id, now)
-            if now - started < self.hold_s:
-                hold = True
-        return hold
+        oldest = min(first.setdefault(event_id, now) for event_id in event_ids)
+        return now - oldest < self.hold_s
 
     def recovered(self) -> None:
         """Redis answered: every wait starts afresh at the next outage."""

@@ -96,7 +96,7 @@ from engine.health import HealthState
 from engine.inflight import InFlight, Started, first_offsets, run_now, score_when_prepared, worth_a_thread
 from engine.metrics import EngineMetrics
 from engine.pipeline import DecisionPipeline
-from engine.redis_hold import ContextHeld, RedisHold
+from engine.redis_hold import HOLD_RETRY_MAX_S, ContextHeld, RedisHold
 from engine.settings import Settings
 from engine.warmup import warm_up
 from engine.watchdog import EXIT_FATAL_KAFKA, EXIT_STOP_OVERRAN, ExitDeadline
@@ -413,6 +413,8 @@ class Worker:
         is redone too."""
         self.metrics.transactions.labels("aborted" if stage == "emit" else "retried").inc()
         self._retry_delay_s = min(max(self._retry_delay_s * 2, 0.05), 5.0)
+        if isinstance(exc, ContextHeld):  # Redis back must be noticed within the hold budget
+            self._retry_delay_s = min(self._retry_delay_s, HOLD_RETRY_MAX_S)
         log.warning("batch will be redone", extra={"stage": stage, "error": str(exc),
                                                    "error_class": type(exc).__name__,
                                                    "backoff_s": self._retry_delay_s})

@@ -169,3 +169,36 @@ def test_librdkafka_connection_failures_are_logged_below_error(caplog):
             producer.poll(0.2)
     assert caplog.records, "librdkafka logged nothing about the refused connection"
     assert max(r.levelno for r in caplog.records) <= logging.WARNING
+
+
+def test_redis_down_holds_a_batch_until_its_oldest_event_used_its_budget_then_degrades():
+    """Issue 20 item 4 with a fake store (the real Redis: test_worker_redis_outage.py)."""
+    from engine.features.store import ContextUnavailable
+    from engine.redis_hold import ContextHeld, HoldingStore, RedisHold
+
+    class DownStore:
+        up = False
+
+        def enrich(self, events):
+            if not self.up:
+                raise ContextUnavailable("connection refused")
+            return ["ctx"] * len(events)
+
+    now = [0.0]
+    inner = DownStore()
+    store = HoldingStore(inner, RedisHold(5.0, clock=lambda: now[0]))
+    batch = [_event(1), _event(2)]
+    with pytest.raises(ContextHeld):
+        store.enrich(batch)
+    now[0] = 4.9
+    with pytest.raises(ContextHeld):
+        store.enrich(batch + [_event(3)])  # a newcomer does not restart the oldest's clock
+    now[0] = 5.0
+    with pytest.raises(ContextUnavailable) as err:
+        store.enrich(batch + [_event(3)])
+    assert not isinstance(err.value, ContextHeld)  # budget used: degrade
+    inner.up = True
+    assert store.enrich(batch) == ["ctx", "ctx"] and store.hold.waiting == 0  # back: clocks reset
+    inner.up = False
+    with pytest.raises(ContextHeld):
+        store.enrich(batch)  # a new outage: a fresh budget
