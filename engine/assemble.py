@@ -87,11 +87,12 @@ def make_store(settings: Settings, context: ContextSource | Any = "memory") -> A
 
 
 def load_model_components(model_dir: Path, encoder: Any | None = None, *,
-                          model_process: BatchSettings | None = None) -> dict[str, Any]:
+                          model_process: BatchSettings | None = None, load_nice: int = 0) -> dict[str, Any]:
     """The pieces a model directory determines (also the hot-swap loader).
     ``model_process``: when given and its ``infer_process`` is on, batches of at least its
     ``process_min_rows`` rows are scored in a child process with its ``torch_threads``
-    (``engine.infer_process``; the worker passes ``settings.batch``), smaller ones here."""
+    (``engine.infer_process``; the worker passes ``settings.batch``), smaller ones here.
+    ``load_nice``: that child loads at lower priority (a hot swap: ``engine.hotswap``)."""
     from engine.encode import FieldIsolatedEncoder
     from engine.infer import Inference
 
@@ -101,7 +102,7 @@ def load_model_components(model_dir: Path, encoder: Any | None = None, *,
         from engine.infer_process import ProcessInference, SplitInference
 
         remote = ProcessInference(model_dir, expected_schema_hash=encoder.schema.schema_hash(),
-                                  torch_threads=model_process.torch_threads)
+                                  torch_threads=model_process.torch_threads, load_nice=load_nice)
         inference = SplitInference(inference, remote, model_process.process_min_rows)
     return {"encoder": encoder, "inference": inference, "model_version": inference.version}
 

@@ -9,7 +9,12 @@ Why it looks like this:
   key every ``check_every_s``: pub/sub gives seconds, the periodic check gives
   certainty.
 * Loading and warming a model takes long enough to hurt p99, so it happens on a
-  background thread. The hot loop only calls ``apply_ready`` between batches, which is
+  background thread at low priority (the thread makes itself ``LOADER_NICE`` nicer; a
+  new model process loads that much nicer too: ``engine.infer_process``), warmed at
+  the batch sizes the stream uses, so that its first real batch is not its first large
+  one. The old model (and its model process) is let go on a thread of its own a while
+  after the swap, once no batch can still hold it: stopping a model process waits for
+  it to exit, which must never be the hot loop's wait. The hot loop only calls ``apply_ready`` between batches, which is
   one reference swap (``DecisionPipeline.swap``): no batch is ever half old model,
   half new, and no batch waits for a load.
 * A version that fails to load or to decide synthetic events is *refused*: it is
@@ -22,6 +27,7 @@ Why it looks like this:
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -41,6 +47,11 @@ def events_channel(key_prefix: str) -> str:
     return f"{key_prefix}:model:events"
 
 log = logging.getLogger("tollgate.hotswap")
+
+#: How much nicer the loader thread (and a hot-swapped model process while it loads) runs.
+LOADER_NICE = 10
+#: How long the old model is kept alive after a swap: longer than any batch in flight.
+RETIRE_AFTER_S = 60.0
 
 #: Given a model directory, build the pipeline components it replaces
 #: (at least ``inference`` and ``model_version``), ready for ``DecisionPipeline.swap``.
@@ -103,7 +114,8 @@ class ModelWatcher:
         if ready is None or ready.version == self.current_version:
             return None
         previous = self.current_version
-        pipeline.swap(**ready.changes)
+        old = pipeline.swap(**ready.changes)
+        self._retire(old)
         self.current_version = ready.version
         if metrics is not None:
             metrics.model_swaps.labels("swapped").inc()
@@ -156,9 +168,21 @@ class ModelWatcher:
             if probs is None or len(probs) != size:
                 raise RuntimeError(f"candidate model returned no probabilities for {size} events")
 
+    def _retire(self, old: Any) -> None:
+        """Drop the old components on a thread of their own once no batch can use them,
+        so that stopping the old model process never blocks the loop."""
+        holder = [old]
+
+        def let_go() -> None:
+            self._stop.wait(RETIRE_AFTER_S)
+            holder.clear()  # the last reference: the model process's finalizer runs here
+
+        threading.Thread(target=let_go, name="tollgate-hotswap-retire", daemon=True).start()
+
     # -- threads ------------------------------------------------------------------------
 
     def _poll_loop(self) -> None:
+        _lower_this_thread(LOADER_NICE)
         while not self._stop.is_set():
             try:
                 self.check_once(self.metrics)
@@ -181,3 +205,13 @@ class ModelWatcher:
                 log.warning("pub/sub connection lost", extra={"error": str(exc)})
                 self._stop.wait(1.0)
 
+
+
+def _lower_this_thread(increment: int) -> None:
+    """Make the calling thread ``increment`` nicer (Linux schedules threads one by one);
+    it only loads and warms models, so it never needs its priority back."""
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + increment))
+    except (OSError, AttributeError) as exc:  # not Linux, or not permitted: load at normal priority
+        log.info("model loader runs at normal priority", extra={"error": str(exc)})

@@ -66,10 +66,13 @@ class ProcessInference:
     """Callable infer stage (``EncodedBatch`` -> ``ModelOutputs``) backed by a child process."""
 
     def __init__(self, model_dir: str | Path, *, expected_schema_hash: str | None = None,
-                 torch_threads: int = 1, **inference_kwargs: Any):
+                 torch_threads: int = 1, load_nice: int = 0, **inference_kwargs: Any):
         self.model_dir = Path(model_dir)
+        #: ``load_nice``: the child imports PyTorch and loads the model this much nicer (a
+        #: hot swap's new model must not take CPU from the live stream), then returns to
+        #: normal priority to serve — only where it may return (``_nice_while``).
         self._args = {"model_dir": str(self.model_dir), "expected_schema_hash": expected_schema_hash,
-                      "torch_threads": torch_threads, "inference": inference_kwargs}
+                      "torch_threads": torch_threads, "load_nice": load_nice, "inference": inference_kwargs}
         self._lock = threading.Lock()  # one batch in the pipe at a time
         self._child: subprocess.Popen | None = None
         self._finalizer: weakref.finalize | None = None
@@ -213,17 +216,44 @@ def _read_with_timeout(child: subprocess.Popen, timeout_s: float) -> Any:
 
 # -- the child -----------------------------------------------------------------------------
 
+class _nice_while:
+    """Run the block ``increment`` nicer, then return to the priority we had — but only
+    if this process may return to it (root, or ``RLIMIT_NICE`` allows it); otherwise do
+    nothing, since a model process stuck at low priority would slow every batch after."""
+
+    def __init__(self, increment: int):
+        self.increment, self.original = increment, None
+
+    def __enter__(self) -> None:
+        if self.increment <= 0:
+            return
+        import resource
+
+        original = os.getpriority(os.PRIO_PROCESS, 0)
+        soft, _ = resource.getrlimit(resource.RLIMIT_NICE)
+        # RLIMIT_NICE lets an unprivileged process go down to nice 20 - soft (infinity: any).
+        may_return = os.geteuid() == 0 or soft == resource.RLIM_INFINITY or 20 - soft <= original
+        if may_return:
+            os.setpriority(os.PRIO_PROCESS, 0, min(19, original + self.increment))
+            self.original = original
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.original is not None:
+            os.setpriority(os.PRIO_PROCESS, 0, self.original)
+
+
 def _serve(inp: BinaryIO, out: BinaryIO) -> None:
     """Load the model, then answer batches until end-of-file on ``inp``."""
     args = _read(inp)
     try:
-        import torch
+        with _nice_while(args.get("load_nice", 0)):
+            import torch
 
-        from engine.infer import Inference
+            from engine.infer import Inference
 
-        if args["torch_threads"]:
-            torch.set_num_threads(args["torch_threads"])
-        inference = Inference.from_dir(args["model_dir"], args["expected_schema_hash"], **args["inference"])
+            if args["torch_threads"]:
+                torch.set_num_threads(args["torch_threads"])
+            inference = Inference.from_dir(args["model_dir"], args["expected_schema_hash"], **args["inference"])
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which refuses the model
         _write(out, ("error", type(exc).__name__, str(exc)))
         return

@@ -72,7 +72,7 @@ def register(app: typer.Typer) -> None:
         from engine.consume import FatalKafkaError
         from engine.features import ContextSnapshot
         from engine.health import HealthServer, HealthState
-        from engine.hotswap import ModelWatcher
+        from engine.hotswap import LOADER_NICE, ModelWatcher
         from engine.metrics import EngineMetrics, configure_json_logging
         from engine.dedupe import ReSendFilter
         from engine.redis_hold import HoldingStore, RedisHold
@@ -103,7 +103,10 @@ def register(app: typer.Typer) -> None:
         if hot_swap:
             encoder = pipe.components.encoder
             watcher = ModelWatcher(client, settings.redis.key_prefix, settings.paths.models_dir,
-                                   lambda path: load_model_components(path, encoder, model_process=settings.batch),
+                                   lambda path: load_model_components(path, encoder, model_process=settings.batch,
+                                                                      load_nice=LOADER_NICE),
+                                   warmup_sizes=tuple(sorted({1, 16, max(1, settings.batch.max_events // 2),
+                                                              settings.batch.max_events})),
                                    current_version=pipe.model_version, encoder=encoder,
                                    empty_context=ContextSnapshot.empty,
                                    check_every_s=hot_swap_check_s,
