@@ -146,7 +146,8 @@ class Worker:
         self.close_when_idle = settings.batch.close_when_idle
         # A model in a child process is waited for on the infer thread (engine.infer_process).
         self.infer_thread = settings.batch.infer_thread or settings.batch.infer_process
-        self.consumer = EventConsumer(settings, self, group_id=options.group_id)
+        self.consumer = EventConsumer(settings, self, group_id=options.group_id,
+                                      instance_id=options.worker_id if settings.worker.static_membership else None)
         self.committer = BatchCommitter(TransactionalEmitter(
             settings, options.worker_id,
             encode_verdict=self.codec.encode_verdict, encode_dead_letter=self.codec.encode_dead_letter), self.metrics)
@@ -159,6 +160,10 @@ class Worker:
         self._retry_delay_s = 0.0
         self._next_lag_at = 0.0
         self._lag_total = 0  # records behind, at the last lag reading
+        #: Seconds per start-up phase, logged with "worker ready" and the first verdict
+        #: (``ops/bench/restart.py`` reads them). ``process_s``: set by the composition root.
+        self._startup: dict[str, float] = {}
+        self._ready_at: float | None = None
         pipeline.on_batch = self._on_pipeline_batch
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -176,18 +181,24 @@ class Worker:
 
     def run(self) -> None:
         """Warm up, join the group, loop until stopped, drain, leave."""
+        t0 = time.perf_counter()
         self.warm_up()
+        self._startup["warmup_s"] = time.perf_counter() - t0
         # Everything alive now (the model, tokenizer, rules, imported modules: ~250k
         # objects) lives as long as the process; out of the collector's sight, a full
         # collection no longer stops this thread for ~100 ms to walk them again.
         gc.freeze()
+        t0 = time.perf_counter()
         self.committer.emitter.start()  # fences a previous instance with our worker id
+        self._startup["init_transactions_s"] = time.perf_counter() - t0
         self.consumer.subscribe()
         self.metrics.set_versions(self.pipeline.model_version, self.pipeline.rules_version)
         self.health.mark_ready()
         self.metrics.ready.set(1)
         log.info("worker ready", extra={"worker_id": self.options.worker_id,
-                                        "model_version": self.pipeline.model_version})
+                                        "model_version": self.pipeline.model_version,
+                                        **{k: round(v, 3) for k, v in self._startup.items()}})
+        self._ready_at = time.perf_counter()
         try:
             while not self._stopping:
                 self.step()
@@ -211,6 +222,10 @@ class Worker:
             if self.hotswap is not None:
                 self.hotswap.stop()
             log.info("worker stopped", extra={"worker_id": self.options.worker_id})
+
+    def note_startup(self, phase: str, seconds: float) -> None:
+        """A start-up phase timed by the composition root (imports, model load)."""
+        self._startup[phase] = seconds
 
     def warm_up(self) -> float:
         sizes = sorted({1, max(1, self.settings.batch.max_events // 2), self.settings.batch.max_events})
@@ -401,6 +416,10 @@ class Worker:
             if self.committer.reap(block):
                 self._retry_delay_s = 0.0
                 self.health.progress()
+                if self._ready_at is not None:  # the first transaction since start
+                    log.info("first verdicts committed", extra={
+                        "after_ready_s": round(time.perf_counter() - self._ready_at, 3)})
+                    self._ready_at = None
         except TransactionFailed as failed:
             self._redo(failed.batch, "emit", failed.error, later=later)
             return False
@@ -443,7 +462,9 @@ class Worker:
     # -- RebalanceListener -----------------------------------------------------------------
 
     def on_assigned(self, partitions: Sequence[TopicPartition]) -> None:
-        pass
+        if partitions and self._ready_at is not None and "assigned_after_ready_s" not in self._startup:
+            self._startup["assigned_after_ready_s"] = time.perf_counter() - self._ready_at
+            log.info("first partitions assigned", extra={"after_ready_s": round(self._startup["assigned_after_ready_s"], 3)})
 
     def on_revoked(self, partitions: Sequence[TopicPartition], lost: bool) -> None:
         gone = {(tp.topic, tp.partition) for tp in partitions}

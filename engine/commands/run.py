@@ -66,6 +66,9 @@ def register(app: typer.Typer) -> None:
         log_level: str = typer.Option("INFO", "--log-level"),
     ) -> None:
         """Run one engine worker until SIGTERM: tx.events → verdicts on tx.verdicts, exactly once."""
+        import time
+
+        started_s = _seconds_since_process_start()  # the interpreter and the CLI's imports
         import redis
 
         from engine.assemble import load_model_components
@@ -88,7 +91,9 @@ def register(app: typer.Typer) -> None:
             import torch
 
             torch.set_num_threads(settings.batch.torch_threads)
+        t_load = time.perf_counter()
         pipe = _load_factory(pipeline)(settings, model=model)
+        load_s = time.perf_counter() - t_load
         # One hold budget per event, shared by the re-send check and enrich (engine.redis_hold).
         hold = RedisHold(settings.worker.redis_hold_s)
         pipe.swap(store=HoldingStore(pipe.components.store, hold))
@@ -116,6 +121,8 @@ def register(app: typer.Typer) -> None:
                         metrics=metrics, health=health, hotswap=watcher, exit_deadline=ExitDeadline(),
                         resends=resends, hold=hold)
         worker.install_signal_handlers()
+        worker.note_startup("model_load_s", load_s)
+        worker.note_startup("process_start_s", started_s)
         # Restarts a worker that is stuck anywhere: any supervisor restarts an exited process.
         stall_watchdog = StallWatchdog(health, settings.worker.stall_after_s).start() \
             if settings.worker.exit_when_stalled else None
@@ -133,3 +140,13 @@ def register(app: typer.Typer) -> None:
             server.stop()
             if rules_watcher is not None:
                 rules_watcher.stop()
+
+
+def _seconds_since_process_start() -> float:
+    """How long this process has run (Linux /proc), for the start-up phase log."""
+    try:
+        ticks = os.sysconf("SC_CLK_TCK")
+        started = int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19]) / ticks
+        return float(open("/proc/uptime").read().split()[0]) - started
+    except (OSError, ValueError, IndexError):
+        return 0.0

@@ -84,7 +84,7 @@ def test_redis_outage_degrades_then_recovers_without_losing_events(wenv, tmp_pat
     private = PrivateRedis(tmp_path / "redis")
     private.start()
     redis.Redis.from_url(private.url).set(f"{wenv.key_prefix}:model:serving", "v1")
-    events = make_events(wenv.unique, 3_000)
+    events = make_events(wenv.unique, 5_000)  # ~17 s at 300/s: the stream outlasts the outage well
     # A hold of 1 s: this test is about what happens once the budget has run out.
     worker = WorkerProcess(wenv, "w1", tmp_path, TOLLGATE_REDIS_URL=private.url, TOLLGATE_WORKER__REDIS_HOLD_S="1")
     try:
