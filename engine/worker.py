@@ -161,7 +161,7 @@ class Worker:
         self._next_lag_at = 0.0
         self._lag_total = 0  # records behind, at the last lag reading
         #: Seconds per start-up phase, logged with "worker ready" and the first verdict
-        #: (``ops/bench/restart.py`` reads them). ``process_s``: set by the composition root.
+        #: (``ops/bench/restart.py`` reads them); ``note_startup`` adds the root's phases.
         self._startup: dict[str, float] = {}
         self._ready_at: float | None = None
         pipeline.on_batch = self._on_pipeline_batch
@@ -182,16 +182,18 @@ class Worker:
     def run(self) -> None:
         """Warm up, join the group, loop until stopped, drain, leave."""
         t0 = time.perf_counter()
+        self.committer.emitter.start()  # fences a previous instance with our worker id
+        self._startup["init_transactions_s"] = time.perf_counter() - t0
+        # Join first, warm up meanwhile: librdkafka's own threads find the coordinator
+        # and join while the warm-up batches run (ops/bench/restart.py times both).
+        self.consumer.subscribe()
+        t0 = time.perf_counter()
         self.warm_up()
         self._startup["warmup_s"] = time.perf_counter() - t0
         # Everything alive now (the model, tokenizer, rules, imported modules: ~250k
         # objects) lives as long as the process; out of the collector's sight, a full
         # collection no longer stops this thread for ~100 ms to walk them again.
         gc.freeze()
-        t0 = time.perf_counter()
-        self.committer.emitter.start()  # fences a previous instance with our worker id
-        self._startup["init_transactions_s"] = time.perf_counter() - t0
-        self.consumer.subscribe()
         self.metrics.set_versions(self.pipeline.model_version, self.pipeline.rules_version)
         self.health.mark_ready()
         self.metrics.ready.set(1)
@@ -211,7 +213,9 @@ class Worker:
             raise
         finally:
             self.metrics.ready.set(0)
-            self.consumer.close()  # leaves the group: partitions move at once
+            # Leaves the group (partitions move at once) — except with static membership,
+            # where they wait session.timeout.ms for this worker id to come back.
+            self.consumer.close()
             try:
                 self.committer.emitter.close()
             except FatalKafkaError as exc:  # fenced: nothing of ours is open any more

@@ -66,7 +66,8 @@ def run_one(bootstrap: str, redis_url: str, infer_process: bool, rate: float, sw
     codec = Codec()
     stop = threading.Event()
     produced: list[int] = []
-    stream = itertools.takewhile(lambda _: not stop.is_set(), make_events(unique, 10_000_000))
+    stream = itertools.takewhile(lambda _: not stop.is_set(), itertools.chain.from_iterable(
+        make_events(unique, 1_000, start=k * 1_000) for k in itertools.count()))
     worker = WorkerProcess(wenv, "w1", work, "--hot-swap-check-s", "60",
                            TOLLGATE_BATCH__INFER_PROCESS="true" if infer_process else "false")
     swap_ms: list[float] = []

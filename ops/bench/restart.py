@@ -54,7 +54,9 @@ def _one_start(wenv: WorkerEnv, log_dir: Path, env: dict[str, str]) -> tuple[Wor
     worker = WorkerProcess(wenv, "w1", log_dir, **env)
     ready = _first(worker, "worker ready", 300)
     first = _first(worker, "first verdicts committed", 300)
+    assigned = _first(worker, "first partitions assigned", 300)
     out = {p: float(ready.get(p, float("nan"))) for p in PHASES}
+    out["assigned_after_ready_s"] = float(assigned["after_ready_s"])
     out["first_commit_after_ready_s"] = float(first["after_ready_s"]) - out["assigned_after_ready_s"]
     out["to_first_verdict_s"] = float(first["ts"]) - spawned
     return worker, out
@@ -86,7 +88,8 @@ def main() -> int:
     client.set(f"{wenv.key_prefix}:model:serving", "v1")
     stop = threading.Event()
     codec = Codec()
-    stream = itertools.takewhile(lambda _: not stop.is_set(), make_events(unique, 10_000_000))
+    stream = itertools.takewhile(lambda _: not stop.is_set(), itertools.chain.from_iterable(
+        make_events(unique, 1_000, start=k * 1_000) for k in itertools.count()))
     producer = threading.Thread(target=produce_events, args=(bootstrap, events_t, stream, codec),
                                 kwargs={"rate_per_s": args.rate}, daemon=True)
     producer.start()
