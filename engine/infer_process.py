@@ -49,7 +49,9 @@ import weakref
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from engine.model.inputs import TENSOR_FIELDS, ModelInputs, as_inputs
+# engine.model.inputs (and so PyTorch) is imported where it is used: the worker spawns
+# its model process before it imports PyTorch itself, so both imports run at once
+# (``spawn_model_process``; ``ops/bench/restart.py`` times a start).
 
 log = logging.getLogger("tollgate.infer_process")
 
@@ -66,7 +68,8 @@ class ProcessInference:
     """Callable infer stage (``EncodedBatch`` -> ``ModelOutputs``) backed by a child process."""
 
     def __init__(self, model_dir: str | Path, *, expected_schema_hash: str | None = None,
-                 torch_threads: int = 1, load_nice: int = 0, **inference_kwargs: Any):
+                 torch_threads: int = 1, load_nice: int = 0, spawned: subprocess.Popen | None = None,
+                 **inference_kwargs: Any):
         self.model_dir = Path(model_dir)
         #: ``load_nice``: the child imports PyTorch and loads the model this much nicer (a
         #: hot swap's new model must not take CPU from the live stream), then returns to
@@ -76,11 +79,14 @@ class ProcessInference:
         self._lock = threading.Lock()  # one batch in the pipe at a time
         self._child: subprocess.Popen | None = None
         self._finalizer: weakref.finalize | None = None
-        self.version = self._start()
+        #: ``spawned``: a child already started with these arguments (``spawn_model_process``).
+        self.version = self._start(spawned)
 
     # -- the stage -------------------------------------------------------------------------
 
     def __call__(self, batch: Any) -> Any:
+        from engine.model.inputs import TENSOR_FIELDS, as_inputs
+
         inputs = as_inputs(batch)
         arrays = {name: getattr(inputs, name).numpy() for name in TENSOR_FIELDS}
         with self._lock:
@@ -105,11 +111,9 @@ class ProcessInference:
 
     # -- the child's lifecycle -------------------------------------------------------------
 
-    def _start(self) -> str:
-        child = subprocess.Popen([sys.executable, "-m", "engine.infer_process"], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, env=os.environ.copy())
+    def _start(self, spawned: subprocess.Popen | None = None) -> str:
+        child = spawned if spawned is not None else _spawn(self._args)
         try:
-            _write(child.stdin, self._args)
             reply = _read_with_timeout(child, START_TIMEOUT_S)
         except BaseException:
             child.kill()
@@ -152,11 +156,35 @@ class SplitInference:
         return rows >= self.remote_min_rows
 
     def __call__(self, batch: Any) -> Any:
+        from engine.model.inputs import as_inputs
+
         rows = as_inputs(batch).batch_size
         return self.remote(batch) if self.runs_remote(rows) else self.local(batch)
 
     def close(self) -> None:
         self.remote.close()
+
+
+def spawn_model_process(model_dir: str | Path, *, torch_threads: int = 1, load_nice: int = 0,
+                        **inference_kwargs: Any) -> subprocess.Popen:
+    """Start a model process now and return it, to be handed to ``ProcessInference``
+    (``spawned=``) once this process has loaded what it needs: the child's start
+    (importing PyTorch, loading the model) then overlaps ours. It does not check the
+    schema hash; the in-process model loaded from the same directory does."""
+    return _spawn({"model_dir": str(Path(model_dir)), "expected_schema_hash": None,
+                   "torch_threads": torch_threads, "load_nice": load_nice, "inference": inference_kwargs})
+
+
+def _spawn(args: dict[str, Any]) -> subprocess.Popen:
+    child = subprocess.Popen([sys.executable, "-m", "engine.infer_process"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, env=os.environ.copy())
+    try:
+        _write(child.stdin, args)
+    except BaseException:
+        child.kill()
+        child.wait()
+        raise
+    return child
 
 
 def _stop(child: subprocess.Popen) -> None:
@@ -250,6 +278,7 @@ def _serve(inp: BinaryIO, out: BinaryIO) -> None:
             import torch
 
             from engine.infer import Inference
+            from engine.model.inputs import ModelInputs
 
             if args["torch_threads"]:
                 torch.set_num_threads(args["torch_threads"])

@@ -87,13 +87,13 @@ def register(app: typer.Typer) -> None:
         wid = worker_id or socket.gethostname()
         client = redis.Redis.from_url(settings.redis.url, socket_timeout=settings.redis.socket_timeout_s,
                                       socket_connect_timeout=settings.redis.socket_timeout_s)
+        t_load = time.perf_counter()
+        pipe = _load_factory(pipeline)(settings, model=model)  # spawns the model process first
+        load_s = time.perf_counter() - t_load
         if settings.batch.torch_threads:
             import torch
 
             torch.set_num_threads(settings.batch.torch_threads)
-        t_load = time.perf_counter()
-        pipe = _load_factory(pipeline)(settings, model=model)
-        load_s = time.perf_counter() - t_load
         # One hold budget per event, shared by the re-send check and enrich (engine.redis_hold).
         hold = RedisHold(settings.worker.redis_hold_s)
         pipe.swap(store=HoldingStore(pipe.components.store, hold))

@@ -132,7 +132,8 @@ def test_a_model_process_whose_worker_died_mid_reply_exits_quietly(model_dir):
     import subprocess
     import sys
 
-    from engine.infer_process import TENSOR_FIELDS, _read, _write
+    from engine.infer_process import _read, _write
+    from engine.model.inputs import TENSOR_FIELDS
 
     path, spec = model_dir
     child = subprocess.Popen([sys.executable, "-m", "engine.infer_process"], stdin=subprocess.PIPE,
