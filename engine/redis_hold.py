@@ -51,10 +51,12 @@ class ContextHeld(ConnectionError):
 class RedisHold:
     """When this worker first failed to fetch each event's context."""
 
-    def __init__(self, hold_s: float, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, hold_s: float, clock: Callable[[], float] = time.monotonic, *, active: bool = True):
         self.hold_s = hold_s
         self._clock = clock
         self._first_failed: dict[str, float] = {}
+        #: Off during warm-up: synthetic events must not hold (nor fail) a start.
+        self.active = active
 
     @property
     def waiting(self) -> int:
@@ -63,7 +65,7 @@ class RedisHold:
     def should_hold(self, event_ids: Sequence[str]) -> bool:
         """Record a failure for these events; True while the one that has waited longest
         is still inside its budget."""
-        if self.hold_s <= 0 or not event_ids:
+        if not self.active or self.hold_s <= 0 or not event_ids:
             return False
         now = self._clock()
         first = self._first_failed

@@ -190,6 +190,8 @@ class Worker:
         t0 = time.perf_counter()
         self.warm_up()
         self._startup["warmup_s"] = time.perf_counter() - t0
+        if self.hold is not None:
+            self.hold.active = True  # real events from now on: hold them while Redis is down
         # Everything alive now (the model, tokenizer, rules, imported modules: ~250k
         # objects) lives as long as the process; out of the collector's sight, a full
         # collection no longer stops this thread for ~100 ms to walk them again.

@@ -95,7 +95,7 @@ def register(app: typer.Typer) -> None:
 
             torch.set_num_threads(settings.batch.torch_threads)
         # One hold budget per event, shared by the re-send check and enrich (engine.redis_hold).
-        hold = RedisHold(settings.worker.redis_hold_s)
+        hold = RedisHold(settings.worker.redis_hold_s, active=False)  # the worker turns it on after warm-up
         pipe.swap(store=HoldingStore(pipe.components.store, hold))
         resends = (ReSendFilter(client, settings.redis.key_prefix, settings.worker.dedupe_horizon_s)
                    if settings.worker.dedupe_horizon_s else None)

@@ -202,3 +202,19 @@ def test_redis_down_holds_a_batch_until_its_oldest_event_used_its_budget_then_de
     inner.up = False
     with pytest.raises(ContextHeld):
         store.enrich(batch)  # a new outage: a fresh budget
+
+
+def test_warm_up_with_redis_down_is_not_held():
+    """A start while Redis is slow or down: the warm-up's synthetic batch is decided
+    degraded, never held (a held warm-up failed the start)."""
+    from engine.features.store import ContextUnavailable
+    from engine.redis_hold import HoldingStore, RedisHold
+
+    class DownStore:
+        def enrich(self, events):
+            raise ContextUnavailable("timed out")
+
+    hold = RedisHold(5.0, active=False)
+    with pytest.raises(ContextUnavailable) as err:
+        HoldingStore(DownStore(), hold).enrich([_event(1)])
+    assert type(err.value) is ContextUnavailable
