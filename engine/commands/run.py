@@ -134,6 +134,11 @@ def register(app: typer.Typer) -> None:
             # cleans up. os._exit: a wedged librdkafka call would block interpreter exit.
             log.error("fatal Kafka error, exiting", extra={"error": str(exc), "exit_code": EXIT_FATAL_KAFKA})
             hard_exit(EXIT_FATAL_KAFKA)
+        except Exception:  # noqa: BLE001 - a failed start or a bug: exit, never linger
+            # Interpreter shutdown would wait for the worker's threads and librdkafka's
+            # destructors, and a process that neither works nor exits is never restarted.
+            log.exception("worker failed, exiting", extra={"exit_code": 1})
+            hard_exit(1)
         finally:
             if stall_watchdog is not None:
                 stall_watchdog.stop()
