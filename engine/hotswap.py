@@ -12,9 +12,8 @@ Why it looks like this:
   background thread at low priority (the thread makes itself ``LOADER_NICE`` nicer; a
   new model process loads that much nicer too: ``engine.infer_process``), warmed at
   the batch sizes the stream uses, so that its first real batch is not its first large
-  one. The old model (and its model process) is let go on a thread of its own a while
-  after the swap, once no batch can still hold it: stopping a model process waits for
-  it to exit, which must never be the hot loop's wait. The hot loop only calls ``apply_ready`` between batches, which is
+  one. The old model process is stopped without waiting on the loop (its stdin is
+  closed; it is reaped on a thread of its own: ``engine.infer_process._stop``). The hot loop only calls ``apply_ready`` between batches, which is
   one reference swap (``DecisionPipeline.swap``): no batch is ever half old model,
   half new, and no batch waits for a load.
 * A version that fails to load or to decide synthetic events is *refused*: it is
@@ -50,8 +49,6 @@ log = logging.getLogger("tollgate.hotswap")
 
 #: How much nicer the loader thread (and a hot-swapped model process while it loads) runs.
 LOADER_NICE = 10
-#: How long the old model is kept alive after a swap: longer than any batch in flight.
-RETIRE_AFTER_S = 60.0
 
 #: Given a model directory, build the pipeline components it replaces
 #: (at least ``inference`` and ``model_version``), ready for ``DecisionPipeline.swap``.
@@ -114,8 +111,7 @@ class ModelWatcher:
         if ready is None or ready.version == self.current_version:
             return None
         previous = self.current_version
-        old = pipeline.swap(**ready.changes)
-        self._retire(old)
+        pipeline.swap(**ready.changes)
         self.current_version = ready.version
         if metrics is not None:
             metrics.model_swaps.labels("swapped").inc()
@@ -167,17 +163,6 @@ class ModelWatcher:
             probs = getattr(outputs, "probs", None)
             if probs is None or len(probs) != size:
                 raise RuntimeError(f"candidate model returned no probabilities for {size} events")
-
-    def _retire(self, old: Any) -> None:
-        """Drop the old components on a thread of their own once no batch can use them,
-        so that stopping the old model process never blocks the loop."""
-        holder = [old]
-
-        def let_go() -> None:
-            self._stop.wait(RETIRE_AFTER_S)
-            holder.clear()  # the last reference: the model process's finalizer runs here
-
-        threading.Thread(target=let_go, name="tollgate-hotswap-retire", daemon=True).start()
 
     # -- threads ------------------------------------------------------------------------
 

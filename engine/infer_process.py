@@ -188,11 +188,17 @@ def _spawn(args: dict[str, Any]) -> subprocess.Popen:
 
 
 def _stop(child: subprocess.Popen) -> None:
-    """Close the child's stdin (it exits on end-of-file); kill it if it lingers."""
+    """Close the child's stdin (it exits on end-of-file); reap it, or kill it if it
+    lingers, on a thread of its own: this runs wherever the last reference to a model
+    is dropped — after a hot swap, on the worker's loop — which must not wait for it."""
     try:
         child.stdin.close()
     except OSError:
         pass
+    threading.Thread(target=_reap, args=(child,), name="tollgate-model-reap", daemon=True).start()
+
+
+def _reap(child: subprocess.Popen) -> None:
     try:
         child.wait(5)
     except subprocess.TimeoutExpired:
