@@ -23,6 +23,7 @@ import argparse
 import itertools
 import json
 import os
+import signal
 import sys
 import tempfile
 import threading
@@ -110,6 +111,8 @@ def run_one(bootstrap: str, redis_url: str, infer_process: bool, rate: float, sw
 
 
 def main() -> int:
+    # A SIGTERM must still run the clean-up below (stop the workers, delete the topics).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--swaps", type=int, default=5)
     ap.add_argument("--rates", default="250,1000")

@@ -29,6 +29,7 @@ import _common  # noqa: F401  (first: the repository, not this folder, on sys.pa
 import argparse
 import itertools
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -63,6 +64,8 @@ def _one_start(wenv: WorkerEnv, log_dir: Path, env: dict[str, str]) -> tuple[Wor
 
 
 def main() -> int:
+    # A SIGTERM must still run the clean-up below (stop the workers, delete the topics).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rate", type=float, default=200.0, help="events/s streamed throughout")
