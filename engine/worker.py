@@ -215,8 +215,8 @@ class Worker:
             raise
         finally:
             self.metrics.ready.set(0)
-            # Leaves the group (partitions move at once) — except with static membership,
-            # where they wait session.timeout.ms for this worker id to come back.
+            # Leaves the group (partitions move at once) — except with static membership
+            # (off by default), where they wait session.timeout.ms for this id to return.
             self.consumer.close()
             try:
                 self.committer.emitter.close()
