@@ -90,22 +90,30 @@ def make_store(settings: Settings, context: ContextSource | Any = "memory", *, r
 
 
 def load_model_components(model_dir: Path, encoder: Any | None = None, *,
-                          model_process: BatchSettings | None = None) -> dict[str, Any]:
+                          model_process: BatchSettings | None = None, load_nice: int = 0) -> dict[str, Any]:
     """The pieces a model directory determines (also the hot-swap loader).
     ``model_process``: when given and its ``infer_process`` is on, batches of at least its
     ``process_min_rows`` rows are scored in a child process with its ``torch_threads``
-    (``engine.infer_process``; the worker passes ``settings.batch``), smaller ones here."""
+    (``engine.infer_process``; the worker passes ``settings.batch``), smaller ones here.
+    ``load_nice``: that child loads at lower priority (a hot swap: ``engine.hotswap``)."""
+    child = None
+    if model_process is not None and model_process.infer_process:
+        from engine.infer_process import spawn_model_process  # no PyTorch import here
+
+        # Before this process imports PyTorch: the child's import and load run meanwhile.
+        child = spawn_model_process(model_dir, torch_threads=model_process.torch_threads, load_nice=load_nice)
     from engine.encode import FieldIsolatedEncoder
     from engine.infer import Inference
 
     encoder = encoder or FieldIsolatedEncoder()
     inference: Any = Inference.from_dir(model_dir, expected_schema_hash=encoder.schema.schema_hash())
-    if model_process is not None and model_process.infer_process:
+    if child is not None:
         from engine.infer_process import ProcessInference, SplitInference
 
         remote = ProcessInference(model_dir, expected_schema_hash=encoder.schema.schema_hash(),
-                                  torch_threads=model_process.torch_threads)
-        inference = SplitInference(inference, remote, model_process.process_min_rows)
+                                  torch_threads=model_process.torch_threads, load_nice=load_nice,  # type: ignore[union-attr]
+                                  spawned=child)
+        inference = SplitInference(inference, remote, model_process.process_min_rows)  # type: ignore[union-attr]
     return {"encoder": encoder, "inference": inference, "model_version": inference.version}
 
 

@@ -239,7 +239,10 @@ class RecordCodec(Generic[R]):
 
     @staticmethod
     def _json_dict(value: bytes) -> dict[str, Any]:
-        data = json.loads(value)
+        # Decode strictly first: json.loads(bytes) decodes with errors="surrogatepass",
+        # which turns an encoded surrogate (b"\xed\xa0\x80") into a lone surrogate instead
+        # of refusing it, so it was decided where \xff\xfe was dead-lettered.
+        data = json.loads(value.decode("utf-8"))
         if not isinstance(data, dict):
             raise ValueError(f"JSON value must be an object, got {type(data).__name__}")
         return data

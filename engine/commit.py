@@ -12,18 +12,23 @@ to overlap, and the hand-off would only add that thread's wait for the GIL (a wo
 at 250 and 500 events/s: ``python ops/bench/engine.py --rates 250 500``).
 
 A transaction that fails with an abortable error surfaces from ``reap`` as
-``TransactionFailed``; the worker then rewinds that batch and every later one.
+``TransactionFailed``; the worker then rewinds that batch and every later one. Every
+wait for the commit thread is bounded by ``TransactionalEmitter.longest_commit_s``
+(its own calls are bounded by a watchdog); past it ``CallOverran`` is raised and the
+worker exits to be restarted.
 """
 
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from engine.emit import BatchAborted, TransactionalEmitter
 from engine.inflight import InFlight, run_now
 from engine.metrics import EngineMetrics
+from engine.watchdog import CallOverran
 
 
 class TransactionFailed(Exception):
@@ -70,7 +75,7 @@ class BatchCommitter:
             return False
         self.in_flight = None
         try:
-            seconds, committed_ms = batch.committing.result()
+            seconds, committed_ms = self._result(batch.committing)
         except BatchAborted as exc:
             raise TransactionFailed(batch, exc) from exc
         self._account(batch, seconds, committed_ms)
@@ -84,7 +89,7 @@ class BatchCommitter:
             return None
         self.in_flight = None
         try:
-            seconds, committed_ms = earlier.committing.result()  # type: ignore[union-attr]
+            seconds, committed_ms = self._result(earlier.committing)  # type: ignore[arg-type]
         except BatchAborted:
             return earlier
         self._account(earlier, seconds, committed_ms)  # committed: its verdicts count
@@ -94,10 +99,23 @@ class BatchCommitter:
         """Wait for the transaction in flight to end (a rebalance must not move partitions
         while their offsets are being committed); ``reap`` still accounts for it."""
         if self.in_flight is not None and self.in_flight.committing is not None:
-            wait([self.in_flight.committing])
+            try:
+                self._result(self.in_flight.committing)
+            except CallOverran:
+                raise
+            except Exception:  # noqa: BLE001 - reap reports how it ended
+                pass
 
     def shutdown(self) -> None:
         self._thread.shutdown(wait=True)
+
+    def _result(self, committing: Future) -> tuple[float, float]:
+        """The commit thread's answer, waited for at most as long as a transaction can take."""
+        bound_s = self.emitter.longest_commit_s
+        try:
+            return committing.result(timeout=bound_s)
+        except FutureTimeout as exc:
+            raise CallOverran(f"the commit thread gave no answer within {bound_s:g} s") from exc
 
     def _account(self, batch: InFlight, seconds: float, committed_ms: float) -> None:
         self.metrics.observe_stage("emit", seconds)

@@ -73,19 +73,49 @@ class RebalanceListener(Protocol):
     def on_revoked(self, partitions: Sequence[TopicPartition], lost: bool) -> None: ...
 
 
+class LibrdkafkaLog:
+    """librdkafka's own log lines, never above WARNING.
+
+    librdkafka logs every refused connection, disconnect and coordinator move at ERROR
+    (``FAIL``), so a broker restart filled the logs with ERROR lines about an outage the
+    client rides out by itself. What really fails reaches us through the API (a
+    ``KafkaError`` with ``fatal()``/``retriable()``, an exception), and we log that at
+    the level it deserves.
+
+    >>> import logging; seen = []
+    >>> class L:
+    ...     def log(self, level, msg, *args): seen.append(level)
+    >>> LibrdkafkaLog(L()).log(logging.ERROR, "%s", "FAIL"); seen
+    [30]
+    """
+
+    def __init__(self, target: Any):
+        self._target = target
+
+    def log(self, level: int, msg: str, *args: Any, **kwargs: Any) -> None:
+        self._target.log(min(level, logging.WARNING), msg, *args, **kwargs)
+
+
 class FatalKafkaError(RuntimeError):
     """librdkafka reported a fatal error: this client instance cannot continue."""
 
 
-def consumer_config(settings: Settings, group_id: str | None = None) -> dict[str, Any]:
-    """librdkafka consumer configuration for the engine worker.
+def consumer_config(settings: Settings, group_id: str | None = None,
+                    instance_id: str | None = None) -> dict[str, Any]:
+    """librdkafka consumer configuration for the engine worker. ``instance_id``: static
+    group membership (KIP-345): a restarted worker with the same id takes its partitions
+    back at once, without a rebalance and without waiting for the dead one's session to
+    time out (``settings.worker.static_membership``; ``ops/bench/restart.py``).
 
     >>> from engine.settings import Settings
     >>> c = consumer_config(Settings())
     >>> c["isolation.level"], c["enable.auto.commit"], c["partition.assignment.strategy"]
     ('read_committed', False, 'cooperative-sticky')
+    >>> consumer_config(Settings(), instance_id="w1")["group.instance.id"]
+    'tollgate-engine-w1'
     """
-    return settings.librdkafka(**{
+    extra = {"group.instance.id": f"{settings.kafka.consumer_group}-{instance_id}"} if instance_id else {}
+    return settings.librdkafka(**extra, **{
         "group.id": group_id or settings.kafka.consumer_group,
         "isolation.level": "read_committed",
         "enable.auto.commit": False,
@@ -107,10 +137,10 @@ class EventConsumer:
     """A confluent-kafka consumer that hands out ``RawRecord`` lists and tracks lag."""
 
     def __init__(self, settings: Settings, listener: RebalanceListener, *,
-                 group_id: str | None = None, topic: str | None = None):
+                 group_id: str | None = None, topic: str | None = None, instance_id: str | None = None):
         self.topic = topic or settings.topics.events
         self._listener = listener
-        self._consumer = Consumer(consumer_config(settings, group_id), logger=log)
+        self._consumer = Consumer(consumer_config(settings, group_id, instance_id), logger=LibrdkafkaLog(log))
         self._assigned: set[tuple[str, int]] = set()
 
     # -- group membership ---------------------------------------------------------------

@@ -19,6 +19,11 @@ Why it looks like this (the shape of confluent-kafka-python's ``eos_transactions
   event's latency; per batch, an event waits at most ``W`` ms + one decision + one
   commit round trip. Under load batches grow towards ``B`` by themselves (records
   queue while a commit is in flight), which amortises the commit at saturation.
+* Every call that waits on the broker is bounded twice: the timeout librdkafka is
+  given (``settings.worker.kafka_call_timeout_s``) and a watchdog
+  (``settings.worker.kafka_call_bound_s``, ``engine.watchdog.BoundedCaller``), because
+  some calls ignore their timeout (librdkafka #5456, #5511). A call that overruns the
+  watchdog raises ``CallOverran`` (fatal): the worker exits and is restarted.
 * The worker runs ``commit_batch`` on a thread of its own and decides the next batch
   meanwhile; it passes the records already ``encode``d, so that thread only waits on
   the broker. Transactions still run one at a time, in batch order.
@@ -32,15 +37,13 @@ from typing import Any, Callable, Mapping, Sequence
 
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
-from engine.consume import FatalKafkaError
+from engine.consume import FatalKafkaError, LibrdkafkaLog
 from engine.codec import DeadLetter
 from engine.records import Verdict
 from engine.settings import Settings
+from engine.watchdog import BoundedCaller
 
 log = logging.getLogger("tollgate.emit")
-
-#: How long one transactional call may block before we treat it as a timeout (retriable).
-CALL_TIMEOUT_S = 10.0
 
 #: One record to produce: (topic, key, value, headers).
 OutgoingRecord = tuple[str, bytes | None, bytes, list[tuple[str, bytes]] | None]
@@ -97,12 +100,21 @@ class TransactionalEmitter:
         # Retriable errors (broker away, coordinator moving) are retried for as long as the
         # transaction could still commit; after that the broker has aborted it anyway.
         self._retry_for_s = settings.kafka.transaction_timeout_ms / 1000.0
-        self._producer = Producer(producer_config(settings, worker_id), logger=log)
+        self._timeout_s = settings.worker.kafka_call_timeout_s
+        self._bounded = BoundedCaller(settings.worker.kafka_call_bound_s)
+        self._producer = Producer(producer_config(settings, worker_id), logger=LibrdkafkaLog(log))
         self._in_transaction = False
+
+    @property
+    def longest_commit_s(self) -> float:
+        """The longest ``commit_batch`` can take: each of its broker calls (send offsets,
+        commit, and an abort after a failure) retries for at most the retry window, and
+        its last try is cut off by the watchdog bound. Waiting longer is never needed."""
+        return 3 * (self._retry_for_s + self._bounded.bound_s) + 1.0
 
     def start(self) -> None:
         """Register the transactional id: fences a zombie with the same id, aborts its work."""
-        self._call("init_transactions", lambda: self._producer.init_transactions(CALL_TIMEOUT_S))
+        self._call("init_transactions", lambda: self._producer.init_transactions(self._timeout_s))
 
     # -- one batch ------------------------------------------------------------------------
 
@@ -138,10 +150,10 @@ class TransactionalEmitter:
             # transaction the order is invisible: it all commits or none of it does.
             offsets = [TopicPartition(t, p, o) for (t, p), o in next_offsets.items()]
             self._call("send_offsets_to_transaction", lambda: self._producer.send_offsets_to_transaction(
-                offsets, group_metadata, CALL_TIMEOUT_S))
+                offsets, group_metadata, self._timeout_s))
             for topic, key, value, headers in records:
                 self._produce(topic, key, value, headers)
-            self._call("commit_transaction", lambda: self._producer.commit_transaction(CALL_TIMEOUT_S))
+            self._call("commit_transaction", lambda: self._producer.commit_transaction(self._timeout_s))
             self._in_transaction = False
         except _Abortable as exc:
             self.abort()
@@ -152,7 +164,7 @@ class TransactionalEmitter:
         if not self._in_transaction:
             return
         try:
-            self._call("abort_transaction", lambda: self._producer.abort_transaction(CALL_TIMEOUT_S))
+            self._call("abort_transaction", lambda: self._producer.abort_transaction(self._timeout_s))
         except _Abortable as exc:  # abort of an abort: the state is already unusable
             raise FatalKafkaError(f"abort_transaction failed: {exc}") from exc
         finally:
@@ -164,7 +176,7 @@ class TransactionalEmitter:
         must see the same error class whichever call noticed it first."""
         self.abort()
         try:
-            self._producer.flush(CALL_TIMEOUT_S)
+            self._bounded("flush", lambda: self._producer.flush(self._timeout_s))
         except KafkaException as exc:
             raise FatalKafkaError(f"flush on close: {exc}") from exc
 
@@ -186,7 +198,7 @@ class TransactionalEmitter:
         give_up_at = time.monotonic() + self._retry_for_s
         while True:
             try:
-                return fn()
+                return self._bounded(what, fn)
             except KafkaException as exc:
                 err = _kafka_error(exc)
                 retriable = err is not None and err.retriable() and not err.fatal() and not err.txn_requires_abort()

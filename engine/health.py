@@ -4,7 +4,10 @@ Why: an orchestrator needs two different answers. ``/healthz`` (liveness) says t
 loop is still turning — it fails when the loop has not completed an iteration for
 ``stall_after_s``, so a wedged worker is restarted. ``/readyz`` (readiness) is true
 only after warmup pushed synthetic events through the whole path and the worker
-joined its group, so traffic and dashboards never count a cold worker. ``/metrics``
+joined its group, so traffic and dashboards never count a cold worker. Both turn 503
+when the worker is *stalled*: no progress (a committed transaction, or a poll that
+found nothing to do) for ``stall_after_s`` — a loop that turns while every
+transaction fails, or one blocked in a call, is as dead as one that stopped. ``/metrics``
 serves the worker's own Prometheus registry.
 
 The server runs on a daemon thread from the standard library: it must never compete
@@ -15,6 +18,11 @@ with the hot loop for anything heavier than the GIL.
 (False, 'warming up')
 >>> state.mark_ready(); state.readiness()
 (True, 'ready')
+>>> now = [0.0]; s = HealthState(stall_after_s=10, clock=lambda: now[0]); s.mark_ready()
+>>> now[0] = 11.0; s.beat(); s.liveness(), s.readiness()
+((False, 'no progress for 11.0s'), (False, 'no progress for 11.0s'))
+>>> s.progress(); s.liveness()
+(True, 'ok')
 """
 
 from __future__ import annotations
@@ -34,13 +42,25 @@ class HealthState:
         self._ready = False
         self._stopping = False
         self._last_beat = clock()
+        self._last_progress = clock()
 
     def beat(self) -> None:
         """The loop calls this every iteration."""
         self._last_beat = self._clock()
 
+    def progress(self) -> None:
+        """The loop calls this when a transaction committed, or when it had nothing to do."""
+        self._last_progress = self._clock()
+
+    def stalled_for(self) -> float:
+        """Seconds without progress, once ready (warm-up is not a stall); 0 otherwise."""
+        if not self._ready or self._stopping:
+            return 0.0
+        return self._clock() - self._last_progress
+
     def mark_ready(self) -> None:
         self._ready = True
+        self._last_progress = self._clock()
 
     def mark_stopping(self) -> None:
         self._stopping = True
@@ -49,6 +69,9 @@ class HealthState:
         idle = self._clock() - self._last_beat
         if idle > self.stall_after_s:
             return False, f"loop stalled for {idle:.1f}s"
+        stalled = self.stalled_for()
+        if stalled > self.stall_after_s:
+            return False, f"no progress for {stalled:.1f}s"
         return True, "ok"
 
     def readiness(self) -> tuple[bool, str]:
@@ -56,6 +79,9 @@ class HealthState:
             return False, "stopping"
         if not self._ready:
             return False, "warming up"
+        stalled = self.stalled_for()
+        if stalled > self.stall_after_s:
+            return False, f"no progress for {stalled:.1f}s"
         return True, "ready"
 
 

@@ -9,7 +9,11 @@ Why it looks like this:
   key every ``check_every_s``: pub/sub gives seconds, the periodic check gives
   certainty.
 * Loading and warming a model takes long enough to hurt p99, so it happens on a
-  background thread. The hot loop only calls ``apply_ready`` between batches, which is
+  background thread at low priority (the thread makes itself ``LOADER_NICE`` nicer; a
+  new model process loads that much nicer too: ``engine.infer_process``), warmed at
+  the batch sizes the stream uses, so that its first real batch is not its first large
+  one. The old model process is stopped without waiting on the loop (its stdin is
+  closed; it is reaped on a thread of its own: ``engine.infer_process._stop``). The hot loop only calls ``apply_ready`` between batches, which is
   one reference swap (``DecisionPipeline.swap``): no batch is ever half old model,
   half new, and no batch waits for a load.
 * A version that fails to load or to decide synthetic events is *refused*: it is
@@ -22,6 +26,7 @@ Why it looks like this:
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -41,6 +46,9 @@ def events_channel(key_prefix: str) -> str:
     return f"{key_prefix}:model:events"
 
 log = logging.getLogger("tollgate.hotswap")
+
+#: How much nicer the loader thread (and a hot-swapped model process while it loads) runs.
+LOADER_NICE = 10
 
 #: Given a model directory, build the pipeline components it replaces
 #: (at least ``inference`` and ``model_version``), ready for ``DecisionPipeline.swap``.
@@ -159,6 +167,7 @@ class ModelWatcher:
     # -- threads ------------------------------------------------------------------------
 
     def _poll_loop(self) -> None:
+        _lower_this_thread(LOADER_NICE)
         while not self._stop.is_set():
             try:
                 self.check_once(self.metrics)
@@ -181,3 +190,13 @@ class ModelWatcher:
                 log.warning("pub/sub connection lost", extra={"error": str(exc)})
                 self._stop.wait(1.0)
 
+
+
+def _lower_this_thread(increment: int) -> None:
+    """Make the calling thread ``increment`` nicer (Linux schedules threads one by one);
+    it only loads and warms models, so it never needs its priority back."""
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + increment))
+    except (OSError, AttributeError) as exc:  # not Linux, or not permitted: load at normal priority
+        log.info("model loader runs at normal priority", extra={"error": str(exc)})

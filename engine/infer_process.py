@@ -47,7 +47,9 @@ import weakref
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from engine.model.inputs import TENSOR_FIELDS, ModelInputs, as_inputs
+# engine.model.inputs (and so PyTorch) is imported where it is used: the worker spawns
+# its model process before it imports PyTorch itself, so both imports run at once
+# (``spawn_model_process``; ``ops/bench/restart.py`` times a start).
 
 log = logging.getLogger("tollgate.infer_process")
 
@@ -64,18 +66,25 @@ class ProcessInference:
     """Callable infer stage (``EncodedBatch`` -> ``ModelOutputs``) backed by a child process."""
 
     def __init__(self, model_dir: str | Path, *, expected_schema_hash: str | None = None,
-                 torch_threads: int = 1, **inference_kwargs: Any):
+                 torch_threads: int = 1, load_nice: int = 0, spawned: subprocess.Popen | None = None,
+                 **inference_kwargs: Any):
         self.model_dir = Path(model_dir)
+        #: ``load_nice``: the child imports PyTorch and loads the model this much nicer (a
+        #: hot swap's new model must not take CPU from the live stream), then returns to
+        #: normal priority to serve — only where it may return (``_nice_while``).
         self._args = {"model_dir": str(self.model_dir), "expected_schema_hash": expected_schema_hash,
-                      "torch_threads": torch_threads, "inference": inference_kwargs}
+                      "torch_threads": torch_threads, "load_nice": load_nice, "inference": inference_kwargs}
         self._lock = threading.Lock()  # one batch in the pipe at a time
         self._child: subprocess.Popen | None = None
         self._finalizer: weakref.finalize | None = None
-        self.version = self._start()
+        #: ``spawned``: a child already started with these arguments (``spawn_model_process``).
+        self.version = self._start(spawned)
 
     # -- the stage -------------------------------------------------------------------------
 
     def __call__(self, batch: Any) -> Any:
+        from engine.model.inputs import TENSOR_FIELDS, as_inputs
+
         inputs = as_inputs(batch)
         arrays = {name: getattr(inputs, name).numpy() for name in TENSOR_FIELDS}
         with self._lock:
@@ -100,11 +109,9 @@ class ProcessInference:
 
     # -- the child's lifecycle -------------------------------------------------------------
 
-    def _start(self) -> str:
-        child = subprocess.Popen([sys.executable, "-m", "engine.infer_process"], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, env=os.environ.copy())
+    def _start(self, spawned: subprocess.Popen | None = None) -> str:
+        child = spawned if spawned is not None else _spawn(self._args)
         try:
-            _write(child.stdin, self._args)
             reply = _read_with_timeout(child, START_TIMEOUT_S)
         except BaseException:
             child.kill()
@@ -145,6 +152,8 @@ class SplitInference:
         return rows >= self.remote_min_rows
 
     def __call__(self, batch: Any) -> Any:
+        from engine.model.inputs import as_inputs
+
         rows = as_inputs(batch).batch_size
         return self.remote(batch) if self.runs_remote(rows) else self.local(batch)
 
@@ -152,12 +161,40 @@ class SplitInference:
         self.remote.close()
 
 
+def spawn_model_process(model_dir: str | Path, *, torch_threads: int = 1, load_nice: int = 0,
+                        **inference_kwargs: Any) -> subprocess.Popen:
+    """Start a model process now and return it, to be handed to ``ProcessInference``
+    (``spawned=``) once this process has loaded what it needs: the child's start
+    (importing PyTorch, loading the model) then overlaps ours. It does not check the
+    schema hash; the in-process model loaded from the same directory does."""
+    return _spawn({"model_dir": str(Path(model_dir)), "expected_schema_hash": None,
+                   "torch_threads": torch_threads, "load_nice": load_nice, "inference": inference_kwargs})
+
+
+def _spawn(args: dict[str, Any]) -> subprocess.Popen:
+    child = subprocess.Popen([sys.executable, "-m", "engine.infer_process"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, env=os.environ.copy())
+    try:
+        _write(child.stdin, args)
+    except BaseException:
+        child.kill()
+        child.wait()
+        raise
+    return child
+
+
 def _stop(child: subprocess.Popen) -> None:
-    """Close the child's stdin (it exits on end-of-file); kill it if it lingers."""
+    """Close the child's stdin (it exits on end-of-file); reap it, or kill it if it
+    lingers, on a thread of its own: this runs wherever the last reference to a model
+    is dropped — after a hot swap, on the worker's loop — which must not wait for it."""
     try:
         child.stdin.close()
     except OSError:
         pass
+    threading.Thread(target=_reap, args=(child,), name="tollgate-model-reap", daemon=True).start()
+
+
+def _reap(child: subprocess.Popen) -> None:
     try:
         child.wait(5)
     except subprocess.TimeoutExpired:
@@ -209,17 +246,45 @@ def _read_with_timeout(child: subprocess.Popen, timeout_s: float) -> Any:
 
 # -- the child -----------------------------------------------------------------------------
 
+class _nice_while:
+    """Run the block ``increment`` nicer, then return to the priority we had — but only
+    if this process may return to it (root, or ``RLIMIT_NICE`` allows it); otherwise do
+    nothing, since a model process stuck at low priority would slow every batch after."""
+
+    def __init__(self, increment: int):
+        self.increment, self.original = increment, None
+
+    def __enter__(self) -> None:
+        if self.increment <= 0:
+            return
+        import resource
+
+        original = os.getpriority(os.PRIO_PROCESS, 0)
+        soft, _ = resource.getrlimit(resource.RLIMIT_NICE)
+        # RLIMIT_NICE lets an unprivileged process go down to nice 20 - soft (infinity: any).
+        may_return = os.geteuid() == 0 or soft == resource.RLIM_INFINITY or 20 - soft <= original
+        if may_return:
+            os.setpriority(os.PRIO_PROCESS, 0, min(19, original + self.increment))
+            self.original = original
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.original is not None:
+            os.setpriority(os.PRIO_PROCESS, 0, self.original)
+
+
 def _serve(inp: BinaryIO, out: BinaryIO) -> None:
     """Load the model, then answer batches until end-of-file on ``inp``."""
     args = _read(inp)
     try:
-        import torch
+        with _nice_while(args.get("load_nice", 0)):
+            import torch
 
-        from engine.infer import Inference
+            from engine.infer import Inference
+            from engine.model.inputs import ModelInputs
 
-        if args["torch_threads"]:
-            torch.set_num_threads(args["torch_threads"])
-        inference = Inference.from_dir(args["model_dir"], args["expected_schema_hash"], **args["inference"])
+            if args["torch_threads"]:
+                torch.set_num_threads(args["torch_threads"])
+            inference = Inference.from_dir(args["model_dir"], args["expected_schema_hash"], **args["inference"])
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which refuses the model
         _write(out, ("error", type(exc).__name__, str(exc)))
         return
@@ -245,4 +310,10 @@ if __name__ == "__main__":
     # protocol gets the real stdout and print() goes to stderr.
     protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    _serve(sys.stdin.buffer, protocol_out)
+    try:
+        _serve(sys.stdin.buffer, protocol_out)
+    except (BrokenPipeError, ConnectionResetError):
+        # The worker died (SIGKILL, a bounded exit) while we answered: nothing to report
+        # to anyone. Point the pipe at /dev/null so the exit-time flush cannot raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), protocol_out.fileno())
+        sys.exit(0)

@@ -72,6 +72,13 @@ class EngineMetrics:
         self.degraded_verdicts = Counter(
             "tollgate_degraded_verdicts", "Verdicts decided in degraded mode (context_unavailable).",
             registry=r)
+        self.resent_events = Counter(
+            "tollgate_resent_events", "Re-sent event ids dropped: another record owns the id (engine.dedupe).",
+            registry=r)
+        self.resend_unchecked = Counter(
+            "tollgate_resend_unchecked_events",
+            "Events decided without the re-send check (Redis down past settings.worker.redis_hold_s).",
+            registry=r)
         self.ready = Gauge("tollgate_ready", "1 once warmup is done and the worker is consuming.",
                            registry=r)
         self.model_info = Info("tollgate_model", "Serving model version.", registry=r)

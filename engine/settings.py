@@ -118,6 +118,40 @@ class BatchSettings(_Frozen):
     backlog_depth: int = Field(default=2, ge=1, le=4)
 
 
+class WorkerSettings(_Frozen):
+    """Supervision of the engine worker: bounds, stop time, stall exit, re-send dedupe and
+    the Redis hold (``docs/operations.md`` explains each)."""
+
+    #: Timeout handed to each transactional librdkafka call (init, send offsets, commit, abort).
+    kafka_call_timeout_s: float = Field(default=10.0, gt=0)
+    #: Watchdog bound on each such call: some ignore their timeout (librdkafka #5456,
+    #: #5511); past this the worker exits non-zero and is restarted (engine.watchdog).
+    kafka_call_bound_s: float = Field(default=20.0, gt=0)
+    #: SIGTERM ends the process within this: drain and commit what it can, then exit
+    #: anyway (exit code 5). Keep it below the orchestrator's grace period (compose: 30 s).
+    stop_timeout_s: float = Field(default=20.0, gt=0)
+    #: No committed transaction and no idle poll for this long: /healthz and /readyz say
+    #: 503 and, with ``exit_when_stalled``, the process exits (code 4) to be restarted.
+    stall_after_s: float = Field(default=60.0, gt=0)
+    #: Exit when stalled, so any supervisor that restarts exited processes (compose
+    #: ``restart:``, systemd, Kubernetes) also restarts a stalled worker.
+    exit_when_stalled: bool = True
+    #: A re-sent event id (same id, any partition or offset) is dropped and counted for
+    #: this long after its first record; 0 turns the check off (engine.dedupe).
+    dedupe_horizon_s: int = Field(default=7 * 24 * 3600, ge=0)
+    #: Redis down: hold a batch and retry with back-off until its events have waited this
+    #: long; only then decide them without context (review). 0: degrade at once.
+    redis_hold_s: float = Field(default=5.0, ge=0)
+    #: Join the group with ``group.instance.id`` = worker id (KIP-345), so a restarted
+    #: worker gets its partitions back without waiting for the dead one's session
+    #: timeout. Off by default: a stopped worker then keeps its partitions for
+    #: ``session.timeout.ms``, a zombie with the same id is no longer made to exit
+    #: (test_worker_scale.py fails with it on), and ``python ops/bench/restart.py
+    #: --modes static,dynamic`` showed no join cost on the 2-core machine, whose starts
+    #: outlast the 10 s session timeout anyway.
+    static_membership: bool = False
+
+
 class PolicySettings(_Frozen):
     """Defaults for the decision policy; a rule set may override them (rules/policy.yaml)."""
 
@@ -235,6 +269,7 @@ class Settings(BaseSettings):
     topics: TopicSettings = Field(default_factory=TopicSettings)
     redis: RedisSettings = Field(default_factory=RedisSettings)
     batch: BatchSettings = Field(default_factory=BatchSettings)
+    worker: WorkerSettings = Field(default_factory=WorkerSettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)
     paths: PathSettings = Field(default_factory=PathSettings)
     http: HttpSettings = Field(default_factory=HttpSettings)

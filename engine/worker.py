@@ -12,7 +12,9 @@ One batch, in order — the commit protocol:
    batches fill by themselves while the previous ones are being decided
    (``engine.batch``).
 2. **Decode.** Undecodable, schema-invalid or out-of-range records become dead
-   letters; the rest become events (``engine.decode``).
+   letters; the rest become events (``engine.decode``). Re-sent event ids (another
+   record owns the id) are dropped and counted (``engine.dedupe``); their offsets
+   still commit. Redis down: held like enrich (``engine.redis_hold``).
 3. **Decide**, in three phases (``DecisionPipeline.prepare`` / ``score`` /
    ``finish``): enrich from Redis (idempotent per event id, so a redone batch never
    counts twice; Redis down → degraded verdicts, not errors) and encode; one forward
@@ -57,7 +59,16 @@ flight are dropped from their transactions (neither verdict nor offset is writte
 new owner re-reads them from the committed offset), and buffered ones are discarded.
 
 SIGTERM/SIGINT set a flag: the open batch is closed at once, everything in flight is
-committed, and the consumer leaves the group before the process exits.
+committed, and the consumer leaves the group before the process exits — within
+``settings.worker.stop_timeout_s``, or the ``ExitDeadline`` ends the process anyway.
+
+**Bounds.** Every wait on the commit path is bounded (``engine.emit``,
+``engine.commit``, ``engine.watchdog``); a librdkafka call that overruns its watchdog
+is fatal, and the worker exits non-zero for its supervisor to restart it (the restarted
+worker's ``init_transactions`` aborts what this one left open). The loop reports
+progress — a committed transaction, or a poll with nothing to do and no lag — to
+``HealthState``; without progress for ``stall_after_s`` /healthz and /readyz say 503 and
+the composition root's ``StallWatchdog`` exits the process (``docs/operations.md``).
 """
 
 from __future__ import annotations
@@ -76,15 +87,19 @@ from confluent_kafka import TopicPartition
 from engine.batch import MicroBatcher
 from engine.codec import Codec, DeadLetter
 from engine.consume import EventConsumer, FatalKafkaError, RawRecord
-from engine.decode import DecodeStage
+from engine.decode import Decoded, DecodeStage
+from engine.dedupe import ReSendFilter
+from engine.features.store import ContextUnavailable
 from engine.commit import BatchCommitter, TransactionFailed
 from engine.emit import TransactionalEmitter
 from engine.health import HealthState
 from engine.inflight import InFlight, Started, first_offsets, run_now, score_when_prepared, worth_a_thread
 from engine.metrics import EngineMetrics
 from engine.pipeline import DecisionPipeline
+from engine.redis_hold import HOLD_RETRY_MAX_S, ContextHeld, RedisHold
 from engine.settings import Settings
 from engine.warmup import warm_up
+from engine.watchdog import EXIT_FATAL_KAFKA, EXIT_STOP_OVERRAN, ExitDeadline
 
 log = logging.getLogger("tollgate.worker")
 
@@ -110,7 +125,9 @@ class Worker:
 
     def __init__(self, settings: Settings, pipeline: DecisionPipeline, options: WorkerOptions, *,
                  codec: Codec | None = None, metrics: EngineMetrics | None = None,
-                 health: HealthState | None = None, hotswap: Any | None = None):
+                 health: HealthState | None = None, hotswap: Any | None = None,
+                 exit_deadline: ExitDeadline | None = None,
+                 resends: ReSendFilter | None = None, hold: RedisHold | None = None):
         self.settings = settings
         self.pipeline = pipeline
         self.options = options
@@ -118,13 +135,19 @@ class Worker:
         self.metrics = metrics or EngineMetrics()
         self.health = health or HealthState()
         self.hotswap = hotswap  # engine.hotswap.ModelWatcher or None
+        #: Ends the process if a stop (or the clean-up after a failure) overruns
+        #: ``settings.worker.stop_timeout_s``; None in library use and unit tests.
+        self.exit_deadline = exit_deadline
+        self.resends = resends  # None: every record is decided, re-sent or not
+        self.hold = hold  # shared with the pipeline's HoldingStore: one budget per event
         self.decode = DecodeStage(self.codec)
         self.batcher: MicroBatcher[RawRecord] = MicroBatcher(settings.batch.max_events,
                                                              settings.batch.max_wait_ms)
         self.close_when_idle = settings.batch.close_when_idle
         # A model in a child process is waited for on the infer thread (engine.infer_process).
         self.infer_thread = settings.batch.infer_thread or settings.batch.infer_process
-        self.consumer = EventConsumer(settings, self, group_id=options.group_id)
+        self.consumer = EventConsumer(settings, self, group_id=options.group_id,
+                                      instance_id=options.worker_id if settings.worker.static_membership else None)
         self.committer = BatchCommitter(TransactionalEmitter(
             settings, options.worker_id,
             encode_verdict=self.codec.encode_verdict, encode_dead_letter=self.codec.encode_dead_letter), self.metrics)
@@ -136,6 +159,11 @@ class Worker:
         self._backlog = False  # the last batch closed with records still coming
         self._retry_delay_s = 0.0
         self._next_lag_at = 0.0
+        self._lag_total = 0  # records behind, at the last lag reading
+        #: Seconds per start-up phase, logged with "worker ready" and the first verdict
+        #: (``ops/bench/restart.py`` reads them); ``note_startup`` adds the root's phases.
+        self._startup: dict[str, float] = {}
+        self._ready_at: float | None = None
         pipeline.on_batch = self._on_pipeline_batch
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -144,6 +172,8 @@ class Worker:
         """Signal handler: finish the open batch, commit, leave the group."""
         self._stopping = True
         self.health.mark_stopping()
+        if self.exit_deadline is not None:
+            self.exit_deadline.arm(self.settings.worker.stop_timeout_s, EXIT_STOP_OVERRAN, "stop requested")
 
     def install_signal_handlers(self) -> None:
         signal.signal(signal.SIGTERM, self.request_stop)
@@ -151,25 +181,43 @@ class Worker:
 
     def run(self) -> None:
         """Warm up, join the group, loop until stopped, drain, leave."""
+        t0 = time.perf_counter()
+        self.committer.emitter.start()  # fences a previous instance with our worker id
+        self._startup["init_transactions_s"] = time.perf_counter() - t0
+        # Join first, warm up meanwhile: librdkafka's own threads find the coordinator
+        # and join while the warm-up batches run (ops/bench/restart.py times both).
+        self.consumer.subscribe()
+        t0 = time.perf_counter()
         self.warm_up()
+        self._startup["warmup_s"] = time.perf_counter() - t0
+        if self.hold is not None:
+            self.hold.active = True  # real events from now on: hold them while Redis is down
         # Everything alive now (the model, tokenizer, rules, imported modules: ~250k
         # objects) lives as long as the process; out of the collector's sight, a full
         # collection no longer stops this thread for ~100 ms to walk them again.
         gc.freeze()
-        self.committer.emitter.start()  # fences a previous instance with our worker id
-        self.consumer.subscribe()
         self.metrics.set_versions(self.pipeline.model_version, self.pipeline.rules_version)
         self.health.mark_ready()
         self.metrics.ready.set(1)
         log.info("worker ready", extra={"worker_id": self.options.worker_id,
-                                        "model_version": self.pipeline.model_version})
+                                        "model_version": self.pipeline.model_version,
+                                        **{k: round(v, 3) for k, v in self._startup.items()}})
+        self._ready_at = time.perf_counter()
         try:
             while not self._stopping:
                 self.step()
             self.flush()  # drain: commit everything we hold
+        except BaseException:
+            # Clean-up after a failure may block on the call that failed (a wedged
+            # librdkafka call blocks close too): bound it like a stop.
+            if self.exit_deadline is not None:
+                self.exit_deadline.arm(self.settings.worker.stop_timeout_s, EXIT_FATAL_KAFKA, "worker failed")
+            raise
         finally:
             self.metrics.ready.set(0)
-            self.consumer.close()  # leaves the group: partitions move at once
+            # Leaves the group (partitions move at once) — except with static membership
+            # (off by default), where they wait session.timeout.ms for this id to return.
+            self.consumer.close()
             try:
                 self.committer.emitter.close()
             except FatalKafkaError as exc:  # fenced: nothing of ours is open any more
@@ -180,6 +228,10 @@ class Worker:
             if self.hotswap is not None:
                 self.hotswap.stop()
             log.info("worker stopped", extra={"worker_id": self.options.worker_id})
+
+    def note_startup(self, phase: str, seconds: float) -> None:
+        """A start-up phase timed by the composition root (imports, model load)."""
+        self._startup[phase] = seconds
 
     def warm_up(self) -> float:
         sizes = sorted({1, max(1, self.settings.batch.max_events // 2), self.settings.batch.max_events})
@@ -209,6 +261,8 @@ class Worker:
             self._start(records, backlog=self._backlog)
         elif self._pending:
             self._finish_oldest()
+        elif self.committer.in_flight is None and not len(self.batcher) and self._lag_total == 0:
+            self.health.progress()  # caught up with nothing to do: a quiet stream is no stall
         self._between_batches()
 
     def flush(self) -> None:
@@ -254,6 +308,12 @@ class Worker:
         t0 = time.perf_counter()
         batch = InFlight(records, self.decode(records), overlap_commit=backlog)
         self.metrics.observe_stage("decode", time.perf_counter() - t0)
+        if self.resends is not None and batch.decoded.events:
+            try:
+                self._drop_resends(batch)
+            except TRANSIENT_ERRORS as exc:
+                self._redo(batch, "decide", exc)
+                return
         events, arrivals = batch.decoded.events, batch.decoded.arrival_ms
         on_thread = False
         if not events:
@@ -280,6 +340,27 @@ class Worker:
         self._pending.append(batch)
         while len(self._pending) > (self.backlog_depth if on_thread else 0):
             self._finish_oldest()
+
+    def _drop_resends(self, batch: InFlight) -> None:
+        """Keep the events whose record owns their id; drop and count re-sends. Redis
+        down: hold the batch (``ContextHeld``) while inside its budget, then decide it
+        unchecked rather than not at all."""
+        events, arrivals = batch.decoded.events, batch.decoded.arrival_ms
+        try:
+            owners = self.resends.owners(events)  # type: ignore[union-attr]
+        except ContextUnavailable as exc:
+            if self.hold is not None and self.hold.should_hold([e.event_id for e in events]):
+                raise ContextHeld(f"re-send check: {exc}") from exc
+            self.metrics.resend_unchecked.inc(len(events))
+            return
+        if self.hold is not None:
+            self.hold.recovered()
+        if all(owners):
+            return
+        keep = [i for i, own in enumerate(owners) if own]
+        self.metrics.resent_events.inc(len(events) - len(keep))
+        log.info("re-sent events dropped", extra={"events": len(events) - len(keep)})
+        batch.decoded = Decoded([events[i] for i in keep], [arrivals[i] for i in keep], batch.decoded.dead_letters)
 
     def _finish_oldest(self) -> None:
         batch = self._pending.pop_oldest()
@@ -340,6 +421,11 @@ class Worker:
         try:
             if self.committer.reap(block):
                 self._retry_delay_s = 0.0
+                self.health.progress()
+                if self._ready_at is not None:  # the first transaction since start
+                    log.info("first verdicts committed", extra={
+                        "after_ready_s": round(time.perf_counter() - self._ready_at, 3)})
+                    self._ready_at = None
         except TransactionFailed as failed:
             self._redo(failed.batch, "emit", failed.error, later=later)
             return False
@@ -352,6 +438,8 @@ class Worker:
         is redone too."""
         self.metrics.transactions.labels("aborted" if stage == "emit" else "retried").inc()
         self._retry_delay_s = min(max(self._retry_delay_s * 2, 0.05), 5.0)
+        if isinstance(exc, ContextHeld):  # Redis back must be noticed within the hold budget
+            self._retry_delay_s = min(self._retry_delay_s, HOLD_RETRY_MAX_S)
         log.warning("batch will be redone", extra={"stage": stage, "error": str(exc),
                                                    "error_class": type(exc).__name__,
                                                    "backoff_s": self._retry_delay_s})
@@ -367,7 +455,9 @@ class Worker:
         now = time.monotonic()
         if now >= self._next_lag_at:
             self._next_lag_at = now + LAG_EVERY_S
-            self.metrics.set_lag(self.consumer.lag())
+            lag = self.consumer.lag()
+            self._lag_total = sum(lag.values())
+            self.metrics.set_lag(lag)
         if self.hotswap is not None:
             self.hotswap.apply_ready(self.pipeline, self.metrics)
 
@@ -378,7 +468,9 @@ class Worker:
     # -- RebalanceListener -----------------------------------------------------------------
 
     def on_assigned(self, partitions: Sequence[TopicPartition]) -> None:
-        pass
+        if partitions and self._ready_at is not None and "assigned_after_ready_s" not in self._startup:
+            self._startup["assigned_after_ready_s"] = time.perf_counter() - self._ready_at
+            log.info("first partitions assigned", extra={"after_ready_s": round(self._startup["assigned_after_ready_s"], 3)})
 
     def on_revoked(self, partitions: Sequence[TopicPartition], lost: bool) -> None:
         gone = {(tp.topic, tp.partition) for tp in partitions}

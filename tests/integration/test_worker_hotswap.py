@@ -1,22 +1,22 @@
 """Hot swap mid-stream: the registry pointer moves, the worker loads and warms the new
 model in the background and swaps it in between batches — no event missed, none decided
-twice, no batch mixing models, no pause in the stream. A model that fails to load is
-refused and the old one keeps serving."""
+twice, no batch mixing models, no restart. A model that fails to load is refused and
+the old one keeps serving. How long the stream pauses at a swap is measured by
+``ops/bench/hotswap.py``, not asserted here (a test must not depend on the machine's speed)."""
 
 from __future__ import annotations
 
 import itertools
 import json
 import threading
-import time
 from collections import Counter
 
 import pytest
 
 from engine.codec import Codec
 from tests.integration.worker_support import (
-    WorkerProcess, make_events, model_processes, produce_events, read_verdicts, save_fresh_model, wait_until,
-    wenv,  # noqa: F401 (fixture)
+    WorkerProcess, make_events, model_processes, produce_events, read_committed, read_verdicts, save_fresh_model,
+    wait_until, wenv,  # noqa: F401 (fixture)
 )
 
 pytestmark = pytest.mark.integration
@@ -50,19 +50,23 @@ def test_hot_swap_mid_stream_with_no_gap_and_broken_models_refused(wenv, redis_c
         producer = threading.Thread(target=lambda: produced.append(produce_events(
             wenv.bootstrap, wenv.events, feed, codec, rate_per_s=400)))
         producer.start()
-        time.sleep(2.0)
+        wait_until(lambda: len(read_committed(wenv.bootstrap, wenv.verdicts, 1, timeout=2, settle_s=0)) >= 200,
+                   60, "v1 to decide part of the stream")
         _point(redis_client, wenv, "v-broken")
         refused = worker.wait_for("model refused; the old one keeps serving", timeout=30)
         assert refused["version"] == "v-broken"
         _point(redis_client, wenv, "v2")
         swapped = worker.wait_for("model swapped", timeout=30)
         assert swapped["version"] == "v2" and swapped["previous"] == "v1"
-        time.sleep(3.0)
+        wait_until(lambda: sum(1 for v in read_verdicts(wenv.bootstrap, wenv.verdicts, 1, codec, timeout=2,
+                                                        settle_s=0) if v.model_version == "v2") >= 200,
+                   60, "v2 to decide part of the stream")
         stop.set()
         producer.join()
         events = stream[:produced[0]]
         assert len(events) < len(stream), "the stream ran dry before the swap"
         verdicts = read_verdicts(wenv.bootstrap, wenv.verdicts, len(events), codec, timeout=90)
+        assert worker.proc.poll() is None and len(worker.logged("worker ready")) == 1  # swapped, not restarted
         if infer_process:  # v1's model process stopped once v2 replaced it; the refused one never lingered
             wait_until(lambda: len(model_processes(worker.proc.pid)) == 1, 15, "one model process (v2's)")
     finally:
@@ -78,7 +82,5 @@ def test_hot_swap_mid_stream_with_no_gap_and_broken_models_refused(wenv, redis_c
     # Between batches: once v2 decides, v1 never decides again.
     assert all(v.model_version == "v2" for v in ordered[first_v2:])
     assert all(v.model_version == "v1" for v in ordered[:first_v2])
-    # No gap: the stream (400 events/s) never stalled around the swap.
-    window = ordered[max(0, first_v2 - 200):first_v2 + 200]
-    gaps = [b.decided_at_ms - a.decided_at_ms for a, b in zip(window, window[1:])]
-    assert max(gaps) < 1000, f"a {max(gaps)} ms pause around the swap"
+    # Events were decided on both sides of the swap (the stream did not end at it).
+    assert first_v2 > 0 and len(ordered) - first_v2 >= 200

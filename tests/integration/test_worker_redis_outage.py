@@ -1,6 +1,8 @@
-"""Redis stopped and restarted mid-run: the worker keeps deciding in degraded mode
-(rules + review, reason ``context_unavailable``), the metrics show it, it recovers by
-itself, and every event still gets exactly one verdict.
+"""Redis stopped and restarted mid-run: the worker first holds its batches (retrying
+with back-off) for ``settings.worker.redis_hold_s``; an outage shorter than that sends
+nothing to review. Past it, the worker keeps deciding in degraded mode (rules + review,
+reason ``context_unavailable``), the metrics show it, it recovers by itself, and every
+event still gets exactly one verdict.
 
 The session's shared Redis is never touched: this test runs its own throwaway
 ``redis-server`` on a free port and stops/restarts only that one.
@@ -22,7 +24,8 @@ import redis
 
 from engine.codec import Codec
 from tests.integration.worker_support import (
-    WorkerProcess, make_events, produce_events, read_verdicts, save_fresh_model, wenv,  # noqa: F401 (fixture)
+    WorkerProcess, make_events, produce_events, read_committed, read_verdicts, save_fresh_model, wait_until,
+    wenv,  # noqa: F401 (fixture)
 )
 
 pytestmark = [pytest.mark.integration,
@@ -81,15 +84,17 @@ def test_redis_outage_degrades_then_recovers_without_losing_events(wenv, tmp_pat
     private = PrivateRedis(tmp_path / "redis")
     private.start()
     redis.Redis.from_url(private.url).set(f"{wenv.key_prefix}:model:serving", "v1")
-    events = make_events(wenv.unique, 3_000)
-    worker = WorkerProcess(wenv, "w1", tmp_path, TOLLGATE_REDIS_URL=private.url)
+    events = make_events(wenv.unique, 5_000)  # ~17 s at 300/s: the stream outlasts the outage well
+    # A hold of 1 s: this test is about what happens once the budget has run out.
+    worker = WorkerProcess(wenv, "w1", tmp_path, TOLLGATE_REDIS_URL=private.url, TOLLGATE_WORKER__REDIS_HOLD_S="1")
     try:
         worker.wait_for("worker ready")
         port = worker.health_port
         producer = threading.Thread(target=produce_events, args=(wenv.bootstrap, wenv.events, events, codec),
                                     kwargs={"rate_per_s": 300})
         producer.start()
-        time.sleep(2.5)
+        wait_until(lambda: len(read_committed(wenv.bootstrap, wenv.verdicts, 1, timeout=2, settle_s=0)) >= 300,
+                   60, "verdicts with Redis up")
         private.stop()
         outage_started = time.time() * 1000
         deadline = time.monotonic() + 20
@@ -116,3 +121,44 @@ def test_redis_outage_degrades_then_recovers_without_losing_events(wenv, tmp_pat
     assert all(outage_started - 1000 <= v.decided_at_ms <= recovered_at + 5000 for v in degraded)
     late = [v for v in verdicts if v.decided_at_ms > recovered_at + 5000]
     assert late and not any(any(r.code == "context_unavailable" for r in v.reasons) for v in late)
+
+
+def _sample(port: int, name: str, labels: str) -> float:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(f"{name}{{{labels}}} "):
+                return float(line.split()[1])
+    return 0.0
+
+
+def test_an_outage_inside_the_hold_budget_under_a_backlog_sends_nothing_to_review(wenv, tmp_path):
+    """Issue 20 item 4: a Redis outage during catch-up sent thousands of events to review.
+    With the hold (here 120 s, far longer than the outage) the backlog waits, is retried
+    with back-off, and is decided with its context once Redis is back."""
+    codec = Codec()
+    private = PrivateRedis(tmp_path / "redis")
+    private.start()
+    redis.Redis.from_url(private.url).set(f"{wenv.key_prefix}:model:serving", "v1")
+    events = make_events(wenv.unique, 3_000)
+    worker = WorkerProcess(wenv, "w1", tmp_path, TOLLGATE_REDIS_URL=private.url,
+                           TOLLGATE_WORKER__REDIS_HOLD_S="120")
+    try:
+        worker.wait_for("worker ready")
+        port = worker.health_port
+        private.stop()  # down before the backlog arrives: every batch meets the outage
+        produce_events(wenv.bootstrap, wenv.events, events, codec)
+        deadline = time.monotonic() + 60
+        while _sample(port, "tollgate_transactions_total", 'result="retried"') < 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _sample(port, "tollgate_transactions_total", 'result="retried"') >= 3, worker.tail()
+        assert _metric(port, "tollgate_degraded_verdicts_total") == 0.0  # held, not degraded
+        private.start()
+        verdicts = read_verdicts(wenv.bootstrap, wenv.verdicts, len(events), codec, timeout=120)
+        assert _metric(port, "tollgate_degraded_verdicts_total") == 0.0
+        assert worker.proc.poll() is None
+    finally:
+        worker.terminate()
+        private.stop()
+    counts = Counter(v.event_id for v in verdicts)
+    assert set(counts) == {e.event_id for e in events} and sum(counts.values()) == len(events)
+    assert not [v for v in verdicts if any(r.code == "context_unavailable" for r in v.reasons)]

@@ -11,7 +11,7 @@ import pytest
 
 from engine.codec import Codec
 from tests.integration.worker_support import (
-    WorkerProcess, make_events, produce_events, read_verdicts, wenv,  # noqa: F401 (fixture)
+    WorkerProcess, make_events, produce_events, read_committed, read_verdicts, wenv,  # noqa: F401 (fixture)
 )
 
 pytestmark = pytest.mark.integration
@@ -28,6 +28,11 @@ def _wait(condition, worker: WorkerProcess, timeout: float = 90.0) -> None:
         time.sleep(0.1)
 
 
+def _verdicts_at_least(wenv, n: int, worker: WorkerProcess) -> None:
+    """Until ``n`` verdicts are committed: the stream is flowing (instead of a sleep)."""
+    _wait(lambda: len(read_committed(wenv.bootstrap, wenv.verdicts, 1, timeout=2, settle_s=0)) >= n, worker)
+
+
 def test_two_workers_share_partitions_and_rebalances_lose_and_duplicate_nothing(wenv, tmp_path):
     codec = Codec()
     events = make_events(wenv.unique, 6_000)
@@ -38,11 +43,11 @@ def test_two_workers_share_partitions_and_rebalances_lose_and_duplicate_nothing(
         producer = threading.Thread(target=produce_events, args=(wenv.bootstrap, wenv.events, events, codec),
                                     kwargs={"rate_per_s": 400})
         producer.start()
-        time.sleep(2.0)
+        _verdicts_at_least(wenv, 400, w1)
         w2 = WorkerProcess(wenv, "w2", tmp_path)  # joins: cooperative rebalance moves some partitions
         _wait(lambda: any(p != "[]" for p in _assigned(w2)), w2)  # cooperative: 2nd round moves them
         assert w1.logged("partitions revoked"), "w1 must give partitions to w2"
-        time.sleep(3.0)
+        _verdicts_at_least(wenv, 1_600, w2)  # both have been deciding a while
         assert w1.terminate() == 0  # leaves: its partitions move to w2 at once
         producer.join()
         verdicts = read_verdicts(wenv.bootstrap, wenv.verdicts, len(events), codec, timeout=90)
@@ -70,7 +75,7 @@ def test_a_second_instance_with_the_same_worker_id_fences_the_zombie(wenv, tmp_p
         producer = threading.Thread(target=produce_events, args=(wenv.bootstrap, wenv.events, events[:half], codec),
                                     kwargs={"rate_per_s": 400})
         producer.start()
-        time.sleep(2.0)
+        _verdicts_at_least(wenv, 400, zombie)
         replacement = WorkerProcess(wenv, "w1", tmp_path)  # same id: init_transactions fences the first
         replacement.wait_for("worker ready")
         producer.join()

@@ -303,3 +303,21 @@ def test_registry_outage_is_not_a_dead_letter(registry_url):
     reader = Codec(Settings(), RegistryCatalog(dead_url, client_conf={"max.retries": 0}))
     with pytest.raises(RegistryUnavailable):
         reader.decode_event(raw)
+
+
+@pytest.mark.parametrize("bad", [b"\xff\xfe", b"\xc3\x28", b"\xed\xa0\x80", b"\xed\xbf\xbf"],
+                         ids=["bom-bytes", "truncated-2-byte", "encoded-high-surrogate", "encoded-low-surrogate"])
+def test_every_invalid_utf8_memo_is_a_decode_error_in_json_and_avro(codec, bad):
+    """Issue 20 item 5: an encoded surrogate was decided (json.loads(bytes) decodes with
+    surrogatepass) while other invalid UTF-8 was dead-lettered. All of it is refused now."""
+    event = make_event(memo="MEMO-PLACEHOLDER")
+    as_json = codec.events.encode_json(event).replace(b"MEMO-PLACEHOLDER", bad)
+    with pytest.raises(DecodeError) as info:
+        codec.decode_event(as_json, list(JSON_HEADERS))
+    assert info.value.stage == "decode"
+    as_avro = codec.encode_event(event)
+    placeholder = b"MEMO-PLACEHOLDER"
+    # Same length keeps the Avro string's length prefix right: pad the bad bytes.
+    patched = as_avro.replace(placeholder, bad + b"x" * (len(placeholder) - len(bad)))
+    with pytest.raises(DecodeError):
+        codec.decode_event(patched, None)

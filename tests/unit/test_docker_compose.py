@@ -308,3 +308,54 @@ def test_services_that_need_a_model_start_after_the_init_service_put_one_there()
         svc = services[name]
         assert svc["depends_on"][inits[0]]["condition"] == "service_completed_successfully", name
         assert dict(_mounts(svc)).get("models") == init_models, f"{name} must see the init service's models"
+
+
+def test_a_stalled_engine_worker_is_restarted_not_only_reported():
+    """Compose's ``restart:`` ignores health: the worker exits by itself when stalled, and
+    its probe turns a 503 from /healthz (which reports a stall; /readyz did not) into a
+    SIGTERM to PID 1, which the stop deadline turns into an exit within the grace period."""
+    from engine.settings import WorkerSettings
+
+    engine = _compose()["services"]["engine"]
+    assert engine["restart"] in ("unless-stopped", "always", "on-failure")
+    argv = engine["healthcheck"]["test"]
+    assert argv[:4] == ["CMD", "python", "-m", "engine.probe"], argv
+    assert argv[4].endswith(f":{Settings().http.worker_port}/healthz")
+    # The image runs `tollgate run` as PID 1 (no ENTRYPOINT wraps it), which the probe signals.
+    assert not any(word == "ENTRYPOINT" for word, _ in _dockerfile())
+    env = _service_env(engine)
+    assert env.get("TOLLGATE_WORKER__EXIT_WHEN_STALLED", "true").lower() == "true"
+    grace = engine["stop_grace_period"]
+    assert grace.endswith("s") and float(grace[:-1]) > WorkerSettings().stop_timeout_s
+
+
+def test_the_probe_signals_only_a_worker_that_answered_503(monkeypatch):
+    import http.server
+    import threading
+
+    from engine import probe
+
+    status = {"code": 200}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            self.send_response(status["code"])
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/healthz"
+    killed: list[tuple[int, int]] = []
+    monkeypatch.setattr(probe.os, "kill", lambda pid, sig: killed.append((pid, sig)))
+    try:
+        assert probe.probe(url, pid=1) == 0 and killed == []
+        status["code"] = 503
+        assert probe.probe(url, pid=1) == 1 and killed == [(1, probe.signal.SIGTERM)]
+        server.shutdown()
+        server.server_close()
+        assert probe.probe(url, pid=1, timeout_s=1) == 1 and len(killed) == 1  # refused: no signal
+    finally:
+        server.server_close()

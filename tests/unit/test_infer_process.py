@@ -124,3 +124,28 @@ def test_split_inference_refuses_two_different_models(model_dir, served, tmp_pat
     local = Inference.from_dir(save_model_dir(other, card, tmp_path / "pv2"))
     with pytest.raises(RuntimeError, match="model changed while loading"):
         SplitInference(local, served, remote_min_rows=16)
+
+
+def test_a_model_process_whose_worker_died_mid_reply_exits_quietly(model_dir):
+    """Issue 20 item 5: a killed worker's model process printed a BrokenPipeError
+    traceback when it answered a batch into the dead pipe. It exits 0, silently."""
+    import subprocess
+    import sys
+
+    from engine.infer_process import _read, _write
+    from engine.model.inputs import TENSOR_FIELDS
+
+    path, spec = model_dir
+    child = subprocess.Popen([sys.executable, "-m", "engine.infer_process"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _write(child.stdin, {"model_dir": str(path), "expected_schema_hash": None, "torch_threads": 1, "inference": {}})
+    assert _read(child.stdout)[0] == "ready"
+    child.stdout.close()  # the worker is gone: nobody reads the reply
+    inputs = random_inputs(spec, 3, seed=1)
+    _write(child.stdin, {name: getattr(inputs, name).numpy() for name in TENSOR_FIELDS})
+    child.stdin.close()
+    child.wait(60)
+    err = child.stderr.read()
+    child.stderr.close()
+    assert b"Traceback" not in err and b"BrokenPipe" not in err, err.decode(errors="replace")
+    assert child.returncode == 0

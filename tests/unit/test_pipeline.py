@@ -65,10 +65,15 @@ class FakeInference:
     """Amount decides: < 100 pass, < 500 review, else reject; the tag shifts nothing but
     lets a test see which model scored a batch."""
 
-    def __init__(self, tag: str = "m1", sleep_s: float = 0.0):
+    def __init__(self, tag: str = "m1", sleep_s: float = 0.0, hold: threading.Event | None = None):
         self.tag, self.sleep_s = tag, sleep_s
+        #: With ``hold``: ``entered`` is set once a batch is inside, which then waits for ``hold``.
+        self.hold, self.entered = hold, threading.Event()
 
     def __call__(self, batch: Encoded):
+        self.entered.set()
+        if self.hold is not None:
+            assert self.hold.wait(60), "the test never released the batch"
         time.sleep(self.sleep_s)
         probs = []
         for a in batch.amounts:
@@ -229,7 +234,8 @@ def test_latency_from_arrival_times():
 
 
 def test_swap_lands_between_batches_never_inside_one():
-    slow = FakeInference("old", sleep_s=0.2)
+    release = threading.Event()
+    slow = FakeInference("old", hold=release)
     pipe, _ = make(inference=slow)
     result = {}
 
@@ -238,9 +244,13 @@ def test_swap_lands_between_batches_never_inside_one():
 
     t = threading.Thread(target=run)
     t.start()
-    time.sleep(0.05)  # the batch is inside infer now
-    pipe.swap(model_version="model-2", inference=FakeInference("new"), policy={"tie_margin": 0.1})
-    t.join()
+    assert slow.entered.wait(60)  # the batch is inside infer now
+    swapping = threading.Thread(target=pipe.swap, kwargs={
+        "model_version": "model-2", "inference": FakeInference("new"), "policy": {"tie_margin": 0.1}})
+    swapping.start()
+    release.set()
+    t.join(60)
+    swapping.join(60)
     assert result["v"][0].model_version == "model-1"  # the running batch kept its model
     after = pipe.decide_batch([ev(1, customer="c9")])
     assert after[0].model_version == "model-2" and pipe.policy.tie_margin == 0.1

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -153,9 +152,10 @@ def test_alias_bomb_is_refused_without_expanding() -> None:
     bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi")) + "rules: [*i]\n"
     bomb = bomb.encode()
-    started = time.perf_counter()
+    # Refused at the first anchor, before anything is expanded: expanding would build
+    # 9**9 list items and never finish (no wall-clock bound here: the machine's speed
+    # must not decide a test).
     out = problems({"bomb.yaml": bomb})
-    assert time.perf_counter() - started < 1.0
     assert out == ["bomb.yaml:1: YAML anchors and aliases (&a / *a) are not allowed in rule files"]
 
 

@@ -67,6 +67,8 @@ class FakeConsumer:
 
 
 class FakeEmitter:
+    longest_commit_s = 30.0
+
     def __init__(self, abort_times: int = 0):
         self.commits: list[tuple[list, list, dict]] = []
         self.abort_times = abort_times

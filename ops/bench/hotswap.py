@@ -1,0 +1,145 @@
+"""The verdict stream around a model hot swap: the largest gap between consecutive
+verdicts near each swap, at 250 and 1,000 events/s, with and without the model process.
+
+    source /work/issues/stack.env   # or: eval "$(ops/stack up)"
+    OMP_NUM_THREADS=1 python ops/bench/hotswap.py --swaps 5
+
+Needs the broker and Redis (TOLLGATE_KAFKA_BOOTSTRAP, TOLLGATE_REDIS_URL). For each
+mode and rate: a worker (``tollgate run``) serves v1 while events stream at the rate;
+the serving pointer is moved ``--swaps`` times (v2, v3, ...; published on the registry
+channel, as a promotion is), each once the previous swap has been followed by a few
+seconds of stream. Then every verdict is read back (read_committed) and, per swap, the
+largest gap between consecutive ``decided_at_ms`` from 0.5 s before the pointer moved
+(loading happens in between) to 3 s after the worker logged the swap is compared with the largest gap in stretches away from any swap (the
+stream's own jitter at that rate). Printed: per swap the gap, then per mode and rate
+the p99 (nearest rank) over swaps of the around-swap gap, and the baseline.
+"""
+
+from __future__ import annotations
+
+import _common  # noqa: F401  (first: the repository, not this folder, on sys.path)
+
+import argparse
+import itertools
+import json
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from _common import percentile
+from engine.codec import Codec
+from tests.integration.worker_support import (
+    WorkerEnv, WorkerProcess, make_events, produce_events, read_verdicts, save_fresh_model,
+)
+
+#: The window of a swap: from this long before the pointer moved (so loading the new
+#: model in the background is inside it) to this long after the worker swapped.
+BEFORE_MS, AFTER_MS = 500, 3_000
+
+
+def _largest_gap(times: list[float], lo: float, hi: float) -> float:
+    inside = [t for t in times if lo <= t <= hi]
+    return max((b - a for a, b in zip(inside, inside[1:])), default=float("nan"))
+
+
+def run_one(bootstrap: str, redis_url: str, infer_process: bool, rate: float, swaps: int, settle_s: float,
+            work: Path) -> dict:
+    import redis
+
+    unique = "bench-swap-" + uuid.uuid4().hex[:8]
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topics = {f"tx.events.{unique}": 4, f"tx.verdicts.{unique}": 4, f"tx.events.dlq.{unique}": 1}
+    for f in admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()]).values():
+        f.result(60)
+    events_t, verdicts_t, dlq_t = topics
+    wenv = WorkerEnv(bootstrap, redis_url, unique, events_t, verdicts_t, dlq_t, models_dir=work / unique)
+    for i in range(1, swaps + 2):
+        save_fresh_model(wenv.models_dir, f"v{i}", seed=i)
+    client = redis.Redis.from_url(redis_url)
+    client.set(f"{wenv.key_prefix}:model:serving", "v1")
+    codec = Codec()
+    stop = threading.Event()
+    produced: list[int] = []
+    stream = itertools.takewhile(lambda _: not stop.is_set(), itertools.chain.from_iterable(
+        make_events(unique, 1_000, start=k * 1_000) for k in itertools.count()))
+    worker = WorkerProcess(wenv, "w1", work, "--hot-swap-check-s", "60",
+                           TOLLGATE_BATCH__INFER_PROCESS="true" if infer_process else "false")
+    swap_ms: list[float] = []
+    moved_ms: list[float] = []
+    try:
+        worker.wait_for("worker ready", timeout=300)
+        producer = threading.Thread(target=lambda: produced.append(
+            produce_events(bootstrap, events_t, stream, codec, rate_per_s=rate)), daemon=True)
+        producer.start()
+        time.sleep(settle_s)  # a stretch with no swap: the baseline
+        for i in range(2, swaps + 2):
+            moved_ms.append(time.time() * 1000)
+            client.set(f"{wenv.key_prefix}:model:serving", f"v{i}")
+            client.publish(f"{wenv.key_prefix}:model:events", json.dumps({"version": f"v{i}", "action": "promote"}))
+            deadline = time.monotonic() + 300
+            while not [m for m in worker.logged("model swapped") if m.get("version") == f"v{i}"]:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"no swap to v{i}:\n{worker.tail()}")
+                time.sleep(0.2)
+            swapped = [m for m in worker.logged("model swapped") if m.get("version") == f"v{i}"][-1]
+            swap_ms.append(float(swapped["ts"]) * 1000)
+            time.sleep(settle_s)  # the stream after the swap (and before the next load starts)
+        stop.set()
+        producer.join(60)
+        verdicts = read_verdicts(bootstrap, verdicts_t, produced[0], codec, timeout=300, settle_s=2)
+    finally:
+        stop.set()
+        worker.terminate()
+        admin.delete_topics(list(topics))
+        for key in client.scan_iter(f"{wenv.key_prefix}:*", count=5000):
+            client.delete(key)
+    times = sorted(v.decided_at_ms for v in verdicts)
+    around = [_largest_gap(times, m - BEFORE_MS, s + AFTER_MS) for m, s in zip(moved_ms, swap_ms)]
+    start = times[0] + 1_000  # the baseline: the first settle stretch, after a second of warm-up
+    baseline = _largest_gap(times, start, moved_ms[0] - BEFORE_MS)
+    load_s = [round((s - m) / 1000, 2) for m, s in zip(moved_ms, swap_ms)]
+    versions = sorted({v.model_version for v in verdicts})
+    return {"around": around, "baseline": baseline, "load_s": load_s, "verdicts": len(verdicts), "produced": produced[0],
+            "versions": versions}
+
+
+def main() -> int:
+    # A SIGTERM must still run the clean-up below (stop the workers, delete the topics).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--swaps", type=int, default=5)
+    ap.add_argument("--rates", default="250,1000")
+    ap.add_argument("--modes", default="in-process,model-process")
+    ap.add_argument("--settle-s", type=float, default=6.0, help="stream seconds before the first swap and after each")
+    args = ap.parse_args()
+    bootstrap, redis_url = os.environ.get("TOLLGATE_KAFKA_BOOTSTRAP"), os.environ.get("TOLLGATE_REDIS_URL")
+    if not (bootstrap and redis_url):
+        print("set TOLLGATE_KAFKA_BOOTSTRAP and TOLLGATE_REDIS_URL (source the stack's env)", file=sys.stderr)
+        return 2
+    work = Path(tempfile.mkdtemp(prefix="tollgate-hotswap-"))
+    rows = []
+    for rate in (float(r) for r in args.rates.split(",")):
+        for mode in args.modes.split(","):
+            r = run_one(bootstrap, redis_url, mode == "model-process", rate, args.swaps, args.settle_s, work)
+            print(f"{mode:13s} {rate:6.0f}/s: largest gap around each swap (ms) "
+                  f"{', '.join(f'{g:.0f}' for g in r['around'])}; baseline {r['baseline']:.0f} ms; "
+                  f"pointer to swap {r['load_s']} s; {r['verdicts']}/{r['produced']} verdicts, "
+                  f"versions {r['versions']}", flush=True)
+            rows.append((mode, rate, r))
+    print(f"\np99 (nearest rank) over {args.swaps} swaps of the largest verdict gap from "
+          f"{BEFORE_MS / 1000:g} s before the pointer moved to {AFTER_MS / 1000:g} s after the swap")
+    for mode, rate, r in rows:
+        print(f"  {mode:13s} {rate:6.0f} events/s  around swap p99 {percentile(r['around'], 99):6.0f} ms   "
+              f"no swap {r['baseline']:6.0f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
