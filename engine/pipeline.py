@@ -303,12 +303,12 @@ class _StageClock:
 
 def _encode(c: Components, events: Sequence[TransactionEvent], snapshots: Sequence[Any]
             ) -> tuple[Any, list[int], list[TransactionEvent]]:
-    """The encoded batch plus, after its rows, every text-free twin (``adapt.text_twins``),
-    encoded by the same encoder with its event's context snapshot."""
-    encoded = c.encoder.encode(events, snapshots)
+    """The events and, after them, every text-free twin (``adapt.text_twins``) with its
+    event's context snapshot, encoded in one call of the same encoder."""
     owners, twins = adapt.text_twins(events)
-    if twins:
-        encoded = type(encoded).concat([encoded, c.encoder.encode(twins, [snapshots[i] for i in owners])])
+    if not twins:
+        return c.encoder.encode(events, snapshots), owners, twins
+    encoded = c.encoder.encode([*events, *twins], [*snapshots, *(snapshots[i] for i in owners)])
     return encoded, owners, twins
 
 

@@ -48,10 +48,6 @@ class Encoded:
     amounts: list[float]
     history: list[int]
 
-    @staticmethod
-    def concat(batches):  # the pipeline appends the text-free twins' rows
-        return Encoded([a for b in batches for a in b.amounts], [h for b in batches for h in b.history])
-
 
 class FakeEncoder:
     def encode(self, events, snapshots):
