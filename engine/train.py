@@ -104,9 +104,10 @@ class TrainConfig(BaseModel):
     #: lowered the risk score (issue 22). Chosen on validation data, measured with
     #: ``python ops/bench/user_text_train.py`` (docs/field-isolation.md). 0: off.
     text_dropout: float = Field(default=0.5, ge=0, le=1)
-    #: Token positions of each user-text field in ``text_ids``, in order (the encoder's
-    #: ``TEXT_FIELDS``): what ``text_dropout`` blanks as one field.
-    text_field_lengths: tuple[int, ...] = tuple(n for _, n in TEXT_FIELDS)
+    #: Token positions of each user-text field in ``text_ids``, in order: what
+    #: ``text_dropout`` blanks as one field. None: the encoder's ``TEXT_FIELDS`` when they
+    #: cover the inputs' text segment, else the whole segment as one field.
+    text_field_lengths: tuple[int, ...] | None = None
     #: 1 by default: on a shared, oversubscribed CPU two OpenMP threads spin and ran 20x
     #: slower here (0.5 vs 10 batches/s); raise it on a dedicated machine.
     threads: int = Field(default=1, ge=1)
@@ -237,6 +238,9 @@ def _selection_score(record: dict[str, float]) -> float | None:
     return None
 
 
+_ENCODER_TEXT_FIELDS = tuple(n for _, n in TEXT_FIELDS)
+
+
 def drop_text_fields(batch: LabelledSet, cfg: TrainConfig, gen: torch.Generator) -> LabelledSet:
     """``batch`` with each row's user-text fields blanked independently with probability
     ``cfg.text_dropout``: exactly the tensors the encoder gives an event without that
@@ -255,12 +259,14 @@ def drop_text_fields(batch: LabelledSet, cfg: TrainConfig, gen: torch.Generator)
     ids, mask = batch.inputs.text_ids, batch.inputs.text_mask
     if not ids.shape[1]:
         return batch
-    if sum(cfg.text_field_lengths) != ids.shape[1]:
-        raise ValueError(f"text_field_lengths {cfg.text_field_lengths} do not cover the {ids.shape[1]} text "
-                         f"positions of the inputs")
+    lengths = cfg.text_field_lengths
+    if lengths is None:
+        lengths = _ENCODER_TEXT_FIELDS if sum(_ENCODER_TEXT_FIELDS) == ids.shape[1] else (ids.shape[1],)
+    if sum(lengths) != ids.shape[1]:
+        raise ValueError(f"text_field_lengths {lengths} do not cover the {ids.shape[1]} text positions of the inputs")
     ids, mask = ids.clone(), mask.clone()
     start = 0
-    for length in cfg.text_field_lengths:
+    for length in lengths:
         drop = torch.rand(ids.shape[0], generator=gen) < cfg.text_dropout
         ids[drop, start:start + length] = 0
         mask[drop, start:start + length] = False
