@@ -40,14 +40,14 @@ MEMO = slice(0, TEXT_FIELDS[0][1])
 DESCRIPTOR = slice(TEXT_FIELDS[0][1], TEXT_FIELDS[0][1] + TEXT_FIELDS[1][1])
 
 
-def validation_stream(days: int, eval_days: int, customers: int, seed: int):
+def validation_stream(days: int, eval_days: int, customers: int, seed: int, **sim: float):
     """Encoded events of the last ``eval_days`` (context warmed by the days before),
     fraud labels, memo presence and memo-injection flags."""
     encoder, store = FieldIsolatedEncoder(), MemoryFeatureStore()
     seen: dict[str, tuple[str, int]] = {}
     batches, fraud, has_memo, injected = [], [], [], []
     config = SimConfig(customers=customers, terminals=customers * 2, days=days, seed=seed,
-                       outcome_delay_mean_days=2.0, drain_outcomes=False)
+                       outcome_delay_mean_days=2.0, drain_outcomes=False, **sim)
     for k, day in enumerate(Simulator(config).days()):
         arrivals = [LabelArrival(str(e), *seen[str(e)], int(at), OutcomeKind(kind).is_bad)
                     for e, kind, at in zip(day.outcomes.get("event_id", ()), day.outcomes.get("kind", ()),
@@ -106,14 +106,21 @@ def main() -> None:
     ap_.add_argument("--eval-days", type=int, default=3)
     ap_.add_argument("--customers", type=int, default=1000)
     ap_.add_argument("--seed", type=int, default=2207, help="validation seed (never a training one)")
+    ap_.add_argument("--injection-rate", type=float, default=None,
+                     help="share of memos that are injections (simulator default 0.01)")
+    ap_.add_argument("--fraud-injection-rate", type=float, default=None,
+                     help="the same for leaked-card frauds (default 0.1): raise it for an injection-heavy scenario")
     args = ap_.parse_args()
     torch.set_num_threads(1)
 
+    sim = {k: v for k, v in (("injection_rate", args.injection_rate),
+                             ("fraud_injection_rate", args.fraud_injection_rate)) if v is not None}
     batch, fraud, has_memo, injected, benign_ids = validation_stream(args.days, args.eval_days, args.customers,
-                                                                     args.seed)
+                                                                     args.seed, **sim)
     print(f"validation: {len(batch)} events, {int(fraud.sum())} frauds; with memo {int(has_memo.sum())} "
           f"({int((fraud & has_memo).sum())} frauds); injected memo {int(injected.sum())} "
-          f"({int((fraud & injected).sum())} frauds); seed {args.seed}, last {args.eval_days} of {args.days} days")
+          f"({int((fraud & injected).sum())} frauds); seed {args.seed}, last {args.eval_days} of {args.days} days"
+          + (f", {sim}" if sim else ""))
     print(f"{'model':34s} {'AP all':>13s} {'AP memo':>13s} {'AP injected':>13s} {'benign memo lowers':>19s} "
           f"{'median ratio':>12s} {'serving raised':>14s}")
     print(f"{'':34s} {'served/none':>13s} {'served/none':>13s} {'served/none':>13s}")
