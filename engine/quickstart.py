@@ -112,8 +112,11 @@ def train_quick(*, history_days: int, customers: int, seed: int, report_dir: Pat
     data, encoder = simulated_training_set(history_days=history_days, customers=customers, seed=seed)
     cfg = TrainConfig(**{"seed": seed, "epochs": epochs, "batch_size": 256, "negative_keep": 0.3, "threads": 1,
                          **train_options})
-    result = train_model(data, ModelConfig(inputs=InputSpec.from_schema(encoder.schema)), cfg,
-                         version="quickstart", report_dir=report_dir)
+    # The text segment adds no detection on the simulator's memo and injection scenarios,
+    # and a model that reads it learns that text means safety; the detector still screens
+    # it (docs/field-isolation.md; python ops/bench/user_text_train.py).
+    model_config = ModelConfig(inputs=InputSpec.from_schema(encoder.schema), read_text=False)
+    result = train_model(data, model_config, cfg, version="quickstart", report_dir=report_dir)
     return result.model, result.card
 
 
