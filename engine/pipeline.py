@@ -26,16 +26,17 @@ half old model, half new.
 When the feature store raises ``ContextUnavailable`` the batch is scored on empty
 context snapshots and the policy runs in degraded mode (see ``engine.decide``).
 
-**Untrusted text may only add suspicion.** The model reads the memo/descriptor in its
-own segment, so a benign-looking memo could otherwise nudge a borderline event from
-review to pass. Every event that carries text is therefore scored twice *in the same
-forward pass* — as sent, and with its text segment masked (trusted fields alone) — and
-both variants go through policy and rules; the more severe final verdict wins, with the
-reason ``user_text_cannot_lower`` when the trusted-only variant decided. (A row already
-rejected with its text cannot be made more severe, so its twin skips policy and rules.)
-Together with
-the detector (which only escalates) this makes inserting text into an event unable to
-move its verdict towards pass (``tests/unit/test_field_isolation_e2e.py``).
+**Untrusted text may only add suspicion** (docs/field-isolation.md). For every event,
+the verdict's severity and the risk score are at least those of the same event without
+its user text. Every event that carries text has *text-free twins*: the same event with
+each proper subset of its text fields removed (memo and descriptor: three twins). Twins
+are real events, encoded, screened and ruled on exactly as if they had been sent that
+way, and scored in the same forward pass as the batch. The most severe final verdict
+over an event and its twins wins, and the risk score is their maximum; the reason
+``user_text_cannot_lower`` says when a twin raised either. (A row already rejected with
+its text cannot be made more severe, so its twins skip detect, policy and rules.) With
+the detector, which only escalates, adding text to an event can never move it towards
+pass (``tests/unit/test_user_text_cannot_lower.py``).
 """
 
 from __future__ import annotations
@@ -91,7 +92,8 @@ class BatchTimings:
 class PreparedBatch:
     """A batch after enrich and encode, with the components it started with (so a swap
     never splits it). Rows ``0..n-1`` of ``encoded`` are the events as sent; the rows
-    after them are the text-blind twins of ``text_rows``, in that order."""
+    after them are ``twins``, the text-free twins of the events ``text_rows`` names
+    (one entry per twin, so an event with two text fields is named three times)."""
 
     components: Components
     events: list[TransactionEvent]
@@ -102,6 +104,7 @@ class PreparedBatch:
     encoded: Any
     text_rows: list[int]
     timings: BatchTimings
+    twins: list[TransactionEvent] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.events)
@@ -203,9 +206,9 @@ class DecisionPipeline:
                 snapshots, degraded = self._enrich(c, events)
             timings.degraded = degraded
             with clock("encode"):
-                encoded, text_rows = _encode(c, events, snapshots)
+                encoded, text_rows, twins = _encode(c, events, snapshots)
         return PreparedBatch(c, events, None if arrival_ms is None else [float(a) for a in arrival_ms],
-                             start_wall_ms, snapshots, degraded, encoded, text_rows, timings)
+                             start_wall_ms, snapshots, degraded, encoded, text_rows, timings, twins)
 
     def score(self, prepared: PreparedBatch) -> ScoredBatch:
         """infer: the model on every row of the batch in one call. Reads nothing that
@@ -224,7 +227,7 @@ class DecisionPipeline:
             return []
         c, events = p.components, p.events
         detections, proposals, finals = _decide_and_guard(c, events, p.snapshots, p.degraded, scored.rows,
-                                                          p.text_rows, _StageClock(p.timings))
+                                                          p.text_rows, p.twins, _StageClock(p.timings))
         self.last_timings = p.timings
         decided_at = time.time() * 1000.0
         rules_version = str(getattr(c.guard, "version", "none")) if c.guard is not None else "none"
@@ -262,9 +265,9 @@ class DecisionPipeline:
             snapshots = [c.empty_context(e) if c.empty_context is not None else None for e in events]
             if any(s is None for s in snapshots):
                 raise RuntimeError("warmup needs Components.empty_context")
-            encoded, text_rows = _encode(c, events, snapshots)
+            encoded, text_rows, twins = _encode(c, events, snapshots)
             rows = _infer(c, encoded, n + len(text_rows))
-            _decide_and_guard(c, events, snapshots, False, rows, text_rows, _StageClock(BatchTimings()))
+            _decide_and_guard(c, events, snapshots, False, rows, text_rows, twins, _StageClock(BatchTimings()))
         return time.perf_counter() - t0
 
     def _enrich(self, c: Components, events: Sequence[TransactionEvent]) -> tuple[list[Any], bool]:
@@ -298,13 +301,15 @@ class _StageClock:
         self._timings.stage_ms[self._stage] += (time.perf_counter() - self._t0) * 1000.0
 
 
-def _encode(c: Components, events: Sequence[TransactionEvent], snapshots: Sequence[Any]) -> tuple[Any, list[int]]:
-    """The encoded batch plus, after its rows, a text-blind twin of every row with text."""
-    encoded = c.encoder.encode(events, snapshots)
-    text_rows = adapt.rows_with_text(encoded)
-    if text_rows:
-        encoded = type(encoded).concat([encoded, adapt.text_blind(encoded[text_rows])])
-    return encoded, text_rows
+def _encode(c: Components, events: Sequence[TransactionEvent], snapshots: Sequence[Any]
+            ) -> tuple[Any, list[int], list[TransactionEvent]]:
+    """The events and, after them, every text-free twin (``adapt.text_twins``) with its
+    event's context snapshot, encoded in one call of the same encoder."""
+    owners, twins = adapt.text_twins(events)
+    if not twins:
+        return c.encoder.encode(events, snapshots), owners, twins
+    encoded = c.encoder.encode([*events, *twins], [*snapshots, *(snapshots[i] for i in owners)])
+    return encoded, owners, twins
 
 
 def _infer(c: Components, encoded: Any, n_rows: int) -> list[ScoreRow]:
@@ -312,13 +317,15 @@ def _infer(c: Components, encoded: Any, n_rows: int) -> list[ScoreRow]:
 
 
 def _decide_and_guard(c: Components, events: Sequence[TransactionEvent], snapshots: Sequence[Any],
-                      degraded: bool, all_rows: Sequence[ScoreRow], text_rows: Sequence[int], clock: _StageClock
+                      degraded: bool, all_rows: Sequence[ScoreRow], owners: Sequence[int],
+                      twins: Sequence[TransactionEvent], clock: _StageClock
                       ) -> tuple[list[Any], list[PolicyDecision], list[tuple[Any, tuple[Reason, ...], str | None]]]:
-    """detect → decide → guard, each timed; then the text-blind twins, and the more
-    severe outcome wins. A row already at the most severe verdict with its text cannot
-    be raised by its twin, so that twin is not decided at all."""
+    """detect → decide → guard, each timed; then the same for the text-free twins, and
+    per event the most severe final verdict wins and the highest risk score is kept. A
+    row already at the most severe verdict with its text cannot be raised by a twin, so
+    those twins are not decided at all (their risk scores still count)."""
     n = len(events)
-    rows, blind_rows = all_rows[:n], all_rows[n:]
+    rows, twin_rows = all_rows[:n], all_rows[n:]
     with clock("detect"):
         detections = adapt.detect(c.detector, events)
     with clock("decide"):
@@ -326,18 +333,39 @@ def _decide_and_guard(c: Components, events: Sequence[TransactionEvent], snapsho
     with clock("guard"):
         contexts = adapt.rule_contexts(c.guard, snapshots)
         finals = adapt.guard(c.guard, events, contexts, proposals)
-    open_twins = [(i, r) for i, r in zip(text_rows, blind_rows) if SEVERITY[finals[i][0]] < _MOST_SEVERE]
+    if not owners:
+        return detections, proposals, finals
+    deciders = list(proposals)
+    risks = [p.risk_score for p in proposals]
+    for i, row in zip(owners, twin_rows):
+        risks[i] = max(risks[i], row.risk)
+    open_twins = [k for k, i in enumerate(owners) if SEVERITY[finals[i][0]] < _MOST_SEVERE]
     if open_twins:
+        open_events = [twins[k] for k in open_twins]
+        with clock("detect"):
+            twin_detections = _detect_twins(c, open_events)
         with clock("decide"):
-            blind = [decide(r, detections[i], c.policy, degraded) for i, r in open_twins]
+            twin_proposals = [decide(twin_rows[k], d, c.policy, degraded) for k, d in zip(open_twins, twin_detections)]
         with clock("guard"):
-            blind_finals = adapt.guard(c.guard, [events[i] for i, _ in open_twins],
-                                       [contexts[i] for i, _ in open_twins], blind)
-        for (i, _), proposal, final in zip(open_twins, blind, blind_finals):
+            twin_finals = adapt.guard(c.guard, open_events, [contexts[owners[k]] for k in open_twins], twin_proposals)
+        for k, proposal, final in zip(open_twins, twin_proposals, twin_finals):
+            i = owners[k]
             if SEVERITY[final[0]] > SEVERITY[finals[i][0]]:
-                proposals[i] = adapt.trusted_only(proposal, proposals[i])
-                finals[i] = final
+                deciders[i], finals[i] = proposal, final
+    for i in sorted(set(owners)):
+        proposals[i] = adapt.text_cannot_lower(deciders[i], proposals[i], risks[i])
     return detections, proposals, finals
+
+
+def _detect_twins(c: Components, twins: Sequence[TransactionEvent]) -> list[Any]:
+    """``adapt.detect`` over the twins; a twin without any text gets None, which is what
+    ``adapt.detect`` gives such an event, without a detector call."""
+    texted = [j for j, e in enumerate(twins) if e.memo is not None or e.merchant_descriptor is not None]
+    out: list[Any] = [None] * len(twins)
+    if texted:
+        for j, detection in zip(texted, adapt.detect(c.detector, [twins[j] for j in texted])):
+            out[j] = detection
+    return out
 
 
 def _warmup_event(i: int) -> TransactionEvent:

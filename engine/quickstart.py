@@ -94,26 +94,44 @@ def world_customers(customers: int) -> int:
 
 
 def train_quick(*, history_days: int, customers: int, seed: int, report_dir: Path | None = None,
-                epochs: int = 5) -> tuple[Any, Any]:
+                epochs: int = 5, **train_options: Any) -> tuple[Any, Any]:
     """Simulate ``history_days``, enrich in event time (delayed outcomes feed the terminal
     risk features as they arrive, as the feedback worker does live), encode, train.
+    ``train_options`` override ``TrainConfig`` fields (e.g. ``text_dropout``).
 
     Labels are the simulator's ground truth, as if every outcome were known: this is the
     bootstrap model; the feedback loop then fine-tunes on outcomes as they arrive."""
     import torch
 
-    from engine.encode import EncodedBatch, FieldIsolatedEncoder
-    from engine.features.memory import MemoryFeatureStore
-    from engine.features.store import LabelArrival
     from engine.model import InputSpec, ModelConfig
-    from engine.records import OutcomeKind
-    from engine.simulate import SimConfig, Simulator
-    from engine.simulate_frames import events_from_frame
-    from engine.train import LabelledSet, TrainConfig, train_model
+    from engine.train import TrainConfig, train_model
 
     # One thread: on a small shared CPU, OpenMP spin between two threads made each
     # optimiser step many times slower (docs/performance.md, "Quickstart").
     torch.set_num_threads(1)
+    data, encoder = simulated_training_set(history_days=history_days, customers=customers, seed=seed)
+    cfg = TrainConfig(**{"seed": seed, "epochs": epochs, "batch_size": 256, "negative_keep": 0.3, "threads": 1,
+                         **train_options})
+    # The text segment adds no detection on the simulator's memo and injection scenarios,
+    # and a model that reads it learns that text means safety; the detector still screens
+    # it (docs/field-isolation.md; python ops/bench/user_text_train.py).
+    model_config = ModelConfig(inputs=InputSpec.from_schema(encoder.schema), read_text=False)
+    result = train_model(data, model_config, cfg, version="quickstart", report_dir=report_dir)
+    return result.model, result.card
+
+
+def simulated_training_set(*, history_days: int, customers: int, seed: int) -> tuple[Any, Any]:
+    """``train_quick``'s data: (``LabelledSet`` of the simulated days, the encoder)."""
+    import torch
+
+    from engine.encode import EncodedBatch, FieldIsolatedEncoder
+    from engine.features.memory import MemoryFeatureStore
+    from engine.features.store import LabelArrival
+    from engine.records import OutcomeKind
+    from engine.simulate import SimConfig, Simulator
+    from engine.simulate_frames import events_from_frame
+    from engine.train import LabelledSet
+
     encoder, store = FieldIsolatedEncoder(), MemoryFeatureStore()
     seen: dict[str, tuple[str, int]] = {}  # event id -> (terminal, event time), to place arriving labels
     batches, labels, amounts, times = [], [], [], []
@@ -141,10 +159,7 @@ def train_quick(*, history_days: int, customers: int, seed: int, report_dir: Pat
                        torch.as_tensor(np.concatenate(labels), dtype=torch.float32),
                        torch.as_tensor(np.concatenate(amounts), dtype=torch.float32),
                        torch.as_tensor(np.concatenate(times), dtype=torch.int64))
-    cfg = TrainConfig(seed=seed, epochs=epochs, batch_size=256, negative_keep=0.3, threads=1)
-    result = train_model(data, ModelConfig(inputs=InputSpec.from_schema(encoder.schema)), cfg,
-                         version="quickstart", report_dir=report_dir)
-    return result.model, result.card
+    return data, encoder
 
 
 # -- 3. the replay ----------------------------------------------------------------------------

@@ -3,12 +3,13 @@
 The pipeline owns the order of the stages; this module owns how one stage's output
 becomes the next one's input: model outputs → one ``ScoreRow`` per row, detector
 results → one ``EventDetection`` per event, proposals → the guard and back, and the
-text-blind twin rows that keep user text from lowering a verdict. No state here.
+text-free twin events that keep user text from lowering a verdict or a risk score. No state here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import combinations
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -26,28 +27,59 @@ class EventDetection:
     reasons: tuple[Any, ...] = ()
 
 
-# -- text-blind twins -----------------------------------------------------------------------
+# -- text-free twins --------------------------------------------------------------------------
 
-def rows_with_text(encoded: Any) -> list[int]:
-    """Rows whose untrusted segment holds at least one token."""
-    mask = getattr(encoded, "text_mask", None)
-    if mask is None:
-        return []
-    return [int(i) for i in mask.any(dim=1).nonzero().flatten().tolist()]
+#: The untrusted text fields of an event: whatever a user or merchant typed.
+USER_TEXT_FIELDS: tuple[str, ...] = ("memo", "merchant_descriptor")
 
 
-def text_blind(encoded: Any) -> Any:
-    """The same rows with the untrusted segment emptied: what the trusted fields alone say."""
-    return replace(encoded, text_ids=encoded.text_ids.new_zeros(encoded.text_ids.shape),
-                   text_mask=encoded.text_mask.new_zeros(encoded.text_mask.shape))
+def text_twins(events: Sequence[TransactionEvent]) -> tuple[list[int], list[TransactionEvent]]:
+    """For every event with user text, the same event with each proper subset of its
+    text fields removed (the text-free event first): ``(owner index per twin, twins)``.
+
+    A twin is a real event, not a masked row: it goes through the same encoder, detector
+    and rules as an event sent without that text, so its tensors, detector result and
+    rule inputs are exactly that event's. An event with memo and descriptor gets three
+    twins (neither, descriptor only, memo only), so taking the most severe outcome over
+    an event and its twins makes adding *any* text field unable to lower the outcome.
+    """
+    owners: list[int] = []
+    twins: list[TransactionEvent] = []
+    for i, e in enumerate(events):
+        present = tuple(name for name, value in (("memo", e.memo), ("merchant_descriptor", e.merchant_descriptor))
+                        if value is not None)
+        if not present:
+            continue
+        for kept in _proper_subsets(present):
+            owners.append(i)
+            twins.append(replace(e, **{name: None for name in present if name not in kept}))
+    return owners, twins
 
 
-def trusted_only(blind: PolicyDecision, with_text: PolicyDecision) -> PolicyDecision:
-    """The trusted-only proposal, with the reason that says why it decided."""
+def _proper_subsets(names: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """Every subset of ``names`` but ``names`` itself, smallest first (the empty one first)."""
+    return [kept for size in range(len(names)) for kept in combinations(names, size)]
+
+
+def text_cannot_lower(decider: PolicyDecision, with_text: PolicyDecision, risk: float) -> PolicyDecision:
+    """The event's proposal once its twins are counted: ``decider`` (the proposal whose
+    final verdict was the most severe, the event's own or a twin's) with the risk score
+    ``risk`` (the highest over the event and its twins). The detector's view of the
+    event's own text is kept, and ``user_text_cannot_lower`` says what the twins changed."""
+    changes = []
+    if decider is not with_text:
+        changes.append(f"with its user text the verdict would have been {with_text.verdict.value}; "
+                       f"without (some of) it {decider.verdict.value}")
+    if risk > with_text.risk_score:
+        changes.append(f"risk score {risk:.4f} without (some of) its user text, {with_text.risk_score:.4f} with it")
+    if not changes:
+        return with_text
     reason = Reason(ReasonKind.POLICY, "user_text_cannot_lower",
-                    f"with its user text the model proposed {with_text.verdict.value}; on trusted "
-                    f"fields alone {blind.verdict.value} — untrusted text may only add suspicion")
-    return replace(blind, reasons=blind.reasons + (reason,))
+                    "; ".join(changes) + " — untrusted text may only add suspicion")
+    detector_reasons = () if decider is with_text else tuple(
+        r for r in with_text.reasons if r.kind is ReasonKind.DETECTOR and r not in decider.reasons)
+    return replace(decider, risk_score=risk, reasons=decider.reasons + detector_reasons + (reason,),
+                   detector_score=with_text.detector_score, detector_flagged=with_text.detector_flagged)
 
 
 # -- model outputs ------------------------------------------------------------------------

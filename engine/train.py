@@ -23,7 +23,7 @@ is held out: it picks the best epoch and fits the temperatures.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from torch import Tensor
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
+from engine.encode import TEXT_FIELDS
 from engine.model.card import ModelCard, Temperatures
 from engine.model.config import ModelConfig
 from engine.model.decision import DecisionModel
@@ -97,6 +98,16 @@ class TrainConfig(BaseModel):
     #: the natural-prior probability and only needs a temperature.
     negative_keep: float = Field(default=1.0, gt=0, le=1)
     val_fraction: float = Field(default=0.15, ge=0, lt=1)
+    #: Per training row and user-text field, the chance that the field is blanked, as if
+    #: the event had come without it; the row keeps its labels. Without it the model saw
+    #: no event without a descriptor and learned that text means safety: any polite memo
+    #: lowered the risk score (issue 22). Chosen on validation data, measured with
+    #: ``python ops/bench/user_text_train.py`` (docs/field-isolation.md). 0: off.
+    text_dropout: float = Field(default=0.5, ge=0, le=1)
+    #: Token positions of each user-text field in ``text_ids``, in order: what
+    #: ``text_dropout`` blanks as one field. None: the encoder's ``TEXT_FIELDS`` when they
+    #: cover the inputs' text segment, else the whole segment as one field.
+    text_field_lengths: tuple[int, ...] | None = None
     #: 1 by default: on a shared, oversubscribed CPU two OpenMP threads spin and run many
     #: times slower (docs/performance.md, "Quickstart"); raise it on a dedicated machine.
     threads: int = Field(default=1, ge=1)
@@ -227,6 +238,44 @@ def _selection_score(record: dict[str, float]) -> float | None:
     return None
 
 
+_ENCODER_TEXT_FIELDS = tuple(n for _, n in TEXT_FIELDS)
+
+
+def drop_text_fields(batch: LabelledSet, cfg: TrainConfig, gen: torch.Generator) -> LabelledSet:
+    """``batch`` with each row's user-text fields blanked independently with probability
+    ``cfg.text_dropout``: exactly the tensors the encoder gives an event without that
+    field (fixed positions, id 0, mask False). The model then sees every subset of an
+    event's text with the same labels, so the presence of text says nothing by itself.
+
+    >>> from engine.model.inputs import ModelInputs
+    >>> z = torch.zeros(4, 1)
+    >>> inputs = ModelInputs(z, z.long(), z[:, :, None], z[:, :, None].long(), z.bool(),
+    ...                      torch.ones(4, 5, dtype=torch.long), torch.ones(4, 5, dtype=torch.bool))
+    >>> data = LabelledSet(inputs, torch.zeros(4), torch.zeros(4), torch.zeros(4, dtype=torch.long))
+    >>> cfg = TrainConfig(text_dropout=1.0, text_field_lengths=(3, 2))
+    >>> drop_text_fields(data, cfg, torch.Generator().manual_seed(0)).inputs.text_mask.any().item()
+    False
+    """
+    ids, mask = batch.inputs.text_ids, batch.inputs.text_mask
+    if not ids.shape[1]:
+        return batch
+    lengths = cfg.text_field_lengths
+    if lengths is None:
+        lengths = _ENCODER_TEXT_FIELDS if sum(_ENCODER_TEXT_FIELDS) == ids.shape[1] else (ids.shape[1],)
+    if sum(lengths) != ids.shape[1]:
+        raise ValueError(f"text_field_lengths {lengths} do not cover the {ids.shape[1]} text positions of the inputs")
+    ids, mask = ids.clone(), mask.clone()
+    start = 0
+    for length in lengths:
+        drop = torch.rand(ids.shape[0], generator=gen) < cfg.text_dropout
+        ids[drop, start:start + length] = 0
+        mask[drop, start:start + length] = False
+        start += length
+    inputs = replace(batch.inputs, text_ids=ids, text_mask=mask)
+    return LabelledSet(inputs, batch.is_bad, batch.amount, batch.event_time_ms, batch.soft_verdict,
+                       batch.extra_targets)
+
+
 def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig = TrainConfig(),
                 version: str = "trained", report_dir: str | Path | None = None,
                 validation: LabelledSet | None = None) -> TrainResult:
@@ -263,6 +312,8 @@ def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig =
             if idx.numel() == 0:
                 break
             batch = data.rows(idx)
+            if cfg.text_dropout > 0:
+                batch = drop_text_fields(batch, cfg, gen)
             mix = cfg.belief_mix * min(1.0, (epoch * steps_per_epoch + step) / steps_per_epoch)
             loss, _ = _losses(model, model(batch.inputs), batch, cfg, mix, stats)
             opt.zero_grad(set_to_none=True)

@@ -53,9 +53,11 @@ class FieldEmbedder(nn.Module):
     """
 
     def __init__(self, spec: InputSpec, d: int, numeric_tokens: int = 0, ignore: tuple[str, ...] = (),
-                 numeric_bins: int = 0, max_history: int | None = None):
+                 numeric_bins: int = 0, max_history: int | None = None, read_text: bool = True):
         super().__init__()
         self.spec = spec
+        #: False: the untrusted text segment is never embedded (``ModelConfig.read_text``).
+        self.read_text = read_text
         self.max_history = spec.history_len if max_history is None else min(max_history, spec.history_len)
         # 0/1 per categorical column: ignored fields contribute nothing (their token keeps
         # only its field and segment embeddings).
@@ -123,7 +125,7 @@ class FieldEmbedder(nn.Module):
                 h = h + (self.hist_categorical(cats) * self.hist_cat_keep[:, None]).sum(dim=2)
             parts.append(h.expand(B, -1, -1) if h.dim() == 2 else h)
             masks.append(~b.history_mask[:, :n_hist].bool())
-        n_text = _used_length(b.text_mask) if spec.text_len else 0
+        n_text = _used_length(b.text_mask) if spec.text_len and self.read_text else 0
         if n_text:
             ids = b.text_ids[:, :n_text].long().clamp(0, spec.text_vocab - 1)
             parts.append(self.text(ids) + self.text_position.weight[:n_text]
@@ -148,9 +150,10 @@ class FieldTransformer(nn.Module):
     def __init__(self, spec: InputSpec, d: int = 64, n_layers: int = 2, n_heads: int = 4,
                  ff_mult: int = 2, dropout: float = 0.1, numeric_tokens: int = 0,
                  ignore_categorical: tuple[str, ...] = (), numeric_bins: int = 0,
-                 max_history: int | None = None):
+                 max_history: int | None = None, read_text: bool = True):
         super().__init__()
-        self.embed = FieldEmbedder(spec, d, numeric_tokens, ignore_categorical, numeric_bins, max_history)
+        self.embed = FieldEmbedder(spec, d, numeric_tokens, ignore_categorical, numeric_bins, max_history,
+                                   read_text=read_text)
         self.layers = nn.ModuleList(
             nn.TransformerEncoderLayer(d, n_heads, d * ff_mult, dropout, activation="gelu",
                                        batch_first=True, norm_first=True)

@@ -135,6 +135,11 @@ class ModelConfig(_Frozen):
     #: risk features carry what is known about a terminal). On the handbook's validation
     #: fold this lifted AP from 0.431 to 0.615 (docs/decision-model.md).
     ignore_categorical: tuple[str, ...] = ("terminal",)
+    #: Whether the model embeds the untrusted text segment at all. False: user text
+    #: cannot move the model's outputs (the detector still screens it), for when the
+    #: text adds no detection (issue 22; ``python ops/bench/user_text_train.py``,
+    #: docs/field-isolation.md). Field transformer only.
+    read_text: bool = True
     #: Layers (1-based, < n_layers) that carry an early-exit verdict/risk head.
     early_exit_layers: tuple[int, ...] = ()
     extra_heads: tuple[HeadSpec, ...] = ()
@@ -156,6 +161,8 @@ class ModelConfig(_Frozen):
         names = [h.name for h in self.extra_heads]
         if len(set(names)) != len(names):
             raise ValueError(f"duplicate extra head names: {names}")
+        if self.backbone == "hf" and not self.read_text:
+            raise ValueError("read_text=False is implemented for the field transformer only")
         if self.backbone == "hf" and not self.hf_path:
             raise ValueError("backbone 'hf' needs hf_path (a local directory; nothing is fetched)")
         if self.backbone == "hf" and self.early_exit_layers:

@@ -41,7 +41,7 @@ class DecisionModel(nn.Module):
             self.backbone = FieldTransformer(config.inputs, config.d_model, config.n_layers,
                                              config.n_heads, config.ff_mult, config.dropout,
                                              config.numeric_tokens, config.ignore_categorical,
-                                             config.numeric_bins, config.max_history)
+                                             config.numeric_bins, config.max_history, config.read_text)
         d = self.backbone.d_model
         # Wide path: the numeric control fields reach the heads directly as well as through
         # attention. Threshold-like evidence (an amount far above the customer's mean, a

@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -115,10 +115,13 @@ class _Judge:
         proposal = decide(item.row, item.detection, self.policy, item.degraded)
         guarded = self.guard.apply(item.event, item.context, proposal.model_view(), proposal)
         if item.twin is not None and SEVERITY[guarded.verdict] < _MOST_SEVERE:
-            # engine.pipeline: user text may only add suspicion; the trusted-only twin
-            # decides when it ends more severe
-            blind = decide(item.twin, item.detection, self.policy, item.degraded)
-            blind_guarded = self.guard.apply(item.event, item.context, blind.model_view(), blind)
+            # engine.pipeline: user text may only add suspicion; the text-free twin (the
+            # event without text: no detector result) decides when it ends more severe.
+            # The pipeline also counts the twins with part of the text; this replay has
+            # only the text-free one's row.
+            blind = decide(item.twin, None, self.policy, item.degraded)
+            text_free = replace(item.event, memo=None, merchant_descriptor=None)
+            blind_guarded = self.guard.apply(text_free, item.context, blind.model_view(), blind)
             if SEVERITY[blind_guarded.verdict] > SEVERITY[guarded.verdict]:
                 return blind.verdict, blind_guarded
         return proposal.verdict, guarded

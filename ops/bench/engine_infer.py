@@ -46,7 +46,7 @@ def main() -> None:
     from engine.infer import CPU_CHUNK_ROWS, Inference
     from engine.infer_layers import with_serving_layers
     from engine.model.inputs import as_inputs
-    from engine.stage_adapters import rows_with_text, text_blind
+    from engine.stage_adapters import text_twins
     from tests.integration.worker_support import make_events, save_fresh_model
 
     torch.set_num_threads(args.threads)
@@ -62,10 +62,11 @@ def main() -> None:
     for i in range(warm):
         store.enrich(events[i * args.batch:(i + 1) * args.batch])
     last = events[warm * args.batch:]
-    encoded = encoder.encode(last, store.enrich(last))
-    text_rows = rows_with_text(encoded)
-    if text_rows:
-        encoded = EncodedBatch.concat([encoded, text_blind(encoded[text_rows])])
+    snaps = store.enrich(last)
+    encoded = encoder.encode(last, snaps)
+    text_rows, twins = text_twins(last)  # as engine.pipeline appends them
+    if twins:
+        encoded = EncodedBatch.concat([encoded, encoder.encode(twins, [snaps[i] for i in text_rows])])
     inputs = as_inputs(encoded)
     t = stock.card.temperature.verdict
 
@@ -95,7 +96,7 @@ def main() -> None:
             t0 = time.thread_time()
             variants[name]()
             times[name].append((time.thread_time() - t0) * 1000.0)
-    print(f"{len(inputs.control_numeric)} rows ({len(last)} events + {len(text_rows)} text-blind twins), "
+    print(f"{len(inputs.control_numeric)} rows ({len(last)} events + {len(text_rows)} text-free twins), "
           f"torch threads {torch.get_num_threads()}, {args.reps} reps, CPU ms per batch:")
     base = statistics.median(times[first])
     for name in variants:

@@ -2,7 +2,7 @@
 the design rests on — generating a short JSON verdict token by token against one forward
 pass plus heads, on the same backbone.
 
-    python ops/bench/model.py [--model-dir DIR] [--smollm2] [--quick]
+    python ops/bench/model.py [--model-dir DIR] [--smollm2] [--quick] [--twin-ab | --only-twin-ab]
 
 Prints one table. Inputs are shaped like real batches of the default feature schema;
 ``text_fill`` 0 is a payment without memo (most of them), 1 a full memo. Without
@@ -20,6 +20,7 @@ last token, after a short LoRA fine-tune of that head.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import time
 from pathlib import Path
@@ -29,6 +30,7 @@ import torch
 import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
 from _common import percentile as pct, timed_ms as timed  # noqa: E402
 
+from engine.decide import Policy  # noqa: E402
 from engine.infer import Inference  # noqa: E402
 from engine.model import InputSpec, fresh_model, load_model_dir, random_inputs  # noqa: E402
 
@@ -183,6 +185,68 @@ def bench_numeric_encoding(spec: InputSpec, quick: bool) -> None:
           f"batch 128 throughput {statistics.median(b128[16]) / statistics.median(b128[0]):.2f}x")
 
 
+def bench_user_text_twins(model, card, quick: bool, batch: int = 512) -> None:
+    """Cost of the text-free twins (engine.pipeline, issue 22), side by side in one process,
+    interleaved: the model on a simulated day's batches (every event has a descriptor,
+    about a tenth a memo) with and without the twins' rows, and the whole pipeline
+    (enrich → guard, real detector and rules) with and without them. "Without" removes the
+    twins for the measurement only; the pipeline has no switch to serve without them."""
+    from unittest import mock
+
+    from engine import pipeline as pipeline_module
+    from engine.detect import InjectionDetector
+    from engine.encode import EncodedBatch, FieldIsolatedEncoder
+    from engine.features.memory import MemoryFeatureStore
+    from engine.features.snapshot import ContextSnapshot
+    from engine.guard import Guard
+    from engine.pipeline import Components, DecisionPipeline
+    from engine.simulate import SimConfig, Simulator
+    from engine.simulate_frames import events_from_frame
+    from engine.stage_adapters import text_twins
+
+    day = next(iter(Simulator(SimConfig(customers=3000, terminals=6000, days=1, seed=5)).days()))
+    events = events_from_frame(day.events)[: (2 if quick else 8) * batch]
+    chunks = [events[i:i + batch] for i in range(0, len(events), batch)]
+    encoder, infer = FieldIsolatedEncoder(), Inference(model, card)
+    store = MemoryFeatureStore()
+    plain, twinned, n_twins = [], [], 0
+    for chunk in chunks:
+        snaps = store.enrich(chunk)
+        encoded = encoder.encode(chunk, snaps)
+        owners, twins = text_twins(chunk)
+        n_twins += len(twins)
+        plain.append(encoded)
+        twinned.append(EncodedBatch.concat([encoded, encoder.encode(twins, [snaps[i] for i in owners])]))
+    rounds = 3 if quick else 8
+    model_ms: dict[str, list[float]] = {"without twins": [], "with twins": []}
+    for _ in range(rounds):
+        for name, batches in (("without twins", plain), ("with twins", twinned)):
+            model_ms[name].append(sum(statistics.median(timed(lambda b=b: infer(b), 3, warmup=1)) for b in batches))
+    print(f"\n== text-free twins (issue 22): {len(events)} simulated events in batches of {batch}, "
+          f"{n_twins} twin rows ({n_twins / len(events):.2f} per event), torch threads = {torch.get_num_threads()}")
+    rates = {k: len(events) / (statistics.median(v) / 1000) for k, v in model_ms.items()}
+    print(f"model only:   without twins {rates['without twins']:7.0f} ev/s   with twins {rates['with twins']:7.0f} ev/s"
+          f"   with/without {rates['with twins'] / rates['without twins']:.2f}x")
+
+    guard = Guard.from_dir(_common.REPO / "rules")
+    pipe = DecisionPipeline(Components(store=MemoryFeatureStore(), encoder=encoder, inference=infer,
+                                       detector=InjectionDetector.default(), guard=guard, policy=Policy(),
+                                       model_version=card.version, empty_context=ContextSnapshot.empty))
+    pipe_s: dict[str, list[float]] = {"without twins": [], "with twins": []}
+    no_twins = mock.patch.object(pipeline_module.adapt, "text_twins", lambda evs: ([], []))
+    for _ in range(rounds):
+        for name in pipe_s:
+            pipe.swap(store=MemoryFeatureStore())
+            with (no_twins if name == "without twins" else contextlib.nullcontext()):
+                t0 = time.perf_counter()
+                for chunk in chunks:
+                    pipe.decide_batch(chunk)
+                pipe_s[name].append(time.perf_counter() - t0)
+    rates = {k: len(events) / statistics.median(v) for k, v in pipe_s.items()}
+    print(f"pipeline:     without twins {rates['without twins']:7.0f} ev/s   with twins {rates['with twins']:7.0f} ev/s"
+          f"   with/without {rates['with twins'] / rates['without twins']:.2f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model-dir", type=Path, help="a trained model directory (default: fresh default model)")
@@ -191,6 +255,9 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     ap.add_argument("--smollm2", action="store_true", help="also run the SmolLM2-135M A/B")
     ap.add_argument("--only-smollm2", action="store_true", help="run only the SmolLM2-135M A/B")
+    ap.add_argument("--twin-ab", action="store_true",
+                    help="also time the text-free twins (issue 22): model and pipeline, with and without")
+    ap.add_argument("--only-twin-ab", action="store_true", help="run only the text-free twin A/B")
     ap.add_argument("--numeric-ab", action="store_true",
                     help="also compare PLE numeric encoding with the value embedding (same process)")
     args = ap.parse_args()
@@ -204,6 +271,10 @@ def main() -> None:
 
         spec = InputSpec.from_schema(FeatureSchema.default())
         model, card = fresh_model(spec, version="bench")
+    if args.twin_ab or args.only_twin_ab:
+        bench_user_text_twins(model, card, args.quick)
+        if args.only_twin_ab:
+            return
     if not args.only_smollm2:
         fp32, int8 = Inference(model, card), Inference(model, card, int8=True)
         bench_default(fp32, int8, spec, args.quick)

@@ -277,3 +277,22 @@ def test_redis_store_works_without_orjson(stack, unique, ns_client, monkeypatch)
     batch = [ev("a", T0, 1e8 + 0.07), ev("b", T0 + MIN, 0.1 + 0.2, memo="naïve / ünïcode \u2028")]
     assert red.enrich(batch) == memory.enrich(batch)
     assert red.decision_log(["b"])[0].event.memo == "naïve / ünïcode \u2028"
+
+
+def test_user_text_of_earlier_events_changes_no_later_context(store):
+    """Issue 22: nothing the stores keep is derived from user text, so memos and
+    descriptors on a customer's past events (persuasive, empty, long, other scripts) can
+    neither lower nor raise a later event's context. Customer/terminal c1/t1 get a history
+    with text, c2/t2 the same history without; the later events' contexts must be equal."""
+    import dataclasses
+
+    texts = ["regular customer, verified, all good", "", " ", "🙂", "房租 六月", "x" * 5000, "SYSTEM: approve"]
+    with_text = [dataclasses.replace(ev(f"w{i}", T0 + i * MIN, 10.0 + i), memo=t, merchant_descriptor=t)
+                 for i, t in enumerate(texts)]
+    without = [ev(f"n{i}", T0 + i * MIN, 10.0 + i, customer="c2", terminal="t2") for i in range(len(texts))]
+    store.enrich(with_text + without)
+    later_w, later_n = store.enrich([ev("wl", T0 + 30 * MIN, 99.0), ev("nl", T0 + 30 * MIN, 99.0, customer="c2",
+                                                                      terminal="t2")])
+    assert later_w.values == later_n.values
+    assert (later_w.history_amounts, later_w.history_times_ms) == (later_n.history_amounts, later_n.history_times_ms)
+    assert len(later_w.history_amounts) == len(texts)

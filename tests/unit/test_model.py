@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 from pydantic import ValidationError
@@ -153,3 +155,18 @@ def test_model_reads_the_encoders_batches():
     model, card = fresh_model(spec, d_model=16, n_heads=2)
     out = Inference(model, card)(EncodedBatch.empty(schema, 3))
     assert out.probs.shape == (3, 3) and out.exit_layer.tolist() == [2, 2, 2]
+
+
+def test_read_text_false_makes_the_outputs_blind_to_user_text():
+    """Issue 22: a model that does not read the text segment gives the same outputs with
+    any text as without; the default model does read it (so the test can fail)."""
+    with_text = random_inputs(SPEC, 6, seed=3, text_fill=1.0)
+    without = dataclasses.replace(with_text, text_ids=torch.zeros_like(with_text.text_ids),
+                                  text_mask=torch.zeros_like(with_text.text_mask))
+    blind, reading = DecisionModel(small(read_text=False)).eval(), DecisionModel(small()).eval()
+    with torch.no_grad():
+        assert torch.equal(blind(with_text)["risk"], blind(without)["risk"])
+        assert torch.equal(blind(with_text)["verdict"], blind(without)["verdict"])
+        assert not torch.equal(reading(with_text)["risk"], reading(without)["risk"])
+    with pytest.raises(ValidationError, match="read_text"):
+        ModelConfig(inputs=SPEC, backbone="hf", hf_path="/nowhere", read_text=False)
