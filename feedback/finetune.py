@@ -43,7 +43,8 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from .preference import class_weights, preference_loss, risk_loss
+from .preference import (class_weights, kl_to_reference, preference_loss, ranked_pair_loss, risk_loss,
+                         stop_budget_penalty)
 
 
 @dataclass(slots=True, frozen=True)
@@ -67,6 +68,16 @@ class FineTuneConfig:
     #: teaches the verdict head to send everything to review.
     balance: bool = False
     balance_cap: float = 20.0
+    #: Weight of the per-decision outcome DPO (``preference_loss``): moves the level.
+    outcome_weight: float = 1.0
+    #: Weight of DPO over (bad, good) pairs of decisions (``ranked_pair_loss``): moves the order.
+    pair_weight: float = 0.0
+    #: Weight of an explicit KL(candidate ‖ serving) on the verdict distribution.
+    kl_weight: float = 0.0
+    #: Good outcomes' mean stop probability may rise at most this over the serving model's
+    #: (a hinge, weighted by ``budget_weight``); None: no budget.
+    stop_budget: float | None = None
+    budget_weight: float = 10.0
     seed: int = 0
 
 
@@ -161,19 +172,35 @@ def fine_tune(reference: nn.Module, inputs: Any, is_bad: Tensor, config: FineTun
 
 def _objective(out: dict[str, Tensor], ref: dict[str, Tensor], y: Tensor, w: Tensor,
                cfg: FineTuneConfig) -> tuple[Tensor, float, float]:
-    main = preference_loss(out["verdict"], ref["verdict"], y, beta=cfg.beta,
-                           review_cost=cfg.review_cost, weights=w)
+    main, acc = _verdict_loss(out["verdict"], ref["verdict"], y, w, cfg)
     # The risk head is NOT re-weighted: it must stay a calibrated P(bad outcome), and
     # the gate's ECE bar would (rightly) refuse a candidate whose risk inflated.
     r_loss = risk_loss(out["risk"], y)
-    loss = main.loss + cfg.risk_weight * r_loss
+    loss = main + cfg.risk_weight * r_loss
     exits = [k[: -len(".verdict")] for k in out if k.endswith(".verdict") and k in ref]
     for prefix in exits:
-        pl = preference_loss(out[f"{prefix}.verdict"], ref[f"{prefix}.verdict"], y, beta=cfg.beta,
-                             review_cost=cfg.review_cost, weights=w).loss
+        pl, _ = _verdict_loss(out[f"{prefix}.verdict"], ref[f"{prefix}.verdict"], y, w, cfg)
         rl = risk_loss(out[f"{prefix}.risk"], y) if f"{prefix}.risk" in out else 0.0
         loss = loss + cfg.exit_weight * (pl + cfg.risk_weight * rl) / len(exits)
-    return loss, main.accuracy, float(r_loss.detach())
+    return loss, acc, float(r_loss.detach())
+
+
+def _verdict_loss(logits: Tensor, ref_logits: Tensor, y: Tensor, w: Tensor,
+                  cfg: FineTuneConfig) -> tuple[Tensor, float]:
+    loss = logits.sum() * 0.0
+    acc = 0.0
+    if cfg.outcome_weight:
+        per = preference_loss(logits, ref_logits, y, beta=cfg.beta, review_cost=cfg.review_cost, weights=w)
+        loss, acc = loss + cfg.outcome_weight * per.loss, per.accuracy
+    if cfg.pair_weight:
+        pairs = ranked_pair_loss(logits, ref_logits, y, beta=cfg.beta)
+        loss = loss + cfg.pair_weight * pairs.loss
+        acc = acc if cfg.outcome_weight else pairs.accuracy
+    if cfg.kl_weight:
+        loss = loss + cfg.kl_weight * kl_to_reference(logits, ref_logits)
+    if cfg.stop_budget is not None:
+        loss = loss + cfg.budget_weight * stop_budget_penalty(logits, ref_logits, y, cfg.stop_budget)
+    return loss, acc
 
 
 def _default_take(inputs: Any) -> Callable[[Any, Tensor], Any]:

@@ -90,6 +90,58 @@ def preference_loss(policy_logits: Tensor, ref_logits: Tensor, is_bad: Tensor, *
     )
 
 
+def stop_log_odds(logits: Tensor) -> Tensor:
+    """[B] log-odds that the verdict is not ``pass``: what the policy's review threshold
+    reads (it escalates on p(review) + p(reject))."""
+    logp = F.log_softmax(logits, dim=-1)
+    return torch.logsumexp(logp[:, REVIEW:], dim=-1) - logp[:, PASS]
+
+
+def ranked_pair_loss(policy_logits: Tensor, ref_logits: Tensor, is_bad: Tensor, *, beta: float,
+                     max_pairs: int = 4096, generator: torch.Generator | None = None) -> PreferenceLoss:
+    """DPO over pairs of *decisions* ranked by their outcomes: for every (bad, good) pair
+    in the batch, the bad decision should gain more stop log-odds over the reference than
+    the good one. Every pair holds one outcome of each class, so the term is balanced by
+    construction, however one-sided the labels; it moves the ordering, not the level.
+
+    >>> ref = torch.zeros(2, 3); bad = torch.tensor([1.0, 0.0])
+    >>> good_order = torch.tensor([[0.0, 0.0, 2.0], [2.0, 0.0, 0.0]])
+    >>> bool(ranked_pair_loss(good_order, ref, bad, beta=1.0).loss < ranked_pair_loss(-good_order, ref, bad, beta=1.0).loss)
+    True
+    """
+    reward = beta * (stop_log_odds(policy_logits) - stop_log_odds(ref_logits.detach()))
+    bad = is_bad.bool()
+    rb, rg = reward[bad], reward[~bad]
+    if rb.numel() == 0 or rg.numel() == 0:
+        zero = policy_logits.sum() * 0.0
+        return PreferenceLoss(zero, 0.0, 0.0)
+    margin = (rb[:, None] - rg[None, :]).reshape(-1)
+    if margin.numel() > max_pairs:
+        margin = margin[torch.randperm(margin.numel(), generator=generator)[:max_pairs]]
+    return PreferenceLoss(-F.logsigmoid(margin).mean(), float((margin.detach() > 1e-9).float().mean()),
+                          float(margin.detach().mean()))
+
+
+def kl_to_reference(policy_logits: Tensor, ref_logits: Tensor) -> Tensor:
+    """Mean KL(π ‖ π_ref) of the verdict distributions: an explicit leash on the rows it
+    sees (DPO's own β only bounds the pairs it is given)."""
+    logp = F.log_softmax(policy_logits, dim=-1)
+    logp_ref = F.log_softmax(ref_logits.detach(), dim=-1)
+    return (logp.exp() * (logp - logp_ref)).sum(-1).mean()
+
+
+def stop_budget_penalty(policy_logits: Tensor, ref_logits: Tensor, is_bad: Tensor, budget: float) -> Tensor:
+    """Hinge on the good outcomes' mean stop probability rising more than ``budget``
+    above the reference's: the level may move only as far as good customers allow.
+    Zero when the batch has no good outcome."""
+    good = ~is_bad.bool()
+    if not good.any():
+        return policy_logits.sum() * 0.0
+    p_stop = torch.sigmoid(stop_log_odds(policy_logits[good])).mean()
+    p_ref = torch.sigmoid(stop_log_odds(ref_logits[good].detach())).mean()
+    return F.relu(p_stop - p_ref - budget)
+
+
 def risk_loss(risk_logits: Tensor, is_bad: Tensor, weights: Tensor | None = None) -> Tensor:
     """BCE of the risk head on the outcome (the risk score is P(bad outcome))."""
     return F.binary_cross_entropy_with_logits(risk_logits, is_bad.float(), weight=weights)
