@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -190,6 +190,9 @@ class GateSettings(_Frozen):
     min_heldout_bad: int = 5
     min_replay: int = 20
     ece_bins: int = 10
+    #: Which verdicts the recall, F1 and migration bars judge: "final" (after detector
+    #: and hard rules, what consumers receive) or "model" (model + policy alone).
+    judge: Literal["final", "model"] = "final"
 
 
 class FeedbackSettings(_Frozen):

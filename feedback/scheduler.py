@@ -36,6 +36,7 @@ from engine.settings import Settings
 
 from . import gate as gate_mod
 from .dataset import encode_rows, held_out, score
+from .final_verdicts import FinalReplay
 from .finetune import FineTuneConfig, fine_tune
 from .registry import ModelRegistry
 from .store import DecisionStore, LabelStore
@@ -205,7 +206,8 @@ class FineTuneScheduler:
         y_held = held.rows["is_bad"].to_numpy(dtype=int) if len(held.rows) else np.zeros(0, dtype=int)
         s_held, c_held = (score(m, card, held.batch, policy) for m in (loaded.model, candidate))
         s_rep, c_rep = (score(m, card, replay.batch, policy) for m in (loaded.model, candidate))
-        verdict = gate_mod.evaluate(s_held, c_held, y_held, s_rep, c_rep, cfg.gate)
+        final = self._final_pair(held.rows, replay.rows, s_held, c_held, s_rep, c_rep)
+        verdict = gate_mod.evaluate(s_held, c_held, y_held, s_rep, c_rep, cfg.gate, final=final)
 
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now_ms / 1000))
         report_dir = Path(self.settings.paths.reports_dir) / f"cycle-{stamp}"
@@ -242,6 +244,31 @@ class FineTuneScheduler:
         (report_dir / "cycle.json").write_text(json.dumps(result.to_dict(), indent=2, default=str))
         return result
 
+
+    def _final_pair(self, held_rows: Any, replay_rows: Any, s_held: Any, c_held: Any, s_rep: Any,
+                    c_rep: Any) -> gate_mod.FinalPair:
+        """Final verdicts (detector → policy → hard rules, each decision with its rule
+        set) of both models on the held-out and replay rows."""
+        replay = self._final_replay()
+        held_in, rep_in = replay.prepare(held_rows), replay.prepare(replay_rows)
+        parts = [replay.verdicts(held_in, s_held), replay.verdicts(held_in, c_held),
+                 replay.verdicts(rep_in, s_rep), replay.verdicts(rep_in, c_rep)]
+        return gate_mod.FinalPair(*(p.verdicts for p in parts),
+                                  missing_rules=parts[0].missing_rules + parts[2].missing_rules)
+
+    def _final_replay(self) -> FinalReplay:
+        from engine.decide import Policy
+        from engine.detect import InjectionDetector
+
+        base = Policy.from_settings(self.settings.policy)
+        try:
+            from engine.assemble import load_guard
+
+            guard = load_guard(self.settings)
+        except Exception as exc:  # noqa: BLE001 - no rules directory: detector and policy only
+            log.warning("final-verdict replay without hard rules: %s", exc)
+            guard = None
+        return FinalReplay(base, {}, guard, InjectionDetector.default())
 
     def _policy(self) -> Any:
         """The engine's policy: settings, overridden by the rule set's ``policy.yaml`` —
