@@ -170,7 +170,9 @@ def model_audit() -> None:
     """Every promotion and rollback, with who and why."""
     for e in _registry().audit():
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(e.at / 1000))
-        typer.echo(f"{when}  {e.action:<8} {e.previous or '-'} -> {e.version}  by {e.who}: {e.why}")
+        event_time = ("" if e.event_time_ms is None else
+                      "  (event time " + time.strftime("%Y-%m-%d %H:%M", time.gmtime(e.event_time_ms / 1000)) + ")")
+        typer.echo(f"{when}  {e.action:<8} {e.previous or '-'} -> {e.version}  by {e.who}: {e.why}{event_time}")
 
 
 def register(app: typer.Typer) -> None:

@@ -114,12 +114,14 @@ class FineTuneReport:
 
 def fine_tune(reference: nn.Module, inputs: Any, is_bad: Tensor, config: FineTuneConfig = FineTuneConfig(),
               *, to_batch: Callable[[Any], Any] | None = None, take: Callable[[Any, Tensor], Any] | None = None,
-              progress: bool = True) -> tuple[nn.Module, FineTuneReport]:
+              progress: bool = True, example_weights: Tensor | None = None) -> tuple[nn.Module, FineTuneReport]:
     """Return ``(candidate, report)``; ``reference`` is left untouched.
 
     ``inputs`` is an ``EncodedBatch``/``ModelInputs`` (rows = examples); ``take(inputs, idx)``
     selects rows (default: ``engine.model.inputs.take_rows``, or plain indexing for a
     tensor) and ``to_batch`` wraps the selection for the model, if it needs wrapping.
+    ``example_weights`` (e.g. ``feedback.trust.influence_weights``) scale every loss
+    term of their row: the cap on what one customer or one source can teach.
     """
     started = time.perf_counter()
     n = int(is_bad.shape[0])
@@ -137,8 +139,10 @@ def fine_tune(reference: nn.Module, inputs: Any, is_bad: Tensor, config: FineTun
     adapters = _prepare_scope(candidate, config)
     params = [p for p in candidate.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
-    weights_all = (class_weights(is_bad, cap=config.balance_cap) if config.balance
-                   else torch.ones_like(is_bad, dtype=torch.float32))
+    influence = (torch.ones_like(is_bad, dtype=torch.float32) if example_weights is None
+                 else example_weights.float())
+    weights_all = influence * (class_weights(is_bad, cap=config.balance_cap) if config.balance
+                               else torch.ones_like(is_bad, dtype=torch.float32))
 
     per_epoch = math.ceil(n / config.batch_size)
     steps = min(config.max_steps, per_epoch * config.epochs)
@@ -158,7 +162,7 @@ def fine_tune(reference: nn.Module, inputs: Any, is_bad: Tensor, config: FineTun
         with torch.no_grad():
             ref_out = reference(batch)
         out = candidate(batch)
-        loss, acc, r_loss = _objective(out, ref_out, y, w, config)
+        loss, acc, r_loss = _objective(out, ref_out, y, w, config, None if example_weights is None else influence[idx])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
@@ -183,16 +187,17 @@ def fine_tune(reference: nn.Module, inputs: Any, is_bad: Tensor, config: FineTun
 
 
 def _objective(out: dict[str, Tensor], ref: dict[str, Tensor], y: Tensor, w: Tensor,
-               cfg: FineTuneConfig) -> tuple[Tensor, float, float]:
+               cfg: FineTuneConfig, influence: Tensor | None = None) -> tuple[Tensor, float, float]:
     main, acc = _verdict_loss(out["verdict"], ref["verdict"], y, w, cfg)
     # The risk head is NOT re-weighted: it must stay a calibrated P(bad outcome), and
-    # the gate's ECE bar would (rightly) refuse a candidate whose risk inflated.
-    r_loss = risk_loss(out["risk"], y)
+    # the gate's ECE bar would (rightly) refuse a candidate whose risk inflated. Influence
+    # caps apply: they bound what a source or a customer teaches, not a class prior.
+    r_loss = risk_loss(out["risk"], y, influence)
     loss = main + cfg.risk_weight * r_loss
     exits = [k[: -len(".verdict")] for k in out if k.endswith(".verdict") and k in ref]
     for prefix in exits:
         pl, _ = _verdict_loss(out[f"{prefix}.verdict"], ref[f"{prefix}.verdict"], y, w, cfg)
-        rl = risk_loss(out[f"{prefix}.risk"], y) if f"{prefix}.risk" in out else 0.0
+        rl = risk_loss(out[f"{prefix}.risk"], y, influence) if f"{prefix}.risk" in out else 0.0
         loss = loss + cfg.exit_weight * (pl + cfg.risk_weight * rl) / len(exits)
     return loss, acc, float(r_loss.detach())
 
