@@ -84,6 +84,8 @@ class FineTuneConfig:
     #: (a hinge, weighted by ``budget_weight``); None: no budget.
     stop_budget: float | None = 0.0
     budget_weight: float = 20.0
+    #: Sharpness of the budget's soft stop share (1: mean stop probability).
+    budget_temperature: float = 1.0
     seed: int = 0
 
     @classmethod
@@ -216,7 +218,8 @@ def _verdict_loss(logits: Tensor, ref_logits: Tensor, y: Tensor, w: Tensor,
     if cfg.kl_weight:
         loss = loss + cfg.kl_weight * kl_to_reference(logits, ref_logits)
     if cfg.stop_budget is not None:
-        loss = loss + cfg.budget_weight * stop_budget_penalty(logits, ref_logits, y, cfg.stop_budget)
+        loss = loss + cfg.budget_weight * stop_budget_penalty(logits, ref_logits, y, cfg.stop_budget,
+                                                                  cfg.budget_temperature)
     return loss, acc
 
 

@@ -24,6 +24,18 @@ probability of a bad outcome. Review cost ``c`` decides how cheap hedging is: wi
 small ``c`` the model learns to send doubtful cases to review; with a large one it
 learns to commit.
 
+Why that alone never moved a verdict (issue #21): every pair above lives inside one
+decision, so what it teaches is a *level* — shift this row towards its outcome — and a
+weak serving model puts p(pass) near 0.99 everywhere; a dozen small steps of it did
+not bring one row to the policy's review threshold. Two more terms make it work:
+
+* ``ranked_pair_loss`` — DPO over pairs of *decisions* ranked by their outcomes (a
+  bad one ≻ a good one on stop log-odds, both relative to the reference): the
+  *order*, balanced by construction however one-sided the labels;
+* ``stop_budget_penalty`` — a hinge that lets good outcomes' mean stop probability
+  rise at most a budget over the serving model's: the level may move for the bad
+  rows, not for good customers. ``kl_to_reference`` is the optional explicit leash.
+
 >>> import torch
 >>> pol = torch.tensor([[2.0, 0.0, -2.0]]); ref = torch.zeros(1, 3)
 >>> bad = torch.tensor([1.0])
@@ -130,16 +142,19 @@ def kl_to_reference(policy_logits: Tensor, ref_logits: Tensor) -> Tensor:
     return (logp.exp() * (logp - logp_ref)).sum(-1).mean()
 
 
-def stop_budget_penalty(policy_logits: Tensor, ref_logits: Tensor, is_bad: Tensor, budget: float) -> Tensor:
-    """Hinge on the good outcomes' mean stop probability rising more than ``budget``
-    above the reference's: the level may move only as far as good customers allow.
+def stop_budget_penalty(policy_logits: Tensor, ref_logits: Tensor, is_bad: Tensor, budget: float,
+                        temperature: float = 1.0) -> Tensor:
+    """Hinge on the good outcomes' stop share rising more than ``budget`` above the
+    reference's: the level may move only as far as good customers allow. The share is
+    soft, ``mean σ(stop log-odds / temperature)``: at 1 it is the mean stop probability;
+    smaller counts the goods that cross the policy's 0.5 review threshold more sharply.
     Zero when the batch has no good outcome."""
     good = ~is_bad.bool()
     if not good.any():
         return policy_logits.sum() * 0.0
-    p_stop = torch.sigmoid(stop_log_odds(policy_logits[good])).mean()
-    p_ref = torch.sigmoid(stop_log_odds(ref_logits[good].detach())).mean()
-    return F.relu(p_stop - p_ref - budget)
+    share = torch.sigmoid(stop_log_odds(policy_logits[good]) / temperature).mean()
+    share_ref = torch.sigmoid(stop_log_odds(ref_logits[good].detach()) / temperature).mean()
+    return F.relu(share - share_ref - budget)
 
 
 def risk_loss(risk_logits: Tensor, is_bad: Tensor, weights: Tensor | None = None) -> Tensor:
