@@ -26,7 +26,15 @@ def world():
                                  outcome_delay_mean_days=2.0, review_rate=0.03, drain_outcomes=False))
 
 
-def _loop(world, stack, unique, tmp_path, trusted=()):
+def _settings(stack, unique, tmp_path, trusted=()):
+    settings = Settings(redis=RedisSettings(url=stack.redis_url, key_prefix=f"tgpoison{unique}"),
+                        paths=PathSettings(state_dir=tmp_path, models_dir=tmp_path / "models",
+                                           reports_dir=tmp_path / "reports", examples_dir=tmp_path / "examples"))
+    return settings.model_copy(update={"feedback": settings.feedback.model_copy(update={
+        "trust": TrustSettings(trusted_sources=tuple(trusted))})})
+
+
+def _loop(world, stack, unique, tmp_path, trusted=(), settings=None):
     import redis
 
     from engine.encode import FieldIsolatedEncoder
@@ -35,11 +43,7 @@ def _loop(world, stack, unique, tmp_path, trusted=()):
     from feedback.rehearse import LoopRehearsal, train_initial
     from feedback.scheduler import FineTuneScheduler
 
-    settings = Settings(redis=RedisSettings(url=stack.redis_url, key_prefix=f"tgpoison{unique}"),
-                        paths=PathSettings(state_dir=tmp_path, models_dir=tmp_path / "models",
-                                           reports_dir=tmp_path / "reports", examples_dir=tmp_path / "examples"))
-    settings = settings.model_copy(update={"feedback": settings.feedback.model_copy(update={
-        "trust": TrustSettings(trusted_sources=tuple(trusted))})})
+    settings = settings or _settings(stack, unique, tmp_path, trusted)
     client = redis.Redis.from_url(stack.redis_url)
     registry = ModelRegistry(settings, client)
     encoder = FieldIsolatedEncoder()
@@ -84,3 +88,31 @@ def test_poisoned_labels_never_reach_the_trusted_held_out_set(world, stack, uniq
     assert report["heldout"]["trusted"] is True
     assert set(report["heldout"]["by_source"]) == {"review_queue"}
     assert report["n_heldout"] == len(reviews)
+
+
+def test_the_drill_command_shows_the_poisoning_stopped(world, stack, unique, redis_client, tmp_path, monkeypatch):
+    """``tollgate feedback drill --flip-labels 1.0`` on the configured stores: stopped
+    (exit 0) and says by what; the serving model is untouched."""
+    from typer.testing import CliRunner
+
+    from engine import cli
+    from engine.settings import get_settings
+
+    for key, value in {"TOLLGATE_REDIS__URL": stack.redis_url, "TOLLGATE_REDIS__KEY_PREFIX": f"tgpoison{unique}",
+                       "TOLLGATE_PATHS__STATE_DIR": str(tmp_path), "TOLLGATE_PATHS__MODELS_DIR": str(tmp_path / "models"),
+                       "TOLLGATE_PATHS__REPORTS_DIR": str(tmp_path / "reports"),
+                       "TOLLGATE_PATHS__EXAMPLES_DIR": str(tmp_path / "examples")}.items():
+        monkeypatch.setenv(key, value)
+    get_settings.cache_clear()
+    cli._register_all()
+    try:
+        _, registry = _loop(world, stack, unique, tmp_path, settings=get_settings())
+        serving = registry.serving_version()
+        now, since = world.start_ms + 9 * DAY, world.start_ms + 7 * DAY
+        result = CliRunner().invoke(cli.app, ["feedback", "drill", "--flip-labels", "1.0", "--at-ms", str(now),
+                                              "--since-ms", str(since)])
+        assert result.exit_code == 0, result.output
+        assert "stopped by the label-shift alarm" in result.output
+        assert registry.serving_version() == serving
+    finally:
+        get_settings.cache_clear()
