@@ -29,8 +29,9 @@ of defence, each a pure function of stored rows, so the cycle and the drill shar
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd

@@ -28,8 +28,6 @@ fields}``. Settings were chosen on ``--seed 3``; report figures from another see
 
 from __future__ import annotations
 
-import _common  # noqa: F401  (first: the repository, not this folder, on sys.path)
-
 import argparse
 import json
 import os
@@ -38,6 +36,8 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+
+import _common  # noqa: F401  (first: the repository, not this folder, on sys.path)
 
 DAY = 86_400_000
 
@@ -76,11 +76,16 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     from engine.encode import FieldIsolatedEncoder
-    from engine.settings import GateSettings, PathSettings, RedisSettings, Settings
+    from engine.settings import PathSettings, RedisSettings, Settings
     from engine.simulate import SimConfig
     from feedback.finetune import FineTuneConfig
     from feedback.registry import ModelRegistry
-    from feedback.rehearse import LoopRehearsal, build_world, future_metrics, train_initial
+    from feedback.rehearse import (
+        LoopRehearsal,
+        build_world,
+        future_metrics,
+        train_initial,
+    )
     from feedback.scheduler import FineTuneScheduler, SchedulerConfig
     from feedback.trust import flip_labels
 

@@ -37,8 +37,8 @@ def _settings(stack, unique, tmp_path, trusted=()):
 def _loop(world, stack, unique, tmp_path, trusted=(), settings=None):
     import redis
 
-    from engine.encode import FieldIsolatedEncoder
     from engine.assemble import load_guard
+    from engine.encode import FieldIsolatedEncoder
     from feedback.registry import ModelRegistry
     from feedback.rehearse import LoopRehearsal, train_initial
     from feedback.scheduler import FineTuneScheduler
@@ -77,7 +77,7 @@ def test_flipped_labels_halt_the_cycle_and_a_drill_never_promotes(world, stack, 
 def test_poisoned_labels_never_reach_the_trusted_held_out_set(world, stack, unique, redis_client, tmp_path):
     from feedback.trust import flip_labels
 
-    sched, registry = _loop(world, stack, unique, tmp_path, trusted=("review_queue",))
+    sched, _ = _loop(world, stack, unique, tmp_path, trusted=("review_queue",))
     now = world.start_ms + 9 * DAY
     labels = sched.labels.read(since_ms=now - 7 * DAY, until_ms=now)
     reviews = labels[labels["outcome_source"] == "review_queue"]

@@ -6,7 +6,13 @@ import numpy as np
 import pandas as pd
 
 from engine.settings import TrustSettings
-from feedback.trust import flip_labels, influence_weights, label_shift, split_trusted, stamp_source
+from feedback.trust import (
+    flip_labels,
+    influence_weights,
+    label_shift,
+    split_trusted,
+    stamp_source,
+)
 
 
 def _rows(n, bad_rate, source="issuer_chargeback", customers=None, seed=0):
