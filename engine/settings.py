@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -252,12 +252,37 @@ class GateSettings(_Frozen):
     min_heldout_bad: int = 5
     min_replay: int = 20
     ece_bins: int = 10
+    #: Which verdicts the recall, F1 and migration bars judge: "final" (after detector
+    #: and hard rules, what consumers receive) or "model" (model + policy alone).
+    judge: Literal["final", "model"] = "final"
+
+
+class TrustSettings(_Frozen):
+    """What outcomes may teach the model (``feedback.trust``; ``docs/feedback.md``).
+    ``TOLLGATE_FEEDBACK__TRUST__TRUSTED_SOURCES='["review_queue"]'``."""
+
+    #: Sources whose outcomes form the gate's held-out set and are never trained on
+    #: (e.g. analyst-confirmed reviews). Empty: a hash share of event ids, untrusted.
+    trusted_sources: tuple[str, ...] = ()
+    #: The topic only trusted sources may write (Kafka ACLs). When set, an outcome that
+    #: claims a trusted source on any other topic is demoted to ``untrusted:<source>``.
+    trusted_topic: str | None = None
+    #: One customer's rows weigh at most this many examples per cycle.
+    max_customer_examples: float = 20.0
+    #: One source holds at most this share of a cycle's training weight.
+    max_source_share: float = 0.7
+    #: Label-shift alarm: the new window's bad rate (overall or one source's) may move
+    #: at most this far from the recent past's, unless within noise (z <= min_z).
+    max_bad_rate_shift: float = 0.25
+    min_z: float = 4.0
+    shift_min_examples: int = 30
 
 
 class FeedbackSettings(_Frozen):
     fine_tune_interval_hours: float = 4.0
     consumer_group: str = "tollgate-feedback"
     gate: GateSettings = Field(default_factory=GateSettings)
+    trust: TrustSettings = Field(default_factory=TrustSettings)
 
 
 class Settings(BaseSettings):

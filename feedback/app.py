@@ -26,9 +26,10 @@ disabled auto-create never bites; the input topics must exist (``tollgate topics
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Mapping
 
 import faust
 
@@ -37,6 +38,7 @@ from engine.settings import Settings
 
 from .metrics import FeedbackMetrics
 from .process import FeedbackProcessor
+from .trust import stamp_source
 
 log = logging.getLogger(__name__)
 
@@ -84,15 +86,24 @@ def build_app(settings: Settings, processor: FeedbackProcessor, *, app_id: str |
         stream_wait_empty=True,
     )
     codec = Codec(settings)
+    trust = settings.feedback.trust
     inputs = [("verdict", settings.topics.verdicts, codec.verdicts),
               ("outcome", settings.topics.outcomes, codec.outcomes)]
     if consume_events:
         inputs.append(("event", settings.topics.events, codec.events))
+    if trust.trusted_topic:  # ACL-protected: only trusted sources may write it (docs/feedback.md)
+        inputs.append(("outcome", trust.trusted_topic, codec.outcomes))
 
     for kind, topic_name, record_codec in inputs:
         topic = app.topic(topic_name, value_type=bytes, key_type=bytes)
-        app.agent(topic, name=f"feedback-{kind}")(
-            _make_agent(kind, record_codec, processor, batch_size, within_s, metrics))
+        # Trust comes from the topic: an outcome claiming a trusted source elsewhere is demoted.
+        stamp = (None if kind != "outcome" else functools.partial(
+            stamp_source, from_trusted_topic=topic_name == trust.trusted_topic,
+            trusted_sources=tuple(trust.trusted_sources)))
+        name = "feedback-outcome-trusted" if kind == "outcome" and topic_name == trust.trusted_topic \
+            else f"feedback-{kind}"
+        app.agent(topic, name=name)(
+            _make_agent(kind, record_codec, processor, batch_size, within_s, metrics, stamp))
 
     @app.timer(interval=flush_interval_s)
     async def flush_pending() -> None:
@@ -112,7 +123,8 @@ def build_app(settings: Settings, processor: FeedbackProcessor, *, app_id: str |
 
 
 def _make_agent(kind: str, record_codec: Any, processor: FeedbackProcessor, batch_size: int,
-                within_s: float, metrics: FeedbackMetrics | None):
+                within_s: float, metrics: FeedbackMetrics | None,
+                stamp: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None):
     async def agent(stream: Any) -> None:
         async for events in stream.take_events(batch_size, within=within_s):
             payloads = []
@@ -126,7 +138,7 @@ def _make_agent(kind: str, record_codec: Any, processor: FeedbackProcessor, batc
                     if metrics is not None:
                         metrics.undecodable.labels(kind).inc()
                     continue
-                payloads.append(record.to_dict())
+                payloads.append(record.to_dict() if stamp is None else stamp(record.to_dict()))
             if payloads:
                 joined = await asyncio.to_thread(processor.on_batch, kind, payloads)
                 if metrics is not None:

@@ -1,4 +1,4 @@
-"""``tollgate feedback worker|fine-tune|export`` and
+"""``tollgate feedback worker|fine-tune|drill|export`` and
 ``tollgate model list|promote|rollback|audit|bootstrap``.
 
 The model commands join an existing ``model`` group if another area registered one
@@ -80,8 +80,40 @@ def fine_tune_cmd(now: bool = typer.Option(False, "--now", help="Run one cycle n
     if now or at_ms is not None:
         result = sched.run_cycle(at_ms, who=who, train_since_ms=since_ms)
         typer.echo(json.dumps(result.to_dict(), indent=2, default=str))
-        raise typer.Exit(0 if result.status != "refused" else 3)
+        raise typer.Exit(3 if result.status in ("refused", "halted") else 0)
     sched.run_forever(poll_s=poll_s)
+
+
+@feedback_app.command("drill")
+def drill_cmd(flip_labels: float = typer.Option(..., "--flip-labels", min=0.0, max=1.0,
+                                                help="Share of the untrusted outcomes whose label is flipped."),
+              at_ms: Optional[int] = typer.Option(None, help="Event-time 'now' for the cycle (default: wall clock)."),
+              since_ms: Optional[int] = typer.Option(None, help="Train on labels from this time (default: since the last promotion)."),
+              ) -> None:
+    """Rehearse a poisoning of tx.outcomes: run one fine-tune cycle, without promoting,
+    on the stored labels with a share of the untrusted ones flipped, and show what
+    stops it (the label-shift alarm or the gate). Exit 0 when the poisoning is stopped,
+    1 when the gate would have promoted the poisoned candidate."""
+    from .scheduler import FineTuneScheduler
+    from .trust import flip_labels as flip
+
+    settings = _settings()
+    trusted = tuple(settings.feedback.trust.trusted_sources)
+    sched = FineTuneScheduler(settings, _redis(settings))
+    result = sched.run_cycle(at_ms, who="drill", train_since_ms=since_ms, poison=flip(flip_labels, trusted),
+                             dry_run=True)
+    held = "trusted sources " + ", ".join(trusted) if trusted else "a hash share of event ids (untrusted: set feedback.trust.trusted_sources)"
+    typer.echo(f"drill: {flip_labels:.0%} of untrusted labels flipped; held-out set: {held}")
+    typer.echo(json.dumps(result.to_dict(), indent=2, default=str))
+    if result.status in ("halted", "refused"):
+        what = "the label-shift alarm" if result.status == "halted" else "the gate"
+        typer.echo(f"stopped by {what}: " + "; ".join(result.reasons))
+        raise typer.Exit(0)
+    if result.status == "skipped":
+        typer.echo("nothing to rehearse on: " + "; ".join(result.reasons), err=True)
+        raise typer.Exit(2)
+    typer.echo("NOT stopped: the gate would have promoted a candidate trained on the poisoned labels", err=True)
+    raise typer.Exit(1)
 
 
 @feedback_app.command("export")
@@ -170,7 +202,9 @@ def model_audit() -> None:
     """Every promotion and rollback, with who and why."""
     for e in _registry().audit():
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(e.at / 1000))
-        typer.echo(f"{when}  {e.action:<8} {e.previous or '-'} -> {e.version}  by {e.who}: {e.why}")
+        event_time = ("" if e.event_time_ms is None else
+                      "  (event time " + time.strftime("%Y-%m-%d %H:%M", time.gmtime(e.event_time_ms / 1000)) + ")")
+        typer.echo(f"{when}  {e.action:<8} {e.previous or '-'} -> {e.version}  by {e.who}: {e.why}{event_time}")
 
 
 def register(app: typer.Typer) -> None:

@@ -43,15 +43,22 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from .preference import class_weights, preference_loss, risk_loss
+from .preference import (class_weights, kl_to_reference, preference_loss, ranked_pair_loss, risk_loss,
+                         stop_budget_penalty)
 
 
 @dataclass(slots=True, frozen=True)
 class FineTuneConfig:
-    lr: float = 1e-3
+    """Defaults chosen on a development world (``ops/bench/feedback_loop.py --seed 3``),
+    judged on another seed; what was tried and why these are in ``docs/feedback.md``.
+    ``FineTuneConfig.seed_loop()`` is the seed's original objective, for comparison."""
+
+    lr: float = 3e-3
     max_steps: int = 100
     batch_size: int = 64
-    epochs: int = 4  # never more than this many passes over the new examples
+    #: Passes over the new examples (bounded by ``max_steps``). A four-hour window holds a
+    #: few hundred labels at most: four passes were a dozen steps, too few to move anything.
+    epochs: int = 20
     beta: float = 0.5
     review_cost: float = 0.3
     risk_weight: float = 1.0
@@ -61,13 +68,34 @@ class FineTuneConfig:
     scope: Literal["all", "heads", "lora"] = "heads"
     lora_rank: int = 4
     lora_alpha: float = 8.0
-    #: Up-weight the rare bad class in the preference loss (capped). Off by default: the
-    #: utilities already price the outcomes, and labelled data over-represents bad
-    #: outcomes (frauds are reported, most good payments never are) — balancing on top
-    #: teaches the verdict head to send everything to review.
-    balance: bool = False
+    #: Up-weight the rare class of the batch in the per-decision preference loss (capped).
+    #: Labels are one-sided both ways (frauds are reported, most good payments never
+    #: are), so the level term is balanced and the stop budget below keeps it honest.
+    balance: bool = True
     balance_cap: float = 20.0
+    #: Weight of the per-decision outcome DPO (``preference_loss``): moves the level.
+    outcome_weight: float = 0.5
+    #: Weight of DPO over (bad, good) pairs of decisions (``ranked_pair_loss``): moves the
+    #: order, balanced by construction.
+    pair_weight: float = 2.0
+    #: Weight of an explicit KL(candidate ‖ serving) on the verdict distribution.
+    kl_weight: float = 0.0
+    #: Good outcomes' mean stop probability may rise at most this over the serving model's
+    #: (a hinge, weighted by ``budget_weight``); None: no budget.
+    stop_budget: float | None = 0.0
+    budget_weight: float = 20.0
+    #: Sharpness of the budget's soft stop share (1: mean stop probability). 0.25 counts
+    #: goods crossing the review threshold: on the development world it promoted two
+    #: cycles of three where 1.0 promoted one (docs/feedback.md).
+    budget_temperature: float = 0.25
     seed: int = 0
+
+    @classmethod
+    def seed_loop(cls) -> "FineTuneConfig":
+        """The objective the loop shipped with: per-decision DPO only, unbalanced, four
+        passes at lr 1e-3 — it never moved a verdict (issue #21)."""
+        return cls(lr=1e-3, epochs=4, balance=False, outcome_weight=1.0, pair_weight=0.0, stop_budget=None,
+                   budget_temperature=1.0)
 
 
 @dataclass(slots=True)
@@ -91,12 +119,14 @@ class FineTuneReport:
 
 def fine_tune(reference: nn.Module, inputs: Any, is_bad: Tensor, config: FineTuneConfig = FineTuneConfig(),
               *, to_batch: Callable[[Any], Any] | None = None, take: Callable[[Any, Tensor], Any] | None = None,
-              progress: bool = True) -> tuple[nn.Module, FineTuneReport]:
+              progress: bool = True, example_weights: Tensor | None = None) -> tuple[nn.Module, FineTuneReport]:
     """Return ``(candidate, report)``; ``reference`` is left untouched.
 
     ``inputs`` is an ``EncodedBatch``/``ModelInputs`` (rows = examples); ``take(inputs, idx)``
     selects rows (default: ``engine.model.inputs.take_rows``, or plain indexing for a
     tensor) and ``to_batch`` wraps the selection for the model, if it needs wrapping.
+    ``example_weights`` (e.g. ``feedback.trust.influence_weights``) scale every loss
+    term of their row: the cap on what one customer or one source can teach.
     """
     started = time.perf_counter()
     n = int(is_bad.shape[0])
@@ -114,8 +144,10 @@ def fine_tune(reference: nn.Module, inputs: Any, is_bad: Tensor, config: FineTun
     adapters = _prepare_scope(candidate, config)
     params = [p for p in candidate.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
-    weights_all = (class_weights(is_bad, cap=config.balance_cap) if config.balance
-                   else torch.ones_like(is_bad, dtype=torch.float32))
+    influence = (torch.ones_like(is_bad, dtype=torch.float32) if example_weights is None
+                 else example_weights.float())
+    weights_all = influence * (class_weights(is_bad, cap=config.balance_cap) if config.balance
+                               else torch.ones_like(is_bad, dtype=torch.float32))
 
     per_epoch = math.ceil(n / config.batch_size)
     steps = min(config.max_steps, per_epoch * config.epochs)
@@ -135,7 +167,7 @@ def fine_tune(reference: nn.Module, inputs: Any, is_bad: Tensor, config: FineTun
         with torch.no_grad():
             ref_out = reference(batch)
         out = candidate(batch)
-        loss, acc, r_loss = _objective(out, ref_out, y, w, config)
+        loss, acc, r_loss = _objective(out, ref_out, y, w, config, None if example_weights is None else influence[idx])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
@@ -160,20 +192,38 @@ def fine_tune(reference: nn.Module, inputs: Any, is_bad: Tensor, config: FineTun
 
 
 def _objective(out: dict[str, Tensor], ref: dict[str, Tensor], y: Tensor, w: Tensor,
-               cfg: FineTuneConfig) -> tuple[Tensor, float, float]:
-    main = preference_loss(out["verdict"], ref["verdict"], y, beta=cfg.beta,
-                           review_cost=cfg.review_cost, weights=w)
+               cfg: FineTuneConfig, influence: Tensor | None = None) -> tuple[Tensor, float, float]:
+    main, acc = _verdict_loss(out["verdict"], ref["verdict"], y, w, cfg)
     # The risk head is NOT re-weighted: it must stay a calibrated P(bad outcome), and
-    # the gate's ECE bar would (rightly) refuse a candidate whose risk inflated.
-    r_loss = risk_loss(out["risk"], y)
-    loss = main.loss + cfg.risk_weight * r_loss
+    # the gate's ECE bar would (rightly) refuse a candidate whose risk inflated. Influence
+    # caps apply: they bound what a source or a customer teaches, not a class prior.
+    r_loss = risk_loss(out["risk"], y, influence)
+    loss = main + cfg.risk_weight * r_loss
     exits = [k[: -len(".verdict")] for k in out if k.endswith(".verdict") and k in ref]
     for prefix in exits:
-        pl = preference_loss(out[f"{prefix}.verdict"], ref[f"{prefix}.verdict"], y, beta=cfg.beta,
-                             review_cost=cfg.review_cost, weights=w).loss
-        rl = risk_loss(out[f"{prefix}.risk"], y) if f"{prefix}.risk" in out else 0.0
+        pl, _ = _verdict_loss(out[f"{prefix}.verdict"], ref[f"{prefix}.verdict"], y, w, cfg)
+        rl = risk_loss(out[f"{prefix}.risk"], y, influence) if f"{prefix}.risk" in out else 0.0
         loss = loss + cfg.exit_weight * (pl + cfg.risk_weight * rl) / len(exits)
-    return loss, main.accuracy, float(r_loss.detach())
+    return loss, acc, float(r_loss.detach())
+
+
+def _verdict_loss(logits: Tensor, ref_logits: Tensor, y: Tensor, w: Tensor,
+                  cfg: FineTuneConfig) -> tuple[Tensor, float]:
+    loss = logits.sum() * 0.0
+    acc = 0.0
+    if cfg.outcome_weight:
+        per = preference_loss(logits, ref_logits, y, beta=cfg.beta, review_cost=cfg.review_cost, weights=w)
+        loss, acc = loss + cfg.outcome_weight * per.loss, per.accuracy
+    if cfg.pair_weight:
+        pairs = ranked_pair_loss(logits, ref_logits, y, beta=cfg.beta)
+        loss = loss + cfg.pair_weight * pairs.loss
+        acc = acc if cfg.outcome_weight else pairs.accuracy
+    if cfg.kl_weight:
+        loss = loss + cfg.kl_weight * kl_to_reference(logits, ref_logits)
+    if cfg.stop_budget is not None:
+        loss = loss + cfg.budget_weight * stop_budget_penalty(logits, ref_logits, y, cfg.stop_budget,
+                                                                  cfg.budget_temperature)
+    return loss, acc
 
 
 def _default_take(inputs: Any) -> Callable[[Any, Tensor], Any]:

@@ -12,11 +12,12 @@ Two checks, both against the serving model, both in event time:
    of verdicts that change. Each off-diagonal cell and the total share must stay within
    bounds — a candidate that is better on paper but would flip a tenth of today's
    traffic is a production incident, not an improvement.
-   The replay runs each model and the policy (thresholds, tie margin, abstain level,
-   with ``policy.yaml``'s overrides) on the decisions' recorded inputs; it does not
-   re-run the hard rules or the detector. So the matrix measures what the *model*
-   change moves; production verdicts can differ where a rule fires (a rule that
-   overrides both sides removes a migration, one that reads ``model.*`` may add one).
+   Two matrices are reported: **model + policy** (each model and the policy on the
+   decisions' recorded inputs) and, given ``FinalPair`` verdicts from
+   ``feedback.final_verdicts``, the **final verdict** (detector, policy and hard rules,
+   each decision with its own rule set) — what downstream consumers act on. The
+   recall, F1 and migration bars apply to the final one when it is given and
+   ``judge`` is ``"final"`` (the default); ``judge="model"`` judges the model's own.
    Rule changes have their own replay: ``tollgate rules backtest``.
 
 The decision and every figure go to ``gate_report.json``, with PNGs of the migration
@@ -61,6 +62,18 @@ class Scores:
 
 
 @dataclass(slots=True, frozen=True)
+class FinalPair:
+    """Final verdicts (after detector and hard rules) of serving and candidate, on the
+    held-out rows and on the replay rows, in the same row order as their ``Scores``."""
+
+    serving_held: np.ndarray
+    candidate_held: np.ndarray
+    serving_replay: np.ndarray
+    candidate_replay: np.ndarray
+    missing_rules: int = 0  # rows judged by the current rules (their version unknown)
+
+
+@dataclass(slots=True, frozen=True)
 class Check:
     name: str
     serving: float | None
@@ -82,6 +95,11 @@ class GateResult:
     n_heldout: int
     n_replay: int
     meta: dict[str, Any] = field(default_factory=dict)
+    judged: str = "model"  # which verdicts the bars judged: "final" or "model"
+    migration_model: list[list[int]] = field(default_factory=list)
+    migration_final: list[list[int]] | None = None
+    final_serving_metrics: dict[str, float] | None = None
+    final_candidate_metrics: dict[str, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -134,10 +152,30 @@ def migration_matrix(old: np.ndarray, new: np.ndarray) -> np.ndarray:
     return m
 
 
+def _with_verdicts(scores: Scores, verdicts: np.ndarray) -> Scores:
+    return Scores(scores.probs, scores.risk, np.asarray(verdicts, dtype=int))
+
+
 def evaluate(serving_held: Scores, candidate_held: Scores, is_bad: np.ndarray,
-             serving_replay: Scores, candidate_replay: Scores, config: GateConfig = GateConfig()) -> GateResult:
-    """Run both checks; ``passed`` only if every check passed."""
+             serving_replay: Scores, candidate_replay: Scores, config: GateConfig = GateConfig(),
+             final: FinalPair | None = None) -> GateResult:
+    """Run both checks; ``passed`` only if every check passed. With ``final``, the
+    verdict bars judge final verdicts unless ``config.judge`` is ``"model"``."""
     cfg = config
+    model_matrix = migration_matrix(serving_replay.verdicts, candidate_replay.verdicts)
+    final_metrics: tuple[dict[str, float], dict[str, float]] | None = None
+    final_matrix = None
+    if final is not None:
+        final_metrics = (heldout_metrics(_with_verdicts(serving_held, final.serving_held), is_bad, cfg.ece_bins),
+                         heldout_metrics(_with_verdicts(candidate_held, final.candidate_held), is_bad, cfg.ece_bins))
+        final_matrix = migration_matrix(final.serving_replay, final.candidate_replay)
+    judged = "final" if final is not None and cfg.judge == "final" else "model"
+    if judged == "final":
+        assert final is not None
+        serving_held, candidate_held = (_with_verdicts(serving_held, final.serving_held),
+                                        _with_verdicts(candidate_held, final.candidate_held))
+        serving_replay, candidate_replay = (_with_verdicts(serving_replay, final.serving_replay),
+                                            _with_verdicts(candidate_replay, final.candidate_replay))
     s = heldout_metrics(serving_held, is_bad, cfg.ece_bins)
     c = heldout_metrics(candidate_held, is_bad, cfg.ece_bins)
     checks: list[Check] = []
@@ -169,8 +207,14 @@ def evaluate(serving_held: Scores, candidate_held: Scores, is_bad: np.ndarray,
             checks.append(Check(f"migration {key}", None, share, limit, share <= limit, f"{matrix[i, j]} verdicts"))
     reasons = [f"{ch.name}: candidate {ch.candidate:.4f} vs limit {ch.limit:.4f} ({ch.detail})"
                for ch in checks if not ch.passed]
+    meta: dict[str, Any] = {"gate_settings": cfg.model_dump()}
+    if final is not None:
+        meta["final_missing_rules"] = final.missing_rules
     return GateResult(not reasons, checks, s, c, matrix.tolist(), changed, reasons, len(is_bad), n_replay,
-                      meta={"gate_settings": cfg.model_dump()})
+                      meta=meta, judged=judged, migration_model=model_matrix.tolist(),
+                      migration_final=None if final_matrix is None else final_matrix.tolist(),
+                      final_serving_metrics=None if final_metrics is None else final_metrics[0],
+                      final_candidate_metrics=None if final_metrics is None else final_metrics[1])
 
 
 def write_report(result: GateResult, out_dir: str | Path, *, serving_held: Scores | None = None,
@@ -180,7 +224,12 @@ def write_report(result: GateResult, out_dir: str | Path, *, serving_held: Score
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "gate_report.json", "migration": out / "migration_matrix.png"}
-    _plot_migration(np.array(result.migration), paths["migration"])
+    _plot_migration(np.array(result.migration), paths["migration"], f"24 h replay: {result.judged} verdicts")
+    if result.migration_final is not None:
+        other = "model" if result.judged == "final" else "final"
+        paths[f"migration_{other}"] = out / f"migration_matrix_{other}.png"
+        _plot_migration(np.array(result.migration_model if other == "model" else result.migration_final),
+                        paths[f"migration_{other}"], f"24 h replay: {other} verdicts")
     if serving_held is not None and candidate_held is not None and is_bad is not None:
         paths["reliability"] = out / "reliability.png"
         _plot_reliability({"serving": serving_held.risk, "candidate": candidate_held.risk},
@@ -200,7 +249,7 @@ def _json_default(o: Any) -> Any:
     return str(o)
 
 
-def _plot_migration(matrix: np.ndarray, path: Path) -> None:
+def _plot_migration(matrix: np.ndarray, path: Path, title: str = "24 h replay: label migration") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -216,7 +265,7 @@ def _plot_migration(matrix: np.ndarray, path: Path) -> None:
     ax.set_yticks(range(3), LABELS)
     ax.set_xlabel("candidate verdict")
     ax.set_ylabel("serving verdict")
-    ax.set_title("24 h replay: label migration")
+    ax.set_title(title)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

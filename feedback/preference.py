@@ -24,6 +24,18 @@ probability of a bad outcome. Review cost ``c`` decides how cheap hedging is: wi
 small ``c`` the model learns to send doubtful cases to review; with a large one it
 learns to commit.
 
+Why that alone never moved a verdict (issue #21): every pair above lives inside one
+decision, so what it teaches is a *level* — shift this row towards its outcome — and a
+weak serving model puts p(pass) near 0.99 everywhere; a dozen small steps of it did
+not bring one row to the policy's review threshold. Two more terms make it work:
+
+* ``ranked_pair_loss`` — DPO over pairs of *decisions* ranked by their outcomes (a
+  bad one ≻ a good one on stop log-odds, both relative to the reference): the
+  *order*, balanced by construction however one-sided the labels;
+* ``stop_budget_penalty`` — a hinge that lets good outcomes' mean stop probability
+  rise at most a budget over the serving model's: the level may move for the bad
+  rows, not for good customers. ``kl_to_reference`` is the optional explicit leash.
+
 >>> import torch
 >>> pol = torch.tensor([[2.0, 0.0, -2.0]]); ref = torch.zeros(1, 3)
 >>> bad = torch.tensor([1.0])
@@ -88,6 +100,61 @@ def preference_loss(policy_logits: Tensor, ref_logits: Tensor, is_bad: Tensor, *
         accuracy=float((main_margin > 1e-9).float().mean()) if len(main_margin) else 0.0,
         reward_margin=float(main_margin.mean()) if len(main_margin) else 0.0,
     )
+
+
+def stop_log_odds(logits: Tensor) -> Tensor:
+    """[B] log-odds that the verdict is not ``pass``: what the policy's review threshold
+    reads (it escalates on p(review) + p(reject))."""
+    logp = F.log_softmax(logits, dim=-1)
+    return torch.logsumexp(logp[:, REVIEW:], dim=-1) - logp[:, PASS]
+
+
+def ranked_pair_loss(policy_logits: Tensor, ref_logits: Tensor, is_bad: Tensor, *, beta: float,
+                     max_pairs: int = 4096, generator: torch.Generator | None = None) -> PreferenceLoss:
+    """DPO over pairs of *decisions* ranked by their outcomes: for every (bad, good) pair
+    in the batch, the bad decision should gain more stop log-odds over the reference than
+    the good one. Every pair holds one outcome of each class, so the term is balanced by
+    construction, however one-sided the labels; it moves the ordering, not the level.
+
+    >>> ref = torch.zeros(2, 3); bad = torch.tensor([1.0, 0.0])
+    >>> good_order = torch.tensor([[0.0, 0.0, 2.0], [2.0, 0.0, 0.0]])
+    >>> bool(ranked_pair_loss(good_order, ref, bad, beta=1.0).loss < ranked_pair_loss(-good_order, ref, bad, beta=1.0).loss)
+    True
+    """
+    reward = beta * (stop_log_odds(policy_logits) - stop_log_odds(ref_logits.detach()))
+    bad = is_bad.bool()
+    rb, rg = reward[bad], reward[~bad]
+    if rb.numel() == 0 or rg.numel() == 0:
+        zero = policy_logits.sum() * 0.0
+        return PreferenceLoss(zero, 0.0, 0.0)
+    margin = (rb[:, None] - rg[None, :]).reshape(-1)
+    if margin.numel() > max_pairs:
+        margin = margin[torch.randperm(margin.numel(), generator=generator)[:max_pairs]]
+    return PreferenceLoss(-F.logsigmoid(margin).mean(), float((margin.detach() > 1e-9).float().mean()),
+                          float(margin.detach().mean()))
+
+
+def kl_to_reference(policy_logits: Tensor, ref_logits: Tensor) -> Tensor:
+    """Mean KL(π ‖ π_ref) of the verdict distributions: an explicit leash on the rows it
+    sees (DPO's own β only bounds the pairs it is given)."""
+    logp = F.log_softmax(policy_logits, dim=-1)
+    logp_ref = F.log_softmax(ref_logits.detach(), dim=-1)
+    return (logp.exp() * (logp - logp_ref)).sum(-1).mean()
+
+
+def stop_budget_penalty(policy_logits: Tensor, ref_logits: Tensor, is_bad: Tensor, budget: float,
+                        temperature: float = 1.0) -> Tensor:
+    """Hinge on the good outcomes' stop share rising more than ``budget`` above the
+    reference's: the level may move only as far as good customers allow. The share is
+    soft, ``mean σ(stop log-odds / temperature)``: at 1 it is the mean stop probability;
+    smaller counts the goods that cross the policy's 0.5 review threshold more sharply.
+    Zero when the batch has no good outcome."""
+    good = ~is_bad.bool()
+    if not good.any():
+        return policy_logits.sum() * 0.0
+    share = torch.sigmoid(stop_log_odds(policy_logits[good]) / temperature).mean()
+    share_ref = torch.sigmoid(stop_log_odds(ref_logits[good].detach()) / temperature).mean()
+    return F.relu(share - share_ref - budget)
 
 
 def risk_loss(risk_logits: Tensor, is_bad: Tensor, weights: Tensor | None = None) -> Tensor:

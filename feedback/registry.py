@@ -48,7 +48,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from engine.hotswap import events_channel, serving_key
 from engine.settings import Settings
@@ -74,7 +74,10 @@ class ModelEvent:
     action: str  # "promote" | "rollback"
     who: str
     why: str
-    at: int  # epoch milliseconds (UTC)
+    at: int  # wall-clock epoch milliseconds (UTC) when the pointer moved: the audit's order
+    #: The event-time "now" of the cycle that asked for it (an accelerated or backfilled
+    #: run), beside the wall clock; None when the caller gave none.
+    event_time_ms: int | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -82,8 +85,9 @@ class ModelEvent:
     @classmethod
     def from_json(cls, raw: str | bytes) -> "ModelEvent":
         d = json.loads(raw)
+        event_time = d.get("event_time_ms")
         return cls(str(d["version"]), d.get("previous"), str(d["action"]), str(d["who"]),
-                   str(d["why"]), int(d["at"]))
+                   str(d["why"]), int(d["at"]), None if event_time is None else int(event_time))
 
 
 @dataclass(slots=True, frozen=True)
@@ -101,9 +105,11 @@ class ModelVersion:
 class ModelRegistry:
     """Versioned model directories on disk plus the serving pointer in Redis."""
 
-    def __init__(self, settings: Settings, redis: Any, *, models_dir: Path | None = None):
+    def __init__(self, settings: Settings, redis: Any, *, models_dir: Path | None = None,
+                 wall_clock: Callable[[], int] = lambda: int(time.time() * 1000)):
         self.settings = settings
         self.redis = redis
+        self.wall_clock = wall_clock
         self.models_dir = Path(models_dir or settings.paths.models_dir)
         prefix = settings.redis.key_prefix
         self.serving_key = serving_key(prefix)
@@ -213,13 +219,14 @@ class ModelRegistry:
         return None if v is None else self.path_of(v)
 
     def promote(self, version: str, who: str, why: str, *, now_ms: int | None = None) -> ModelEvent:
-        """Point serving at ``version``; the replaced version becomes the rollback target."""
+        """Point serving at ``version``; the replaced version becomes the rollback target.
+        ``now_ms`` (event time) is recorded beside the wall clock, never instead of it."""
         if not self.exists(version):
             raise RegistryError(f"cannot promote {version!r}: no complete model directory")
         previous = self.serving_version()
         if previous == version:
             raise RegistryError(f"{version!r} is already serving")
-        event = ModelEvent(version, previous, "promote", who, why, _now(now_ms))
+        event = ModelEvent(version, previous, "promote", who, why, self.wall_clock(), now_ms)
         self._swap(event, push_previous=previous is not None)
         return event
 
@@ -234,7 +241,7 @@ class ModelRegistry:
             if target != current and self.exists(target):
                 break
             self.redis.lpop(self.history_key)  # a deleted or duplicate entry: skip it
-        event = ModelEvent(target, current, "rollback", who, why, _now(now_ms))
+        event = ModelEvent(target, current, "rollback", who, why, self.wall_clock(), now_ms)
         self._swap(event, push_previous=False)
         return event
 

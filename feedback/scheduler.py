@@ -5,12 +5,15 @@ One cycle, at (event-time or wall-clock) ``now``:
 
 1. take a Redis lock so two schedulers never fine-tune at once;
 2. read the labelled examples that arrived since the last promoted cycle (at most
-   ``max_train_window``), minus the held-out events (a fixed hash share of event ids:
-   never trained on, in any cycle);
-3. fine-tune a candidate from the serving model (``feedback.finetune``);
+   ``max_train_window``), minus the held-out events (the trusted sources' outcomes,
+   ``feedback.trust``; without trusted sources, a fixed hash share of event ids) —
+   never trained on, in any cycle; if their bad rate, or one source's, moved beyond
+   the label-shift bound against the recent past, stop here ("halted", with why);
+3. fine-tune a candidate from the serving model (``feedback.finetune``), each row
+   weighted by the per-customer and per-source influence caps;
 4. score serving and candidate on the held-out outcomes of the last
    ``heldout_window`` and on a replay of the last 24 h of decisions;
-5. run the gate, write the report (JSON + PNGs) under ``reports_dir/cycle-<stamp>/``;
+5. run the gate on final verdicts (``feedback.final_verdicts``), write the report (JSON + PNGs) under ``reports_dir/cycle-<stamp>/``;
 6. promote through the registry (pointer + pub/sub + audit) if it passed; otherwise
    keep the candidate's weights in the report directory for the post-mortem.
 
@@ -30,15 +33,18 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+import pandas as pd
 import torch
 
 from engine.settings import Settings
 
 from . import gate as gate_mod
 from .dataset import encode_rows, held_out, score
+from .final_verdicts import FinalReplay
 from .finetune import FineTuneConfig, fine_tune
 from .registry import ModelRegistry
 from .store import DecisionStore, LabelStore
+from .trust import influence_weights, label_shift, split_trusted
 
 log = logging.getLogger(__name__)
 HOUR_MS = 3_600_000
@@ -67,7 +73,7 @@ class SchedulerConfig:
 
 @dataclass(slots=True)
 class CycleResult:
-    status: str  # "promoted" | "refused" | "skipped"
+    status: str  # "promoted" | "refused" | "skipped" | "halted" (label shift) | "would-promote" (dry run)
     now_ms: int
     serving: str | None
     candidate: str | None = None
@@ -149,28 +155,48 @@ class FineTuneScheduler:
 
     def run_cycle(self, now_ms: int | None = None, *, who: str = "feedback-scheduler",
                   train_since_ms: int | None = None,
-                  corrupt: Callable[[torch.Tensor], torch.Tensor] | None = None) -> CycleResult:
+                  corrupt: Callable[[torch.Tensor], torch.Tensor] | None = None,
+                  poison: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
+                  dry_run: bool = False) -> CycleResult:
         """Fine-tune, gate and maybe promote.
 
         ``train_since_ms`` overrides the start of the training window (default: the last
         promoted cycle, at most ``max_train_window_ms`` back), e.g. to retrain on a week
-        after an incident. ``corrupt`` (tests only) mangles the training labels, to
-        prove the gate stops a bad candidate."""
+        after an incident. ``corrupt`` (tests only) mangles the training labels after
+        every check, to prove the gate stops a bad candidate; ``poison`` mangles the
+        stored labels as a poisoned ``tx.outcomes`` would (``feedback.trust.flip_labels``,
+        the drill), before the label-shift alarm. ``dry_run`` never promotes."""
         now_ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
         if not self.redis.set(self.lock_key, str(now_ms), nx=True, px=6 * HOUR_MS):
             return CycleResult("skipped", now_ms, self.registry.serving_version(),
                                reasons=["another fine-tune holds the lock"])
         try:
-            result = self._cycle(now_ms, who, corrupt, train_since_ms)
-            self.redis.hset(self.state_key, mapping={"last_run_ms": now_ms})
+            result = self._cycle(now_ms, who, corrupt, train_since_ms, poison, dry_run)
+            if not dry_run:
+                self.redis.hset(self.state_key, mapping={"last_run_ms": now_ms})
             return result
         finally:
             self.redis.delete(self.lock_key)
 
-    def _cycle(self, now_ms: int, who: str, corrupt: Callable | None, train_since_ms: int | None) -> CycleResult:
+    def _read_labels(self, since_ms: int, until_ms: int, poison: Callable | None) -> pd.DataFrame:
+        rows = self.labels.read(since_ms=since_ms, until_ms=until_ms)
+        return poison(rows) if poison is not None and len(rows) else rows
+
+    def _heldout_mask(self, rows: pd.DataFrame) -> np.ndarray:
+        """Trusted sources' rows when configured (``feedback.trust``), else a hash share."""
+        trusted = self.settings.feedback.trust.trusted_sources
+        if not len(rows):
+            return np.zeros(0, dtype=bool)
+        if trusted:
+            return split_trusted(rows, trusted)[1]
+        return held_out(list(rows["event_id"]), self.config.heldout_share)
+
+    def _cycle(self, now_ms: int, who: str, corrupt: Callable | None, train_since_ms: int | None,
+               poison: Callable | None = None, dry_run: bool = False) -> CycleResult:
         from engine.model import load_model_dir, save_model_dir
 
         cfg = self.config
+        trust = self.settings.feedback.trust
         serving = self.registry.serving_version()
         if serving is None:
             return CycleResult("skipped", now_ms, None, reasons=["no serving model to fine-tune from"])
@@ -178,8 +204,15 @@ class FineTuneScheduler:
         trained_until = self.state().get("trained_until_ms", 0)
         since = max(trained_until, now_ms - cfg.max_train_window_ms) if train_since_ms is None else train_since_ms
 
-        new = self.labels.read(since_ms=since, until_ms=now_ms)
-        new = new[~held_out(list(new["event_id"]), cfg.heldout_share)] if len(new) else new
+        new = self._read_labels(since, now_ms, poison)
+        new = new[~self._heldout_mask(new)] if len(new) else new
+        past = self.labels.read(since_ms=since - cfg.max_train_window_ms, until_ms=since)
+        past = past[~self._heldout_mask(past)] if len(past) else past
+        alarms = label_shift(new, past, trust)
+        if alarms:
+            log.warning("fine-tune halted: %s", "; ".join(map(str, alarms)))
+            return CycleResult("halted", now_ms, serving, n_train=len(new),
+                               reasons=[f"{a}: the cycle does not train on it" for a in alarms])
         train = encode_rows(new, self.encoder)
         n_bad = int(train.rows["is_bad"].sum()) if len(train.rows) else 0
         result = CycleResult("skipped", now_ms, serving, n_train=len(train.rows))
@@ -188,29 +221,36 @@ class FineTuneScheduler:
                                   f"{cfg.min_train_examples} ({cfg.min_train_bad} bad)")
             return result
 
-        recent = self.labels.read(since_ms=now_ms - cfg.heldout_window_ms, until_ms=now_ms)
-        recent = recent[held_out(list(recent["event_id"]), cfg.heldout_share)] if len(recent) else recent
+        recent = self._read_labels(now_ms - cfg.heldout_window_ms, now_ms, poison)
+        recent = recent[self._heldout_mask(recent)] if len(recent) else recent
         held = encode_rows(recent, self.encoder)
         replay = encode_rows(self.decisions.read(since_ms=now_ms - cfg.replay_window_ms, until_ms=now_ms),
                              self.encoder)
+        influence = torch.tensor(influence_weights(train.rows, trust), dtype=torch.float32)
 
         is_bad = torch.tensor(train.rows["is_bad"].to_numpy(), dtype=torch.float32)
         if corrupt is not None:
             is_bad = corrupt(is_bad)
         candidate, ft_report = fine_tune(loaded.model, train.batch, is_bad, cfg.finetune,
-                                         progress=self.progress)
+                                         progress=self.progress, example_weights=influence)
 
         policy = self._policy()
         card = loaded.card
         y_held = held.rows["is_bad"].to_numpy(dtype=int) if len(held.rows) else np.zeros(0, dtype=int)
         s_held, c_held = (score(m, card, held.batch, policy) for m in (loaded.model, candidate))
         s_rep, c_rep = (score(m, card, replay.batch, policy) for m in (loaded.model, candidate))
-        verdict = gate_mod.evaluate(s_held, c_held, y_held, s_rep, c_rep, cfg.gate)
+        final = self._final_pair(held.rows, replay.rows, s_held, c_held, s_rep, c_rep)
+        verdict = gate_mod.evaluate(s_held, c_held, y_held, s_rep, c_rep, cfg.gate, final=final)
 
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now_ms / 1000))
         report_dir = Path(self.settings.paths.reports_dir) / f"cycle-{stamp}"
         extra = {"now_ms": now_ms, "serving": serving, "fine_tune": ft_report.to_dict(),
-                 "train_window_ms": [since, now_ms], "dropped_rows": {
+                 "train_window_ms": [since, now_ms],
+                 "heldout": {"trusted": bool(trust.trusted_sources), "sources": list(trust.trusted_sources),
+                             "by_source": recent["outcome_source"].value_counts().to_dict() if len(recent) else {}},
+                 "influence": {"min_weight": float(influence.min()), "total": float(influence.sum()),
+                               "rows": int(len(influence))},
+                 "dry_run": dry_run, "dropped_rows": {
                      "train": train.dropped, "heldout": held.dropped, "replay": replay.dropped}}
         gate_mod.write_report(verdict, report_dir, serving_held=s_held, candidate_held=c_held,
                               is_bad=y_held, extra=extra)
@@ -227,9 +267,9 @@ class FineTuneScheduler:
                          "bad_examples": ft_report.bad_examples, "steps": ft_report.steps,
                          "config": ft_report.config, "report_dir": str(report_dir)},
         })
-        if not verdict.passed:
+        if not verdict.passed or dry_run:
             save_model_dir(candidate, new_card, report_dir / "candidate")
-            result.status = "refused"
+            result.status = "refused" if not verdict.passed else "would-promote"
             (report_dir / "cycle.json").write_text(json.dumps(result.to_dict(), indent=2, default=str))
             return result
         version = self.registry.register(candidate, new_card, now_ms=now_ms)
@@ -242,6 +282,31 @@ class FineTuneScheduler:
         (report_dir / "cycle.json").write_text(json.dumps(result.to_dict(), indent=2, default=str))
         return result
 
+
+    def _final_pair(self, held_rows: Any, replay_rows: Any, s_held: Any, c_held: Any, s_rep: Any,
+                    c_rep: Any) -> gate_mod.FinalPair:
+        """Final verdicts (detector → policy → hard rules, each decision with its rule
+        set) of both models on the held-out and replay rows."""
+        replay = self._final_replay()
+        held_in, rep_in = replay.prepare(held_rows), replay.prepare(replay_rows)
+        parts = [replay.verdicts(held_in, s_held), replay.verdicts(held_in, c_held),
+                 replay.verdicts(rep_in, s_rep), replay.verdicts(rep_in, c_rep)]
+        return gate_mod.FinalPair(*(p.verdicts for p in parts),
+                                  missing_rules=parts[0].missing_rules + parts[2].missing_rules)
+
+    def _final_replay(self) -> FinalReplay:
+        from engine.decide import Policy
+        from engine.detect import InjectionDetector
+
+        base = Policy.from_settings(self.settings.policy)
+        try:
+            from engine.assemble import load_guard
+
+            guard = load_guard(self.settings)
+        except Exception as exc:  # noqa: BLE001 - no rules directory: detector and policy only
+            log.warning("final-verdict replay without hard rules: %s", exc)
+            guard = None
+        return FinalReplay(base, {}, guard, InjectionDetector.default())
 
     def _policy(self) -> Any:
         """The engine's policy: settings, overridden by the rule set's ``policy.yaml`` —

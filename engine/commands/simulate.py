@@ -28,6 +28,9 @@ def register(app: typer.Typer) -> None:
                                                                "(header content-type: application/json)."),
         outcomes: bool = typer.Option(True, help="Also write the delayed outcomes."),
         outcome_delay_days: float = typer.Option(7.0, min=1.0, help="Mean delay of fraud outcomes, in days."),
+        outcome_delay_min_days: float = typer.Option(1.0, min=0.01, help="Shortest delay of a fraud outcome, in days."),
+        confirm_rate: float = typer.Option(0.01, min=0.0, max=1.0, help="Share of good payments a customer confirms "
+                                           "(confirmed_legitimate outcomes); the default leaves ~80 % of labels bad."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     ) -> None:
         """Simulate card payments (handbook model + channels, devices, memos) with delayed outcomes."""
@@ -42,7 +45,8 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2)
         config = SimConfig(customers=customers, terminals=terminals, days=days, seed=seed,
                            start_date=start_date.date(), outcome_delay_mean_days=outcome_delay_days,
-                           drain_outcomes=outcomes)
+                           outcome_delay_min_days=min(outcome_delay_min_days, outcome_delay_days),
+                           legit_confirm_rate=confirm_rate, drain_outcomes=outcomes)
         settings = get_settings()
         try:
             sink = (KafkaSink(settings, events_topic, outcomes_topic, json_events=json_events,

@@ -36,7 +36,7 @@ def test_promotion_is_published_and_audited(stack, unique, redis_client, tmp_pat
         got.append(json.loads(m["data"]))
     assert [(g["action"], g["version"], g["previous"], g["who"]) for g in got] == [
         ("promote", "a", None, "alice"), ("promote", "b", "a", "gate"), ("rollback", "a", "b", "bob")]
-    assert set(got[0]) == {"version", "previous", "action", "who", "why", "at"}
+    assert set(got[0]) == {"version", "previous", "action", "who", "why", "at", "event_time_ms"}
     assert redis_client.get(f"tgreg{unique}:model:serving") == b"a"
     assert redis_client.xlen(reg.audit_stream) == 3
     assert [e.action for e in reg.audit()] == ["promote", "promote", "rollback"]

@@ -66,7 +66,7 @@ def test_fine_tune_improves_ranking_and_leaves_reference_untouched(scope):
     ref = _Tiny()
     before = {k: v.clone() for k, v in ref.state_dict().items()}
     x, bad = _problem()
-    cand, rep = fine_tune(ref, x, bad, FineTuneConfig(max_steps=60, lr=1e-2, scope=scope), progress=False)
+    cand, rep = fine_tune(ref, x, bad, FineTuneConfig(max_steps=60, lr=1e-2, epochs=4, scope=scope), progress=False)
     assert all(torch.equal(before[k], v) for k, v in ref.state_dict().items())
     assert set(cand.state_dict()) == set(ref.state_dict())  # LoRA merged back: a plain model
     assert rep.steps == 16 and rep.loss_last < rep.loss_first and rep.weight_drift > 0
@@ -149,3 +149,59 @@ def test_gate_margins_are_settings_overridable_from_the_environment(monkeypatch)
     assert widened.max_ap_drop == 0.2 and widened.cell_overrides == {"pass->reject": 0.0}
     passed = evaluate(serving, candidate, y, serving, candidate, widened)
     assert passed.passed, passed.reasons
+
+
+def test_ranked_pairs_are_balanced_and_move_the_order_not_the_level():
+    from feedback.preference import ranked_pair_loss, stop_log_odds
+
+    ref = torch.zeros(4, 3)
+    logits = torch.zeros(4, 3, requires_grad=True)
+    is_bad = torch.tensor([1.0, 0.0, 0.0, 0.0])  # one-sided: 1 bad, 3 good
+    ranked_pair_loss(logits, ref, is_bad, beta=1.0).loss.backward()
+    step = -stop_log_odds(logits - 0.1 * logits.grad) + stop_log_odds(logits)
+    assert step[0] < 0 and (step[1:] > 0).all()  # bad towards stop, goods away from it
+    total = float(logits.grad.sum())
+    assert abs(total) < 1e-6  # logits shift symmetric: the bad gains what the goods lose
+    one_class = ranked_pair_loss(logits, ref, torch.zeros(4), beta=1.0)
+    assert float(one_class.loss.detach()) == 0.0  # no pair without both classes
+
+
+def test_stop_budget_penalises_only_goods_stopped_beyond_the_budget():
+    from feedback.preference import stop_budget_penalty
+
+    ref = torch.tensor([[3.0, 0.0, 0.0]] * 2)
+    is_bad = torch.tensor([1.0, 0.0])
+    stop_the_bad = torch.tensor([[0.0, 0.0, 3.0], [3.0, 0.0, 0.0]])
+    stop_the_good = torch.tensor([[3.0, 0.0, 0.0], [0.0, 0.0, 3.0]])
+    assert float(stop_budget_penalty(stop_the_bad, ref, is_bad, 0.01)) == 0.0
+    assert float(stop_budget_penalty(stop_the_good, ref, is_bad, 0.01)) > 0.5
+
+
+def _pass_heavy_reference():
+    torch.manual_seed(0)
+    ref = _Tiny()
+    with torch.no_grad():
+        ref.heads.bias[:3] = torch.tensor([2.5, 0.0, 0.0])  # stops nothing, like a weak first model
+    return ref
+
+
+def test_default_objective_moves_the_verdicts_the_seed_objective_left_alone():
+    """The seed loop's objective (per-decision DPO, unbalanced, a few passes) leaves a
+    pass-heavy verdict head passing everything; the default one (ranked pairs, balanced
+    level, stop budget) stops many bad outcomes and few good ones."""
+    x, bad = _problem(n=512, seed=1)
+    ref = _pass_heavy_reference()
+
+    def stopped(model):
+        with torch.no_grad():
+            p = torch.softmax(model(x)["verdict"], -1)
+        return (p[:, 1] + p[:, 2]) >= 0.5
+
+    assert not stopped(ref).any()
+    seed_cand, _ = fine_tune(ref, x, bad, FineTuneConfig.seed_loop(), progress=False)
+    assert not stopped(seed_cand).any()
+    cand, _ = fine_tune(ref, x, bad, FineTuneConfig(), progress=False)
+    s = stopped(cand)
+    recall = float(s[bad == 1].float().mean())
+    good_stopped = float(s[bad == 0].float().mean())
+    assert recall > 0.05 and good_stopped < 0.05, (recall, good_stopped)  # seed objective: 0.0

@@ -48,7 +48,7 @@ def test_promote_rollback_publish_and_audit(registry):
         registry.rollback(who="bob", why="nothing left")
     published = [ModelEvent.from_json(m) for ch, m in registry.redis.published]
     assert {ch for ch, _ in registry.redis.published} == {"tg:model:events"}
-    assert [(e.version, e.previous, e.who, e.why, e.at) for e in published] == [
+    assert [(e.version, e.previous, e.who, e.why, e.event_time_ms) for e in published] == [
         ("a", None, "alice", "first", 10), ("b", "a", "gate", "AP up", 20), ("a", "b", "bob", "review rate alert", 30)]
     assert registry.audit() == published
     assert [m.serving for m in registry.list()] == [True, False]
@@ -64,3 +64,19 @@ def test_refuses_unknown_incomplete_and_path_escaping_versions(registry, tmp_pat
         registry.register(tmp_path / "src")  # no weights
     assert registry.list() == []
     assert not any(p.name.startswith(".staging") for p in registry.models_dir.iterdir())
+
+
+def test_audit_orders_by_wall_clock_with_event_time_beside_it(tmp_path):
+    """A backfill cycle at an event time of 2018 after a live promotion still lands
+    later in the audit: ``at`` is the wall clock, the event time sits beside it."""
+    ticks = iter([1_800_000_000_000, 1_800_000_060_000])
+    reg = ModelRegistry(Settings(paths=PathSettings(models_dir=tmp_path / "models")), FakeRedis(),
+                        wall_clock=lambda: next(ticks))
+    model, card = fresh_model(SPEC)
+    a = reg.register(model, card, version="a", now_ms=1)
+    b = reg.register(model, card, version="b", now_ms=2)
+    live = reg.promote(a, who="ops", why="live")
+    backfill = reg.promote(b, who="feedback-scheduler", why="backfill", now_ms=1_522_540_800_000)
+    assert (live.at, live.event_time_ms) == (1_800_000_000_000, None)
+    assert (backfill.at, backfill.event_time_ms) == (1_800_000_060_000, 1_522_540_800_000)
+    assert [e.at for e in reg.audit()] == sorted(e.at for e in reg.audit())

@@ -223,3 +223,34 @@ def test_config_is_checked_and_tiny_worlds_work():
         SimConfig(review_rate=1.5)
     days = list(Simulator(SimConfig(customers=2, terminals=2, days=3, seed=1, radius=200)).days())
     assert sum(len(d.events) for d in days) > 0
+
+
+def test_cli_sets_the_confirmation_rate_and_the_outcome_delay(tmp_path):
+    """``--confirm-rate`` decides how many good payments get confirmed, so the labels'
+    bad share is no longer stuck near 80 %; ``--outcome-delay-days`` and
+    ``--outcome-delay-min-days`` bound when fraud outcomes arrive."""
+    import typer
+
+    from engine.commands import simulate as simulate_command
+
+    app = typer.Typer()
+    simulate_command.register(app)
+    app.command("noop")(lambda: None)
+
+    def kinds(*extra):
+        out = tmp_path / f"sim{len(list(tmp_path.iterdir()))}.jsonl"
+        result = CliRunner().invoke(app, ["simulate", "--days", "3", "--customers", "150", "--terminals", "300",
+                                          "--seed", "2", "--out", str(out), "-q", *extra])
+        assert result.exit_code == 0, result.output
+        events = {e["event_id"]: e["event_time_ms"] for e in map(json.loads, out.read_text().splitlines())}
+        outs = [json.loads(x) for x in out.with_suffix(".outcomes.jsonl").read_text().splitlines()]
+        return events, outs
+
+    _, none = kinds("--confirm-rate", "0")
+    _, many = kinds("--confirm-rate", "0.5")
+    assert sum(o["kind"] == "confirmed_legitimate" for o in none) == 0
+    assert sum(o["kind"] == "confirmed_legitimate" for o in many) > 100
+    events, quick = kinds("--outcome-delay-days", "1.5", "--outcome-delay-min-days", "1.0")
+    fraud_delays = [o["outcome_time_ms"] - events[o["event_id"]] for o in quick
+                    if o["source"] in ("issuer_chargeback", "fraud_desk")]
+    assert fraud_delays and min(fraud_delays) >= 86_400_000 - 1

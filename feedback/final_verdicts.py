@@ -1,0 +1,116 @@
+"""The verdicts downstream consumers receive, replayed: detector → policy → hard rules.
+
+The gate used to judge a model's *own* verdict (model + policy). What a consumer acts on
+is the final verdict: the detector's floor and the hard rules come after the policy and
+always win. ``FinalReplay`` rebuilds that verdict for stored decisions, each with the
+rule set that decided it (its ``rules_version``), from a model's calibrated scores:
+
+1. **detect**: the shipped injection detector on each event's untrusted text (run once
+   per row set: it does not depend on the model);
+2. **decide**: ``engine.decide.decide`` with the base policy overridden by *that* rule
+   set's ``policy.yaml``, and the detector's result;
+3. **guard**: that rule set's hard rules, on the event and the context snapshot the
+   engine recorded.
+
+A decision whose rules version is not among the known rule sets is judged by the
+current one and counted in ``missing_rules``: the report says how many, rather than
+guessing silently. Not replayed: the pipeline's text-blind twin (the "user text may
+only add suspicion" step) and degraded mode; both are rare and model-independent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from engine.decide import Policy, ScoreRow, decide
+from engine.records import DECISIONS, TransactionEvent
+
+from .gate import Scores
+
+_INDEX = {d: i for i, d in enumerate(DECISIONS)}
+
+
+class RuleGuard(Protocol):
+    """What the replay needs of ``engine.guard.Guard``."""
+
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def policy(self) -> Mapping[str, Any]: ...
+
+    def apply_batch(self, events: Sequence[TransactionEvent], contexts: Sequence[Mapping[str, float]],
+                    model_views: Sequence[Mapping[str, Any]], proposals: Sequence[Any]) -> list[Any]: ...
+
+
+@dataclass(slots=True, frozen=True)
+class ReplayRows:
+    """Decoded inputs of stored rows (model-independent, so decoded and screened once)."""
+
+    events: list[TransactionEvent]
+    contexts: list[dict[str, float]]
+    rules_versions: list[str]
+    detections: list[Any]
+
+
+@dataclass(slots=True, frozen=True)
+class FinalVerdicts:
+    verdicts: np.ndarray  # [N] index into DECISIONS
+    missing_rules: int  # rows judged by the current rules: their own version is unknown
+
+
+class FinalReplay:
+    """Final verdicts of a model's scores on stored rows, rule set by rule set."""
+
+    def __init__(self, base_policy: Policy, guards: Mapping[str, RuleGuard], current: RuleGuard | None,
+                 detector: Any | None):
+        self.base_policy = base_policy
+        self.guards = dict(guards)
+        self.current = current
+        if current is not None:
+            self.guards.setdefault(current.version, current)
+        self.detector = detector
+
+    def policy_for(self, guard: RuleGuard | None) -> Policy:
+        return self.base_policy if guard is None else self.base_policy.with_overrides(dict(guard.policy))
+
+    def prepare(self, rows: pd.DataFrame) -> ReplayRows:
+        """Events, rule contexts and detector results of the rows (``event_json``,
+        ``snapshot_json``, ``rules_version`` columns, as the stores keep them)."""
+        from engine import stage_adapters as adapt
+        from engine.features.snapshot import ContextSnapshot
+
+        events = [TransactionEvent.from_dict(json.loads(s)) for s in rows["event_json"]]
+        snaps = [ContextSnapshot.from_dict(json.loads(s)) for s in rows["snapshot_json"]]
+        contexts = adapt.rule_contexts(self.current, snaps) if self.current is not None else [{} for _ in snaps]
+        return ReplayRows(events, contexts, [str(v) for v in rows["rules_version"]],
+                          adapt.detect(self.detector, events))
+
+    def verdicts(self, prepared: ReplayRows, scores: Scores) -> FinalVerdicts:
+        from engine import stage_adapters as adapt
+
+        n = len(prepared.events)
+        out = np.zeros(n, dtype=int)
+        missing = 0
+        groups: dict[str, list[int]] = {}
+        for i, version in enumerate(prepared.rules_versions):
+            if version not in self.guards:
+                missing += 1
+                version = self.current.version if self.current is not None else ""
+            groups.setdefault(version, []).append(i)
+        for version, idx in groups.items():
+            guard = self.guards.get(version)
+            policy = self.policy_for(guard)
+            proposals = [decide(ScoreRow(tuple(float(p) for p in scores.probs[i]), float(scores.risk[i])),
+                                prepared.detections[i], policy) for i in idx]
+            finals = adapt.guard(guard, [prepared.events[i] for i in idx], [prepared.contexts[i] for i in idx],
+                                 proposals)
+            for i, (verdict, _, _) in zip(idx, finals):
+                out[i] = _INDEX[verdict]
+        return FinalVerdicts(out, missing)
