@@ -143,7 +143,12 @@ def main() -> None:
     ap.add_argument("--transformer-folds", nargs="+", default=list(VALIDATION) + [TEST])
     ap.add_argument("--cache-dir", default=".tollgate/backtest-cache")
     ap.add_argument("--json-out", type=Path, default=None)
+    ap.add_argument("--params", action="append", default=[], metavar="FAMILY=JSON",
+                    help="skip FAMILY's grid and use this configuration (one chosen by an earlier grid run)")
     a = ap.parse_args()
+    for item in a.params:
+        family, _, params = item.partition("=")
+        GRIDS[family] = {k: [v] for k, v in json.loads(params).items()}
     path = a.data or handbook_file()
     if path is None:
         raise SystemExit("the handbook file is absent: give --data or put it in ../shared/data/handbook/")
@@ -176,6 +181,9 @@ def main() -> None:
         chosen[family] = best or {}
         for seed in a.seeds:
             rows.append({**fit_and_score(family, chosen[family], seed, folds[TEST]), "stage": "test"})
+            r = rows[-1]
+            print(f"  {family:9s} test fold seed {seed}: AUC {r['auc']:.3f} AP {r['ap']:.3f} CP@100 {r['cp100']:.3f}",
+                  flush=True)
             if seed != 0:  # seed 0 on the validation folds ran in the grid already
                 rows += [{**fit_and_score(family, chosen[family], seed, folds[name]), "stage": "validation-seeds"}
                          for name in VALIDATION]
