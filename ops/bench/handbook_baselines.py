@@ -145,7 +145,12 @@ def main() -> None:
     ap.add_argument("--json-out", type=Path, default=None)
     ap.add_argument("--params", action="append", default=[], metavar="FAMILY=JSON",
                     help="skip FAMILY's grid and use this configuration (one chosen by an earlier grid run)")
+    ap.add_argument("--grid", action="append", default=[], metavar="FAMILY=JSON",
+                    help="replace FAMILY's grid, e.g. rf='{\"max_depth\": [10, 20], \"n_estimators\": [100]}'")
     a = ap.parse_args()
+    for item in a.grid:
+        family, _, grid = item.partition("=")
+        GRIDS[family] = json.loads(grid)
     for item in a.params:
         family, _, params = item.partition("=")
         GRIDS[family] = {k: [v] for k, v in json.loads(params).items()}
