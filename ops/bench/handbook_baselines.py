@@ -30,18 +30,19 @@ import itertools
 import json
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import numpy as np
+import pandas as pd
 
-from engine.backtest import DAY_MS, Window, assessed_mask, read_handbook  # noqa: E402
-from engine.handbook_features import BOOK_FEATURES, book_features  # noqa: E402
-from engine.metrics_quality import quality_report  # noqa: E402
-from engine.shared_data import handbook_file  # noqa: E402
+from engine.backtest import DAY_MS, Window, assessed_mask, read_handbook
+from engine.handbook_features import BOOK_FEATURES, book_features
+from engine.metrics_quality import quality_report
+from engine.shared_data import handbook_file
 
 VALIDATION = ("2018-06-20", "2018-06-27", "2018-07-04", "2018-07-11")
 TEST = "2018-07-18"
