@@ -12,8 +12,9 @@ The handbook's protocol (Le Borgne et al., 2022, ch. 3-5), step by step:
    through ``Inference`` (the infer stage); the same store keeps learning outcomes as
    they arrive. Every test-window event is scored.
 4. Metrics on the test window with the book's definitions: cards already known to be
-   compromised (a fraud of theirs labelled by the day's start) are removed from each
-   day; AUC ROC, AP and card precision@100 (``engine.metrics_quality``).
+   compromised (a fraud of theirs in the training window, or labelled by the day's start)
+   are removed from each day (``assessed_mask``, computed over the whole replayed frame);
+   AUC ROC, AP and card precision@100 (``engine.metrics_quality``).
 
 Features never see a label early: ``record_outcomes`` only receives arrivals whose
 arrival time is before the micro-batch being enriched.
@@ -190,19 +191,29 @@ class Replay:
             self._next_label = upto
 
 
-def known_compromised_mask(frame: pd.DataFrame, window: Window) -> np.ndarray:
-    """True for test rows whose card had a fraud already known at the start of their day
-    (the book: frauds of the training window and of the days up to day - delay - 1)."""
+def assessed_mask(frame: pd.DataFrame, window: Window) -> np.ndarray:
+    """True for the rows of ``frame`` the book assesses: in the test window, and of a card
+    not yet known to be compromised on the row's day (the book's ``get_train_delay_test_set``).
+
+    Known on test day d = every card with a fraud in the training window, plus every card
+    with a fraud on a day whose label has arrived by day d's start (the first d delay days
+    when the delay is a week). The frauds are read from ``frame`` itself, so it must hold
+    the training and delay windows: the whole file or the backtest's cut, never only the
+    test rows (with those alone no card is ever known and none is removed).
+    """
     t = frame["event_time_ms"].to_numpy()
+    if not (t < window.train_end_ms).any():
+        raise ValueError("assessed_mask needs the training window's rows: known-compromised cards come "
+                         "from the training and delay days, not from the test rows")
     fraud = frame["tx_fraud"].to_numpy() == 1
-    customer = frame["customer_id"].to_numpy()
+    customer = pd.factorize(frame["customer_id"])[0]  # integer codes: isin on ints, not strings
     out = np.zeros(len(frame), dtype=bool)
     for day in range(window.test_days):
         day_start = window.test_start_ms + day * DAY_MS
         known_until = day_start - window.delay_days * DAY_MS
-        known = set(customer[fraud & (t >= window.train_start_ms) & (t < known_until)])
+        known = np.unique(customer[fraud & (t >= window.train_start_ms) & (t < known_until)])
         in_day = (t >= day_start) & (t < day_start + DAY_MS)
-        out |= in_day & np.isin(customer, list(known))
+        out |= in_day & ~np.isin(customer, known)
     return out
 
 
@@ -293,7 +304,7 @@ def run_backtest(frame: pd.DataFrame, window: Window, models: Sequence[str] = ("
             scored[name].append(pd.DataFrame({
                 "transaction_id": ids, "risk_score": risk,
                 "verdict": [DECISIONS[i].value for i in probs.argmax(1)], "confidence": probs.max(1)}))
-    assessed = ~known_compromised_mask(test, window)
+    assessed = assessed_mask(frame, window)[encoded.test_rows]
     results: dict[str, BacktestResult] = {}
     for name, parts in scored.items():
         scores = pd.concat(parts, ignore_index=True)

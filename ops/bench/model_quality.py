@@ -32,13 +32,15 @@ from pathlib import Path
 
 import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
 
-DATA = "/work/shared/data/handbook/transactions_2018-04-01_to_2018-08-07.parquet"
+from engine.shared_data import handbook_file  # noqa: E402
+
+DATA = str(handbook_file() or "../shared/data/handbook/transactions_2018-04-01_to_2018-08-07.parquet")
 
 
 def load_fold(data: str, train_start: str, cache_dir: str, fold_file: str | None = None):
     """(training rows, EncodedWindow, test rows with an ``assessed`` column) of one fold:
     from a compact fold file (``--export``) if given, else replayed (or cached) from DATA."""
-    from engine.backtest import Window, cached_encode_window, known_compromised_mask, read_handbook
+    from engine.backtest import Window, assessed_mask, cached_encode_window, read_handbook
 
     if fold_file:
         return _read_fold_file(fold_file)
@@ -48,7 +50,7 @@ def load_fold(data: str, train_start: str, cache_dir: str, fold_file: str | None
                   & (frame["event_time_ms"] < window.test_end_ms)].reset_index(drop=True)
     enc = cached_encode_window(frame, window, cache_dir)
     test = frame.iloc[enc.test_rows].reset_index(drop=True)
-    test["assessed"] = ~known_compromised_mask(test, window)
+    test["assessed"] = assessed_mask(frame, window)[enc.test_rows]
     cols = ["event_id", "event_time_ms", "customer_id", "amount", "tx_fraud"]
     return frame.iloc[enc.train_rows][cols].reset_index(drop=True), enc, test[cols + ["assessed"]]
 

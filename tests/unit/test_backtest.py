@@ -8,10 +8,11 @@ import pytest
 import torch
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from engine.backtest import DAY_MS, Replay, Window, delayed_truth_arrivals, known_compromised_mask
+from engine.backtest import DAY_MS, Replay, Window, assessed_mask, delayed_truth_arrivals
 from engine.metrics_quality import (
     auc_roc, average_precision, card_precision_at_k, card_precision_at_k_per_day, expected_calibration_error,
 )
+from engine.shared_data import handbook_file
 
 T0 = Window.from_date("2018-05-01").train_start_ms
 
@@ -58,8 +59,38 @@ def test_known_compromised_cards_are_removed_per_day():
         ("3", test_day0 + 5, "a", "t", 0), ("4", test_day0 + 6, "b", "t", 0),
         ("5", test_day1 + 5, "a", "t", 0), ("6", test_day1 + 6, "b", "t", 0), ("7", test_day1 + 7, "c", "t", 0),
     ])
-    mask = known_compromised_mask(frame, w)
-    assert mask.tolist() == [False, False, True, False, True, True, False]
+    # rows outside the test window are never assessed
+    assert assessed_mask(frame, w).tolist() == [False, False, False, True, False, False, True]
+    # the bug this guards: handed the test rows alone, no card is ever known
+    with pytest.raises(ValueError, match="training window"):
+        assessed_mask(frame.iloc[2:], w)
+
+
+# The book's get_train_delay_test_set on ../shared/data/handbook, per fold named by its
+# first training day: (assessed transactions, frauds). ../shared/data/README.md lists them.
+BOOK_ASSESSED = {"2018-06-20": (57_182, 416), "2018-06-27": (57_800, 411), "2018-07-04": (57_931, 351),
+                 "2018-07-11": (58_505, 374), "2018-07-18": (58_535, 415)}
+
+
+@pytest.fixture(scope="module")
+def handbook_events() -> pd.DataFrame:
+    """The columns assessed_mask reads, straight from the file (read_handbook's time
+    conversion has its own test below; its string ids cost minutes here for nothing)."""
+    path = handbook_file()
+    if path is None:
+        pytest.skip("the handbook file is absent (../shared/data/handbook/; see engine/shared_data.py)")
+    raw = pd.read_parquet(path, columns=["TX_DATETIME", "CUSTOMER_ID", "TX_FRAUD"])
+    return pd.DataFrame({"event_time_ms": raw["TX_DATETIME"].to_numpy().astype("datetime64[ms]").astype(np.int64),
+                         "customer_id": raw["CUSTOMER_ID"].to_numpy(), "tx_fraud": raw["TX_FRAUD"].to_numpy()})
+
+
+@pytest.mark.parametrize("train_start", sorted(BOOK_ASSESSED))
+def test_assessed_set_is_the_books_on_the_handbook_file(handbook_events, train_start):
+    window = Window.from_date(train_start, 7, 7, 7, 30)
+    t = handbook_events["event_time_ms"]
+    frame = handbook_events[(t >= window.history_start_ms) & (t < window.test_end_ms)].reset_index(drop=True)
+    keep = assessed_mask(frame, window)
+    assert (int(keep.sum()), int(frame["tx_fraud"].to_numpy()[keep].sum())) == BOOK_ASSESSED[train_start]
 
 
 class RecordingStore:
@@ -137,6 +168,12 @@ def test_backtest_end_to_end_on_a_small_handbook_frame():
         assert set(scores["verdict"]) <= {"pass", "review", "reject"}
         assert scores["risk_score"].between(0, 1).all()
     assert results["lightgbm"].metrics["auc_roc"] > 0.95  # a rule on the amount is easy to learn
+    # the assessed rows are the book's: cards with a fraud in training or the delay day are out
+    cut = frame[(t >= window.history_start_ms) & (t < window.test_end_ms)].reset_index(drop=True)
+    book = assessed_mask(cut, window)[(cut["event_time_ms"] >= window.test_start_ms).to_numpy()]
+    assessed = results["transformer"].scores["assessed"].to_numpy()
+    assert assessed.tolist() == book.tolist() and 0 < assessed.sum() < len(assessed)
+    assert results["transformer"].metrics["n"] == assessed.sum()
 
 
 def test_cached_window_is_the_replay_and_a_changed_file_is_not_reused(tmp_path):

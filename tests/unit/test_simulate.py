@@ -22,9 +22,11 @@ from engine.handbook import handbook_frame, handbook_outcomes, read_handbook_raw
 from engine.records import Outcome, OutcomeKind, TransactionEvent
 from engine.simulate import DAY_MS, SimConfig, Simulator
 from engine.simulate_frames import TRUTH_COLUMNS, events_from_frame, outcomes_from_frame
+from engine.shared_data import handbook_file
 from engine.simulate_sinks import outcome_path, read_event_file, read_outcome_file
 
-HANDBOOK = Path(__file__).resolve().parents[3] / "shared/data/handbook/transactions_2018-04-01_to_2018-08-07.parquet"
+# ../shared/data beside the repository root (engine.shared_data); None when truly absent.
+HANDBOOK = handbook_file()
 WEEKS = 9
 # Measured on the handbook file, days 0..62 (9 weeks, ramp-up of scenarios 2 and 3 included).
 PUBLISHED = {"tx_per_day": 9592.2, "fraud_rate": 0.00742, "amount_mean": 53.59,
@@ -66,14 +68,14 @@ def test_scenario_statistics_match_the_published_ones(nine_weeks):
     assert (nine_weeks[nine_weeks.TX_FRAUD_SCENARIO == 1].TX_AMOUNT > 220).all()
 
 
-@pytest.mark.skipif(not HANDBOOK.exists(), reason="handbook parquet not available")
+@pytest.mark.skipif(HANDBOOK is None, reason="handbook parquet not available")
 def test_matches_the_handbook_file(nine_weeks):
     reference = scenario_stats(read_handbook_raw(HANDBOOK, 0, 7 * WEEKS - 1))
     assert_close_to(scenario_stats(nine_weeks), reference)
 
 
 def test_handbook_reader_gives_valid_events_and_delayed_labels():
-    if not HANDBOOK.exists():
+    if HANDBOOK is None:
         pytest.skip("handbook parquet not available")
     frame = handbook_frame(read_handbook_raw(HANDBOOK, 10, 10))
     events = events_from_frame(frame)
