@@ -75,6 +75,27 @@ def stack() -> Iterator[Stack]:
         shutil.rmtree(state_dir, ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def redis_cluster_url() -> Iterator[str]:
+    """A three-master Redis Cluster (``redis+cluster://`` URL): ``TOLLGATE_TEST_REDIS_CLUSTER_URL``
+    when set, else one started here with ``ops/stack up --brokers 0 --redis-shards 3`` on
+    free loopback ports, stopped at the end of the session."""
+    url = os.environ.get("TOLLGATE_TEST_REDIS_CLUSTER_URL")
+    if url:
+        yield url
+        return
+    state_dir = Path(tempfile.mkdtemp(prefix="tollgate-test-rcluster-"))
+    env = dict(os.environ, TOLLGATE_STATE_DIR=str(state_dir),
+               TOLLGATE_REDIS_PORTS=",".join(map(str, _free_ports(3))))
+    up = subprocess.run([str(REPO / "ops" / "stack"), "up", "--brokers", "0", "--redis-shards", "3"],
+                        env=env, check=True, timeout=300, capture_output=True, text=True)
+    try:
+        yield up.stdout.split("TOLLGATE_REDIS_URL=", 1)[1].split()[0]
+    finally:
+        subprocess.run([str(REPO / "ops" / "stack"), "down"], env=env, timeout=120)
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
 @pytest.fixture
 def unique() -> str:
     """A short unique suffix for this test's topics, group and Redis keys."""
