@@ -66,7 +66,7 @@ def register(app: typer.Typer) -> None:
         log_level: str = typer.Option("INFO", "--log-level"),
     ) -> None:
         """Run one engine worker until SIGTERM: tx.events → verdicts on tx.verdicts, exactly once."""
-        import redis
+        from engine.redisconn import connect
 
         from engine.assemble import load_model_components
         from engine.consume import FatalKafkaError
@@ -79,8 +79,7 @@ def register(app: typer.Typer) -> None:
         configure_json_logging(log_level)
         settings = get_settings()
         wid = worker_id or socket.gethostname()
-        client = redis.Redis.from_url(settings.redis.url, socket_timeout=settings.redis.socket_timeout_s,
-                                      socket_connect_timeout=settings.redis.socket_timeout_s)
+        client = connect(settings.redis.url, settings.redis.socket_timeout_s)
         if settings.batch.torch_threads:
             import torch
 
