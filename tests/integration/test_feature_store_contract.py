@@ -317,3 +317,25 @@ def test_redis_cluster_batch_stays_in_slots_and_costs_three_round_trips(redis_cl
         assert len(slots) > 100  # spread over the cluster, not one slot
     finally:
         _delete_namespace(red.client, unique)
+
+
+@pytest.mark.integration
+def test_redis_cluster_store_follows_moved_slots(redis_cluster_url, unique):
+    """A stale slot map (what a reshard or failover leaves a client with) sends commands
+    to the wrong node; its MOVED replies are retried on the right one, results unchanged."""
+    red = RedisFeatureStore(settings=Settings(redis={"url": redis_cluster_url}), namespace=unique)
+    try:
+        batch = [ev(f"m{i}", T0 + (i + 1) * MIN, customer=f"c{i % 9}", terminal=f"t{i % 4}") for i in range(40)]
+        red.enrich(batch[:1])  # topology and scripts loaded
+        nodes = red.client.nodes_manager
+        primaries = red.client.get_primaries()
+        for slot, owners in list(nodes.slots_cache.items()):  # every slot "moved" to the next primary
+            wrong = primaries[(primaries.index(next(p for p in primaries if p.name == owners[0].name)) + 1)
+                              % len(primaries)]
+            nodes.slots_cache[slot] = [wrong]
+        before = red.round_trips
+        assert red.enrich(batch) == MemoryFeatureStore().enrich(batch)
+        assert red.round_trips - before > 3  # the MOVED retries were needed, and done
+        assert red.decision_log(["m5"])[0].event_id == "m5"
+    finally:
+        _delete_namespace(red.client, unique)
