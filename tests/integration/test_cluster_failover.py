@@ -16,22 +16,19 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from engine.codec import Codec
 from engine.redisconn import connect
 from tests.conftest import REPO, _free_ports
 from tests.integration.worker_support import (
-    TOLLGATE, WorkerEnv, WorkerProcess, delete_prefix, make_events, read_committed, read_verdicts,
+    TOLLGATE, EventStream, WorkerEnv, WorkerProcess, delete_prefix, make_events, read_committed, read_verdicts,
     save_fresh_model, wait_until,
 )
 
@@ -59,7 +56,7 @@ class KafkaCluster:
 
     def restart_missing(self) -> None:
         """``ops/stack up`` starts whichever node is down and waits until all answer."""
-        up = subprocess.run([STACK, "up"], env=self.env, timeout=300, capture_output=True, text=True)
+        up = subprocess.run([STACK, "up"], env=self.env, timeout=300, capture_output=True, text=True, check=False)
         assert up.returncode == 0, f"ops/stack up failed ({up.returncode}):\n{up.stderr[-3000:]}"
 
 
@@ -100,7 +97,7 @@ def kafka_cluster() -> Iterator[KafkaCluster]:
         yield KafkaCluster(exported["TOLLGATE_KAFKA_BOOTSTRAP"], exported["TOLLGATE_REDIS_URL"], state_dir, env)
     finally:
         if not given:
-            subprocess.run([STACK, "down"], env=env, timeout=180)
+            subprocess.run([STACK, "down"], env=env, timeout=180, check=False)
             shutil.rmtree(state_dir, ignore_errors=True)
 
 
@@ -130,40 +127,6 @@ def fully_replicated(admin: AdminClient, topics: list[str]) -> bool:
     return True
 
 
-class Stream:
-    """Produce events at a steady pace until stopped; ``produced`` are those acknowledged."""
-
-    def __init__(self, wenv: WorkerEnv, codec: Codec, rate_per_s: float):
-        self.wenv, self.codec, self.rate = wenv, codec, rate_per_s
-        self.stop = threading.Event()
-        self.produced = 0
-        self.errors: list[str] = []
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        # acks=all with idempotence: a produce survives its partition leader's death.
-        p = Producer({"bootstrap.servers": self.wenv.bootstrap, "enable.idempotence": True, "linger.ms": 5})
-        sent, t0 = 0, time.monotonic()
-        while not self.stop.is_set():
-            for e in make_events(self.wenv.unique, 50, start=sent):
-                p.produce(self.wenv.events, key=e.customer_id.encode(), value=self.codec.encode_event(e),
-                          on_delivery=self._delivered)
-            sent += 50
-            p.poll(0)
-            ahead = t0 + sent / self.rate - time.monotonic()
-            if ahead > 0:
-                self.stop.wait(ahead)
-        if p.flush(120) != 0:
-            self.errors.append("producer could not flush within 120 s")
-        self.sent = sent
-
-    def _delivered(self, err, msg) -> None:
-        if err is None:
-            self.produced += 1
-        else:
-            self.errors.append(str(err))
-
-
 def test_sigkill_partition_leader_and_transaction_coordinator_loses_nothing(kafka_cluster, unique, tmp_path):
     cluster = kafka_cluster
     codec = Codec()
@@ -173,7 +136,7 @@ def test_sigkill_partition_leader_and_transaction_coordinator_loses_nothing(kafk
                      # the model in the worker's own process: fewer processes on a small host
                      extra={"TOLLGATE_BATCH__INFER_PROCESS": "false"})
     # `tollgate topics create` with the settings ops/stack printed: replication 3, min ISR 2.
-    created = subprocess.run([TOLLGATE, "topics", "create"], capture_output=True, text=True, timeout=120,
+    created = subprocess.run([TOLLGATE, "topics", "create"], capture_output=True, text=True, timeout=120, check=False,
                              env=wenv.env(TOLLGATE_TOPICS__REPLICATION_FACTOR="3",
                                           TOLLGATE_TOPICS__MIN_INSYNC_REPLICAS="2",
                                           TOLLGATE_TOPICS__OUTCOMES=f"tx.outcomes.{unique}"))
@@ -189,7 +152,7 @@ def test_sigkill_partition_leader_and_transaction_coordinator_loses_nothing(kafk
     redis.set(f"{wenv.key_prefix}:model:serving", "v1")
 
     workers = [WorkerProcess(wenv, wid, tmp_path) for wid in ("w1", "w2")]
-    stream = Stream(wenv, codec, rate_per_s=150)
+    stream = EventStream(wenv, codec, rate_per_s=150)
     try:
         for w in workers:
             w.wait_for("worker ready", timeout=180)
@@ -201,7 +164,7 @@ def test_sigkill_partition_leader_and_transaction_coordinator_loses_nothing(kafk
             wait_until(lambda: committed() >= beyond, 180, what)
             return committed()
 
-        stream.thread.start()
+        stream.start()
         seen = progress(500, "first verdicts")
 
         # 1. The leader of tx.events partition 0 dies mid-stream.
@@ -217,14 +180,13 @@ def test_sigkill_partition_leader_and_transaction_coordinator_loses_nothing(kafk
         seen = progress(seen + 500, f"verdicts with coordinator {coordinator} dead")
         cluster.restart_missing()
         progress(seen + 300, "verdicts after the restart")
-        stream.stop.set()
-        stream.thread.join(180)
+        stream.stop_and_join()
         assert not stream.errors, stream.errors[:3]
         verdicts = read_verdicts(cluster.bootstrap, wenv.verdicts, stream.produced, codec, timeout=240)
         for w in workers:  # nobody restarted them: both still the processes started above
             assert w.proc.poll() is None, f"worker {w.worker_id} exited:\n{w.tail()}"
     finally:
-        stream.stop.set()
+        stream.stop_and_join()
         for w in workers:
             try:
                 w.terminate(timeout=120)
