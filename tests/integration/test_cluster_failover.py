@@ -26,7 +26,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from engine.codec import Codec
 from engine.redisconn import connect
-from tests.conftest import REPO, _free_ports
+from tests.conftest import REDIS_CLUSTER_MAX_PORT, REPO, _free_ports
 from tests.integration.worker_support import (
     TOLLGATE, EventStream, WorkerEnv, WorkerProcess, delete_prefix, make_events, read_committed, read_verdicts,
     save_fresh_model, wait_until,
@@ -85,15 +85,15 @@ def kafka_cluster() -> Iterator[KafkaCluster]:
     env["TOLLGATE_STATE_DIR"] = str(state_dir)
     args = ["up"]
     if not given:
-        ports = _free_ports(9)
+        ports = _free_ports(6) + _free_ports(3, REDIS_CLUSTER_MAX_PORT)
         env.update(TOLLGATE_KAFKA_PORTS=",".join(map(str, ports[0:3])),
                    TOLLGATE_KAFKA_CONTROLLER_PORTS=",".join(map(str, ports[3:6])),
                    TOLLGATE_REDIS_PORTS=",".join(map(str, ports[6:9])))
         args += ["--brokers", "3", "--redis-shards", "3"]
-    up = subprocess.run([STACK, *args], env=env, check=True, timeout=600, capture_output=True, text=True)
-    exported = _exports(up.stdout)
-    assert exported["TOLLGATE_TOPICS__REPLICATION_FACTOR"] == "3", "TOLLGATE_TEST_CLUSTER_STATE_DIR: not 3 brokers"
-    try:
+    try:  # `down` even when `up` fails half-way: no node is left running
+        up = subprocess.run([STACK, *args], env=env, check=True, timeout=600, capture_output=True, text=True)
+        exported = _exports(up.stdout)
+        assert exported["TOLLGATE_TOPICS__REPLICATION_FACTOR"] == "3", "TOLLGATE_TEST_CLUSTER_STATE_DIR: not 3 brokers"
         yield KafkaCluster(exported["TOLLGATE_KAFKA_BOOTSTRAP"], exported["TOLLGATE_REDIS_URL"], state_dir, env)
     finally:
         if not given:
