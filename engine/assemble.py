@@ -56,10 +56,9 @@ def find_model_dir(settings: Settings, model: str | Path | None = None) -> Path:
 def _serving_version(settings: Settings) -> str | None:
     """The registry's serving pointer, or None when Redis is unreachable or unset."""
     try:
-        import redis
+        from engine.redisconn import connect
 
-        client = redis.Redis.from_url(settings.redis.url, socket_timeout=settings.redis.socket_timeout_s,
-                                      socket_connect_timeout=settings.redis.socket_timeout_s)
+        client = connect(settings.redis.url, settings.redis.socket_timeout_s)
         from engine.hotswap import serving_key
 
         raw = client.get(serving_key(settings.redis.key_prefix))

@@ -62,7 +62,19 @@ class TopicSettings(_Frozen):
     verdicts_partitions: int = 6
     outcomes_partitions: int = 3
     dead_letters_partitions: int = 1
-    replication_factor: int = 1
+    #: Copies of every partition, and how many must hold a write before it is
+    #: acknowledged (``acks=all``). 1/1 for the single-broker quickstart; 3/2 on a
+    #: cluster (``ops/stack up --brokers 3`` prints them), so one broker can be lost
+    #: without losing a committed verdict or stopping writes (docs/scaling.md).
+    replication_factor: int = Field(default=1, ge=1)
+    min_insync_replicas: int = Field(default=1, ge=1)
+
+    @model_validator(mode="after")
+    def _isr_fits(self) -> "TopicSettings":
+        if self.min_insync_replicas > self.replication_factor:
+            raise ValueError(f"topics.min_insync_replicas ({self.min_insync_replicas}) exceeds "
+                             f"topics.replication_factor ({self.replication_factor}): no write could succeed")
+        return self
 
 
 class RedisSettings(_Frozen):

@@ -52,14 +52,17 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
     """The four topics with partition counts from settings."""
     t = settings.topics
     rf = t.replication_factor
+    # Set on the topic, not left to the broker default, so a topic keeps its guarantee
+    # whichever cluster it is created on.
+    isr = (("min.insync.replicas", str(t.min_insync_replicas)),)
     # Outcomes arrive up to ~30 days after the event; the DLQ must outlive a long
     # weekend of nobody looking. Events and verdicts keep the broker default (7 days).
     long_retention = (("retention.ms", str(45 * _DAY_MS)),)
     return [
-        TopicSpec(t.events, t.events_partitions, rf),
-        TopicSpec(t.verdicts, t.verdicts_partitions, rf),
-        TopicSpec(t.outcomes, t.outcomes_partitions, rf, long_retention),
-        TopicSpec(t.dead_letters, t.dead_letters_partitions, rf, long_retention),
+        TopicSpec(t.events, t.events_partitions, rf, isr),
+        TopicSpec(t.verdicts, t.verdicts_partitions, rf, isr),
+        TopicSpec(t.outcomes, t.outcomes_partitions, rf, isr + long_retention),
+        TopicSpec(t.dead_letters, t.dead_letters_partitions, rf, isr + long_retention),
     ]
 
 

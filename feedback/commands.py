@@ -27,9 +27,9 @@ def _settings():
 
 
 def _redis(settings):
-    import redis
+    from engine.redisconn import connect
 
-    return redis.Redis.from_url(settings.redis.url, socket_timeout=5.0)
+    return connect(settings.redis.url, socket_timeout_s=5.0)
 
 
 @feedback_app.command("worker")

@@ -50,6 +50,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
+from redis.cluster import RedisCluster
+
 from engine.hotswap import events_channel, serving_key
 from engine.settings import Settings
 
@@ -248,20 +250,37 @@ class ModelRegistry:
     def _swap(self, event: ModelEvent, *, push_previous: bool) -> None:
         # Pointer, history and stream change in one MULTI/EXEC so a reader never sees
         # the pointer moved without the rollback target recorded.
-        pipe = self.redis.pipeline(transaction=True)
-        pipe.set(self.serving_key, event.version)
-        if event.action == "rollback":
-            pipe.lpop(self.history_key)
-        elif push_previous:
-            pipe.lpush(self.history_key, event.previous)
-        pipe.xadd(self.audit_stream, {"event": event.to_json()})
-        pipe.publish(self.events_channel, event.to_json())
-        pipe.execute()
+        if isinstance(self.redis, RedisCluster):
+            self._swap_on_cluster(event, push_previous=push_previous)
+        else:
+            pipe = self.redis.pipeline(transaction=True)
+            pipe.set(self.serving_key, event.version)
+            if event.action == "rollback":
+                pipe.lpop(self.history_key)
+            elif push_previous:
+                pipe.lpush(self.history_key, event.previous)
+            pipe.xadd(self.audit_stream, {"event": event.to_json()})
+            pipe.publish(self.events_channel, event.to_json())
+            pipe.execute()
         self.models_dir.mkdir(parents=True, exist_ok=True)
         with open(self.models_dir / AUDIT_FILE, "a", encoding="utf-8") as fh:
             fh.write(event.to_json() + "\n")
             fh.flush()
             os.fsync(fh.fileno())
+
+    def _swap_on_cluster(self, event: ModelEvent, *, push_previous: bool) -> None:
+        """On a Redis Cluster the three keys live in three slots, where MULTI cannot span
+        them; the rollback target is written first, so a crash part-way leaves at worst
+        a spare history entry (``rollback`` skips a duplicate), never a moved pointer
+        without its way back. PUBLISH is plain (cluster-wide) pub/sub: a subscriber on
+        any node hears it."""
+        if push_previous and event.action != "rollback":
+            self.redis.lpush(self.history_key, event.previous)
+        self.redis.set(self.serving_key, event.version)
+        if event.action == "rollback":
+            self.redis.lpop(self.history_key)
+        self.redis.xadd(self.audit_stream, {"event": event.to_json()})
+        self.redis.publish(self.events_channel, event.to_json())
 
     def audit(self) -> list[ModelEvent]:
         """Every promotion and rollback, oldest first (from the durable JSONL file)."""

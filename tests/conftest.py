@@ -42,14 +42,31 @@ class Stack:
                               capture_output=True, text=True, timeout=300, check=True)
 
 
-def _free_ports(count: int) -> list[int]:
+def _free_ports(count: int, highest: int | None = None) -> list[int]:
     """``count`` distinct loopback ports that are free at this moment (all held open
-    together while choosing, so the kernel cannot hand out the same one twice)."""
+    together while choosing, so the kernel cannot hand out the same one twice).
+    ``highest``: none above it (a Redis Cluster node also listens on its port + 10000,
+    so its port must be 55535 or less)."""
+    import random
+
     with contextlib.ExitStack() as held:
-        sockets = [held.enter_context(socket.socket()) for _ in range(count)]
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
+        ports: list[int] = []
+        for _ in range(count * 200):
+            if len(ports) == count:
+                break
+            s = held.enter_context(socket.socket())
+            try:
+                s.bind(("127.0.0.1", 0 if highest is None else random.randint(20_000, highest)))
+            except OSError:
+                continue
+            ports.append(s.getsockname()[1])
+        if len(ports) < count:
+            raise RuntimeError(f"could not find {count} free loopback ports")
+        return ports
+
+
+#: A Redis Cluster node's bus listens on port + 10000.
+REDIS_CLUSTER_MAX_PORT = 55_535
 
 
 @pytest.fixture(scope="session")
@@ -72,6 +89,27 @@ def stack() -> Iterator[Stack]:
         yield Stack(f"127.0.0.1:{kafka_port}", f"redis://127.0.0.1:{redis_port}/0", state_dir, env)
     finally:
         subprocess.run([str(REPO / "ops" / "stack"), "down"], env=env, timeout=120)
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_url() -> Iterator[str]:
+    """A three-master Redis Cluster (``redis+cluster://`` URL): ``TOLLGATE_TEST_REDIS_CLUSTER_URL``
+    when set, else one started here with ``ops/stack up --brokers 0 --redis-shards 3`` on
+    free loopback ports, stopped at the end of the session."""
+    url = os.environ.get("TOLLGATE_TEST_REDIS_CLUSTER_URL")
+    if url:
+        yield url
+        return
+    state_dir = Path(tempfile.mkdtemp(prefix="tollgate-test-rcluster-"))
+    env = dict(os.environ, TOLLGATE_STATE_DIR=str(state_dir),
+               TOLLGATE_REDIS_PORTS=",".join(map(str, _free_ports(3, REDIS_CLUSTER_MAX_PORT))))
+    try:  # `down` even when `up` fails half-way: no shard is left running
+        up = subprocess.run([str(REPO / "ops" / "stack"), "up", "--brokers", "0", "--redis-shards", "3"],
+                            env=env, check=True, timeout=300, capture_output=True, text=True)
+        yield up.stdout.split("TOLLGATE_REDIS_URL=", 1)[1].split()[0]
+    finally:
+        subprocess.run([str(REPO / "ops" / "stack"), "down"], env=env, timeout=120, check=False)
         shutil.rmtree(state_dir, ignore_errors=True)
 
 

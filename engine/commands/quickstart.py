@@ -165,6 +165,8 @@ def register(app: typer.Typer) -> None:
         the engine and feedback workers, and print a live summary and a report."""
         import redis
 
+        from engine.redisconn import connect
+
         from engine.quickstart import (
             LiveSummary, QuickstartError, Replay, ensure_model, ensure_stack, summary_line, world_customers,
             write_report,
@@ -178,7 +180,7 @@ def register(app: typer.Typer) -> None:
                 env = ensure_stack(env)
             os.environ.update({k: v for k, v in env.items() if k.startswith("TOLLGATE_")})
             settings = Settings()
-            client = redis.Redis.from_url(settings.redis.url, socket_timeout=5)
+            client = connect(settings.redis.url, socket_timeout_s=5)
             client.ping()
         except (QuickstartError, redis.RedisError) as exc:
             raise typer.Exit(_fail(f"the stack is not available: {exc}\n"

@@ -69,7 +69,7 @@ def register(app: typer.Typer) -> None:
         import time
 
         started_s = _seconds_since_process_start()  # the interpreter and the CLI's imports
-        import redis
+        from engine.redisconn import connect
 
         from engine.assemble import load_model_components
         from engine.consume import FatalKafkaError
@@ -85,8 +85,7 @@ def register(app: typer.Typer) -> None:
         configure_json_logging(log_level)
         settings = get_settings()
         wid = worker_id or socket.gethostname()
-        client = redis.Redis.from_url(settings.redis.url, socket_timeout=settings.redis.socket_timeout_s,
-                                      socket_connect_timeout=settings.redis.socket_timeout_s)
+        client = connect(settings.redis.url, settings.redis.socket_timeout_s)
         t_load = time.perf_counter()
         pipe = _load_factory(pipeline)(settings, model=model)  # spawns the model process first
         load_s = time.perf_counter() - t_load

@@ -24,18 +24,23 @@ customer and amount first) is computed afresh, recorded, and replaces that snaps
 stream's state is read and never written.
 
 Keys (``{p}`` = settings ``redis.key_prefix`` plus an optional namespace), all with TTLs
-so memory is bounded without a janitor:
+so memory is bounded without a janitor, and each with a hash tag (``{...}``) naming the
+one entity it belongs to, so a Redis Cluster keeps an entity's keys in one slot:
 
-* ``{p}:snap:{event_id}`` JSON snapshot + event — the decision log; TTL = settings
+* ``{p}:snap:{<event_id>}`` JSON snapshot + event — the decision log; TTL = settings
   ``decision_log_retention_days``;
-* ``{p}:cev:{customer}`` ZSET of recent events (score = event time) trimmed to what
-  ``compute`` keeps; ``{p}:cdev:{customer}`` HASH device -> first seen;
-* ``{p}:tact:{terminal}`` HASH hour bucket -> events; ``{p}:tlab:{terminal}`` HASH
+* ``{p}:cev:{<customer>}`` ZSET of recent events (score = event time) trimmed to what
+  ``compute`` keeps; ``{p}:cdev:{<customer>}`` HASH device -> first seen;
+* ``{p}:tact:{<terminal>}`` HASH hour bucket -> events; ``{p}:tlab:{<terminal>}`` HASH
   ``k:<hour>``/``b:<hour>`` -> labels known/bad by arrival hour; old buckets are deleted;
-* ``{p}:lab:{event_id}`` the current label of an event (to apply corrections).
+* ``{p}:lab:{<terminal>}:<event_id>`` the current label of an event (to apply corrections).
 
-State TTLs are 31 days of wall-clock time since the last write. Keys are passed to the
-scripts in ARGV, so this targets a single Redis (or one cluster slot), not a cluster.
+State TTLs are 31 days of wall-clock time since the last write. On a single Redis the
+keys travel in the scripts' ARGV and a batch is the two scripts above. On a Redis
+Cluster (``redis+cluster://`` URL, ``engine.redisconn``) the same reads run once per slot
+and the writes are split per slot (``engine.features.redis_cluster`` says how, and what
+that costs). ``round_trips`` and ``commands`` count what was sent, for
+``python ops/bench/scaling.py --redis``.
 Any Redis failure raises ``ContextUnavailable``; nothing is half-written (scripts are atomic).
 """
 
@@ -46,14 +51,17 @@ import logging
 from typing import Any, Sequence
 
 import redis
+from redis.cluster import RedisCluster
 
 from engine.features.compute import (
     TERMINAL_KEEP_BUCKETS, BucketCounter, CustomerState, TerminalState, enrich_batch, same_event,
 )
+from engine.features.redis_cluster import ClusterScripts
 from engine.features.snapshot import ContextSnapshot
 from engine.features.spec import BUCKET_MS, DAY_MS, IDLE_STATE_TTL_MS
 from engine.features.store import ContextUnavailable, LabelArrival
 from engine.records import EventValidationError, TransactionEvent
+from engine.redisconn import AnyRedis, connect
 from engine.settings import Settings, get_settings
 
 STATE_TTL_MS = IDLE_STATE_TTL_MS
@@ -175,7 +183,7 @@ return changed
 class RedisFeatureStore:
     """Feature state in Redis; ``namespace`` isolates tests and tenants (``{prefix}:{ns}``)."""
 
-    def __init__(self, client: redis.Redis | None = None, settings: Settings | None = None,
+    def __init__(self, client: AnyRedis | None = None, settings: Settings | None = None,
                  namespace: str | None = None, *, read_only: bool = False):
         self.settings = settings or get_settings()
         #: Read context, never write it (no history, no decision log, no labels).
@@ -183,17 +191,34 @@ class RedisFeatureStore:
         #: Stored snapshots found to belong to another event with the same id.
         self.conflicts = 0
         rs = self.settings.redis
-        self.client = client or redis.Redis.from_url(
-            rs.url, socket_timeout=rs.socket_timeout_s, socket_connect_timeout=rs.socket_timeout_s)
+        self.client = client or connect(rs.url, rs.socket_timeout_s)
         self.prefix = rs.key_prefix + (f":{namespace}" if namespace else "")
         self.snapshot_ttl_ms = rs.decision_log_retention_days * DAY_MS
+        self._cluster = (ClusterScripts(self.client, {"read": _READ_STATE, "labels": _WRITE_LABELS})
+                         if isinstance(self.client, RedisCluster) else None)
         self._read_state = self.client.register_script(_READ_STATE)
         self._write_events = self.client.register_script(_WRITE_EVENTS)
         self._write_labels = self.client.register_script(_WRITE_LABELS)
+        self._round_trips = self._commands = 0
+
+    @property
+    def round_trips(self) -> int:
+        """Sequential requests to Redis so far (a cluster pipeline counts once)."""
+        return self._cluster.round_trips if self._cluster else self._round_trips
+
+    @property
+    def commands(self) -> int:
+        """Commands and script calls sent so far."""
+        return self._cluster.commands if self._cluster else self._commands
 
     # -- key names ---------------------------------------------------------------------
     def _k(self, kind: str, ident: str) -> str:
-        return f"{self.prefix}:{kind}:{ident}"
+        # The braces are a Redis Cluster hash tag: the slot is the entity's alone.
+        return f"{self.prefix}:{kind}:{{{ident}}}"
+
+    def _label_key(self, terminal_id: str, event_id: str) -> str:
+        # In its terminal's slot, so one script per terminal applies its labels.
+        return f"{self.prefix}:lab:{{{terminal_id}}}:{event_id}"
 
     # -- enrich ------------------------------------------------------------------------
     def enrich(self, events: Sequence[TransactionEvent]) -> list[ContextSnapshot]:
@@ -210,13 +235,7 @@ class RedisFeatureStore:
         event_ids = list(dict.fromkeys(e.event_id for e in events))
         customer_ids = list(dict.fromkeys(e.customer_id for e in events))
         terminal_ids = list(dict.fromkeys(e.terminal_id for e in events))
-        keys = [self._k("snap", eid) for eid in event_ids]
-        for cid in customer_ids:
-            keys += [self._k("cev", cid), self._k("cdev", cid)]
-        for tid in terminal_ids:
-            keys += [self._k("tact", tid), self._k("tlab", tid)]
-        replies = iter(self._read_state(  # round trip 1
-            args=[len(event_ids), len(customer_ids), len(terminal_ids), *keys]))
+        replies = iter(self._read(event_ids, customer_ids, terminal_ids))  # round trip 1
 
         seen: dict[str, ContextSnapshot] = {}
         for eid in event_ids:
@@ -269,9 +288,14 @@ class RedisFeatureStore:
                            *(_stale(buckets_before[t], terminals[t]) or _EMPTY for _stale in (_stale_activity, _stale_labels))]
                           for t in touched_t],
         }
-        lost = self._write_events(args=[_dumps(ops), *snapshot_args])  # round trip 2
+        if self._cluster is None:
+            self._round_trips += 1
+            self._commands += 1
+            lost = self._write_events(args=[_dumps(ops), *snapshot_args])  # round trip 2
+        else:
+            lost = self._write_sliced(ops, snapshot_args)
         if lost:  # another worker recorded these first: its snapshot is the one of record
-            stored = self.client.mget(lost)
+            stored = self._mget(lost)
             by_key = {k.decode() if isinstance(k, bytes) else k: v for k, v in zip(lost, stored)}
             out = []
             for s in snaps:
@@ -282,16 +306,82 @@ class RedisFeatureStore:
             snaps = out
         return snaps
 
+    def _read(self, event_ids: list[str], customer_ids: list[str], terminal_ids: list[str]) -> list[Any]:
+        """Snapshots, then per customer (events, devices), then per terminal (activity,
+        labels): one packed reply per key, in that order."""
+        if self._cluster is None:
+            keys = [self._k("snap", eid) for eid in event_ids]
+            for cid in customer_ids:
+                keys += [self._k("cev", cid), self._k("cdev", cid)]
+            for tid in terminal_ids:
+                keys += [self._k("tact", tid), self._k("tlab", tid)]
+            self._round_trips += 1
+            self._commands += 1
+            return self._read_state(args=[len(event_ids), len(customer_ids), len(terminal_ids), *keys])
+        calls: list[tuple[str, list[str], list[Any]]] = [
+            ("cmd:GET", [self._k("snap", eid)], []) for eid in event_ids]
+        for cid in customer_ids:  # one slot each: the read script given that slot's keys
+            cev, cdev = self._k("cev", cid), self._k("cdev", cid)
+            calls.append(("read", [cev], [0, 1, 0, cev, cdev]))
+        for tid in terminal_ids:
+            tact, tlab = self._k("tact", tid), self._k("tlab", tid)
+            calls.append(("read", [tact], [0, 0, 1, tact, tlab]))
+        replies = self._cluster.run(calls)
+        out: list[Any] = [r or "" for r in replies[:len(event_ids)]]
+        for packed in replies[len(event_ids):]:
+            out.extend(packed)
+        return out
+
+    def _write_sliced(self, ops: dict[str, Any], snapshot_args: list[bytes]) -> list[str]:
+        """The cluster's write: claim each snapshot (SET NX), then one script per slot for
+        the events this worker won (``engine.features.redis_cluster``)."""
+        assert self._cluster is not None
+        events = ops["events"]
+        claimed = self._cluster.run([
+            # op[9]: this event replaces another event's snapshot under its id (no NX)
+            ("cmd:SET", [op[0]], [snapshot_args[op[1] - 2], *(() if op[9] else ("NX",)), "PX", ops["snap_ttl"]])
+            for op in events])
+        won = [op for op, ok in zip(events, claimed) if ok]
+        per_customer: dict[str, list[list[str]]] = {}
+        per_terminal: dict[str, list[str]] = {}
+        for op in won:
+            per_customer.setdefault(op[2], []).append([op[3], op[4], op[8]])
+            per_terminal.setdefault(op[5], []).append(op[6])
+        calls: list[tuple[str, list[str], list[Any]]] = []
+        for cev, keep, cdev, stale in ops["customers"]:
+            if cev in per_customer:
+                calls.append(("customer_write", [cev, cdev], [_dumps(
+                    {"e": per_customer[cev], "keep": keep, "stale": stale, "ttl": ops["state_ttl"]})]))
+        for tact, tlab, stale_act, stale_lab in ops["terminals"]:
+            if tact in per_terminal:
+                calls.append(("terminal_write", [tact, tlab], [_dumps(
+                    {"b": per_terminal[tact], "act": stale_act, "lab": stale_lab, "ttl": ops["state_ttl"]})]))
+        self._cluster.run(calls)
+        return [op[0] for op, ok in zip(events, claimed) if not ok]
+
+    def _mget(self, keys: list[str]) -> list[Any]:
+        if isinstance(self.client, RedisCluster):
+            # One GET per slot, grouped per node by redis-py.
+            return self.client.mget_nonatomic(keys)
+        return self.client.mget(keys)
+
     # -- labels ------------------------------------------------------------------------
     def record_outcomes(self, labels: Sequence[LabelArrival]) -> None:
         if not labels:
             return
         if self.read_only:
             raise PermissionError("this feature store is read-only: outcomes are recorded by the feedback worker")
-        payload = [[self._k("lab", l.event_id), self._k("tlab", l.terminal_id), l.arrival_bucket,
+        payload = [[self._label_key(l.terminal_id, l.event_id), self._k("tlab", l.terminal_id), l.arrival_bucket,
                     1 if l.is_bad else 0] for l in labels]
         try:
-            self._write_labels(args=[json.dumps(payload, separators=(",", ":")), STATE_TTL_MS])
+            if self._cluster is None:
+                self._write_labels(args=[json.dumps(payload, separators=(",", ":")), STATE_TTL_MS])
+                return
+            per_terminal: dict[str, list[list[Any]]] = {}
+            for row in payload:  # a label's keys share its terminal's slot
+                per_terminal.setdefault(row[1], []).append(row)
+            self._cluster.run([("labels", [tlab], [json.dumps(rows, separators=(",", ":")), STATE_TTL_MS])
+                               for tlab, rows in per_terminal.items()])
         except redis.RedisError as exc:
             raise ContextUnavailable(f"could not record outcomes: {exc!r}") from exc
 
@@ -300,7 +390,7 @@ class RedisFeatureStore:
         if not event_ids:
             return []
         try:
-            raws = self.client.mget([self._k("snap", eid) for eid in event_ids])
+            raws = self._mget([self._k("snap", eid) for eid in event_ids])
         except redis.RedisError as exc:
             raise ContextUnavailable(f"decision log unavailable: {exc!r}") from exc
         return [None if r is None else ContextSnapshot.from_dict(_loads(r)) for r in raws]

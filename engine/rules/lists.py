@@ -86,9 +86,9 @@ class RedisClients:
             if self._factory is not None:
                 client = self._factory(url)
             else:
-                import redis
+                from engine.redisconn import connect
 
-                client = redis.Redis.from_url(url, socket_timeout=0.5, socket_connect_timeout=0.5)
+                client = connect(url, socket_timeout_s=0.5)
             self._clients[url] = client
         return client
 

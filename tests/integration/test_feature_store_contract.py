@@ -1,5 +1,6 @@
 """One contract, two backends: the same tests run on MemoryFeatureStore and on
-RedisFeatureStore against the real Redis server (unique key namespace per test)."""
+RedisFeatureStore against the real Redis server and against a real three-master Redis
+Cluster (unique key namespace per test)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from engine.features.snapshot import ContextSnapshot
 from engine.features.spec import CONTEXT_FEATURES, DAY_MS, HISTORY_LEN, HOUR_MS
 from engine.features.store import ContextUnavailable, FeatureStore, LabelArrival
 from engine.records import TransactionEvent
+from engine.redisconn import connect
 from engine.settings import Settings
 
 T0 = 1_700_000_000_000 - (1_700_000_000_000 % DAY_MS)  # a midnight, so hour buckets are obvious
@@ -26,21 +28,33 @@ def ev(eid: str, t: int, amount: float = 10.0, customer: str = "c1", terminal: s
                             "card_present", country, device_id=device, memo=memo)
 
 
-@pytest.fixture
-def ns_client(stack, unique):
-    """A client on the real Redis; afterwards removes this test's namespace. (The shared
-    ``redis_client`` fixture scans with COUNT 10: thousands of round trips on a busy server.)"""
-    import redis
+@pytest.fixture(params=["single", "cluster"])
+def redis_url(request) -> str:
+    """The real single Redis, then the real Redis Cluster."""
+    if request.param == "single":
+        return request.getfixturevalue("stack").redis_url
+    return request.getfixturevalue("redis_cluster_url")
 
-    client = redis.Redis.from_url(stack.redis_url)
+
+@pytest.fixture
+def ns_client(redis_url, unique):
+    """A client on the real Redis (or Cluster); afterwards removes this test's namespace.
+    (The shared ``redis_client`` fixture scans with COUNT 10: thousands of round trips on
+    a busy server.)"""
+    client = connect(redis_url, socket_timeout_s=10)
     yield client
-    keys = list(client.scan_iter(f"*:{unique}:*", count=10_000))
-    for i in range(0, len(keys), 1000):
-        client.delete(*keys[i:i + 1000])
+    _delete_namespace(client, unique)
     client.close()
 
 
-@pytest.fixture(params=["memory", "memory-forgetting", pytest.param("redis", marks=pytest.mark.integration)])
+def _delete_namespace(client, unique: str) -> None:
+    keys = list(client.scan_iter(f"*:{unique}:*", count=10_000))  # every primary, on a cluster
+    for key in keys:
+        client.unlink(key)
+
+
+@pytest.fixture(params=["memory", "memory-forgetting", pytest.param("redis", marks=pytest.mark.integration),
+                        pytest.param("redis-cluster", marks=pytest.mark.integration)])
 def store(request) -> FeatureStore:
     if request.param == "memory":
         return MemoryFeatureStore()
@@ -48,9 +62,12 @@ def store(request) -> FeatureStore:
         from engine.features.spec import IDLE_STATE_TTL_MS
 
         return MemoryFeatureStore(forget_idle_after_ms=IDLE_STATE_TTL_MS)
-    stack, unique = request.getfixturevalue("stack"), request.getfixturevalue("unique")
-    request.getfixturevalue("ns_client")  # cleans the namespace afterwards
-    return RedisFeatureStore(settings=Settings(redis={"url": stack.redis_url}), namespace=unique)
+    url = request.getfixturevalue("stack").redis_url if request.param == "redis" \
+        else request.getfixturevalue("redis_cluster_url")
+    unique = request.getfixturevalue("unique")
+    store = RedisFeatureStore(settings=Settings(redis={"url": url}), namespace=unique)
+    request.addfinalizer(lambda: _delete_namespace(store.client, unique))
+    return store
 
 
 def test_velocity_windows_and_in_batch_visibility(store):
@@ -172,12 +189,12 @@ def test_all_features_finite_on_random_stream(store):
 
 
 @pytest.mark.integration
-def test_redis_and_memory_compute_identical_snapshots(stack, unique, ns_client):
+def test_redis_and_memory_compute_identical_snapshots(redis_url, unique, ns_client):
     """Replay = live: a random stream (out-of-order events, retries, labels and their
     corrections interleaved, uneven batches) gives equal snapshots on both backends."""
     rng = random.Random(11)
     memory = MemoryFeatureStore()
-    red = RedisFeatureStore(settings=Settings(redis={"url": stack.redis_url}), namespace=unique)
+    red = RedisFeatureStore(settings=Settings(redis={"url": redis_url}), namespace=unique)
     t = T0
     produced: list[TransactionEvent] = []
     for step in range(25):
@@ -201,8 +218,9 @@ def test_redis_and_memory_compute_identical_snapshots(stack, unique, ns_client):
 
 
 @pytest.mark.integration
-def test_redis_batch_costs_two_round_trips(stack, unique, ns_client, monkeypatch):
-    red = RedisFeatureStore(settings=Settings(redis={"url": stack.redis_url}), namespace=unique)
+@pytest.mark.parametrize("redis_url", ["single"], indirect=True)
+def test_redis_batch_costs_two_round_trips(redis_url, unique, ns_client, monkeypatch):
+    red = RedisFeatureStore(settings=Settings(redis={"url": redis_url}), namespace=unique)
     red.enrich([ev("warm", T0)])  # loads the scripts once
     calls = []
     original = red.client.execute_command
@@ -226,23 +244,23 @@ def test_redis_down_raises_context_unavailable():
 
 
 @pytest.mark.integration
-def test_redis_race_loser_returns_the_recorded_snapshot(stack, unique, ns_client):
+def test_redis_race_loser_returns_the_recorded_snapshot(redis_url, unique, ns_client):
     """Two workers enrich the same event at once (a rebalance): the one whose write comes
     second must not count it again and must answer the snapshot of record."""
-    settings = Settings(redis={"url": stack.redis_url})
+    settings = Settings(redis={"url": redis_url})
     first = RedisFeatureStore(settings=settings, namespace=unique)
     second = RedisFeatureStore(settings=settings, namespace=unique)
     first.enrich([ev("a", T0, 10.0)])
     winner = first.enrich([ev("b", T0 + MIN, 20.0)])[0]
 
-    real_read = second._read_state
+    real_read = second._read
 
-    def stale_read(args):  # what `second` would have read before `first` recorded "b"
-        replies = list(real_read(args=args))
+    def stale_read(*args):  # what `second` would have read before `first` recorded "b"
+        replies = list(real_read(*args))
         replies[0] = b""  # no snapshot for "b" yet
         return replies
 
-    second._read_state = stale_read
+    second._read = stale_read
     got = second.enrich([ev("b", T0 + MIN, 20.0)])[0]
     assert got == winner
     nxt = first.enrich([ev("c", T0 + 2 * MIN)])[0]
@@ -250,10 +268,10 @@ def test_redis_race_loser_returns_the_recorded_snapshot(stack, unique, ns_client
 
 
 @pytest.mark.integration
-def test_every_redis_key_expires(stack, unique, ns_client):
+def test_every_redis_key_expires(redis_url, unique, ns_client):
     """Memory is bounded without a janitor: state keys live 31 days past their last
     write, decision-log snapshots the configured retention."""
-    red = RedisFeatureStore(settings=Settings(redis={"url": stack.redis_url}), namespace=unique)
+    red = RedisFeatureStore(settings=Settings(redis={"url": redis_url}), namespace=unique)
     red.enrich([ev(f"k{i}", T0 + i * MIN, customer=f"c{i % 3}", terminal=f"t{i % 2}") for i in range(10)])
     red.record_outcomes([LabelArrival("k1", "t1", T0, T0 + DAY_MS, True)])
     keys = list(ns_client.scan_iter(f"{red.prefix}:*", count=10_000))
@@ -265,14 +283,14 @@ def test_every_redis_key_expires(stack, unique, ns_client):
 
 
 @pytest.mark.integration
-def test_redis_store_works_without_orjson(stack, unique, ns_client, monkeypatch):
+def test_redis_store_works_without_orjson(redis_url, unique, ns_client, monkeypatch):
     import json
 
     import engine.features.redis_store as rs
 
     monkeypatch.setattr(rs, "_dumps", lambda obj: json.dumps(obj, separators=(",", ":")).encode())
     monkeypatch.setattr(rs, "_loads", json.loads)
-    red = RedisFeatureStore(settings=Settings(redis={"url": stack.redis_url}), namespace=unique)
+    red = RedisFeatureStore(settings=Settings(redis={"url": redis_url}), namespace=unique)
     memory = MemoryFeatureStore()
     batch = [ev("a", T0, 1e8 + 0.07), ev("b", T0 + MIN, 0.1 + 0.2, memo="naïve / ünïcode \u2028")]
     assert red.enrich(batch) == memory.enrich(batch)
@@ -296,3 +314,47 @@ def test_user_text_of_earlier_events_changes_no_later_context(store):
     assert later_w.values == later_n.values
     assert (later_w.history_amounts, later_w.history_times_ms) == (later_n.history_amounts, later_n.history_times_ms)
     assert len(later_w.history_amounts) == len(texts)
+
+
+@pytest.mark.integration
+def test_redis_cluster_batch_stays_in_slots_and_costs_three_round_trips(redis_cluster_url, unique):
+    """On a cluster every script touches one slot (else Redis refuses it): a batch of many
+    customers and terminals is one read pipeline, one claim pipeline, one write pipeline."""
+    red = RedisFeatureStore(settings=Settings(redis={"url": redis_cluster_url}), namespace=unique)
+    try:
+        batch = [ev(f"b{i}", T0 + (i + 1) * MIN, customer=f"c{i % 37}", terminal=f"t{i % 11}") for i in range(128)]
+        before = red.round_trips, red.commands
+        snaps = red.enrich(batch)
+        assert red.round_trips - before[0] == 3
+        # read: 128 snapshots + 37 customers + 11 terminals; claim: 128; write: 37 + 11
+        assert red.commands - before[1] == (128 + 37 + 11) + 128 + (37 + 11)
+        assert snaps == MemoryFeatureStore().enrich(batch)
+        before = red.round_trips
+        assert red.enrich(batch) == snaps  # a retried batch only reads
+        assert red.round_trips - before == 1
+        slots = {red.client.keyslot(k) for k in red.client.scan_iter(f"{red.prefix}:*", count=10_000)}
+        assert len(slots) > 100  # spread over the cluster, not one slot
+    finally:
+        _delete_namespace(red.client, unique)
+
+
+@pytest.mark.integration
+def test_redis_cluster_store_follows_moved_slots(redis_cluster_url, unique):
+    """A stale slot map (what a reshard or failover leaves a client with) sends commands
+    to the wrong node; its MOVED replies are retried on the right one, results unchanged."""
+    red = RedisFeatureStore(settings=Settings(redis={"url": redis_cluster_url}), namespace=unique)
+    try:
+        batch = [ev(f"m{i}", T0 + (i + 1) * MIN, customer=f"c{i % 9}", terminal=f"t{i % 4}") for i in range(40)]
+        red.enrich(batch[:1])  # topology and scripts loaded
+        nodes = red.client.nodes_manager
+        primaries = red.client.get_primaries()
+        for slot, owners in list(nodes.slots_cache.items()):  # every slot "moved" to the next primary
+            wrong = primaries[(primaries.index(next(p for p in primaries if p.name == owners[0].name)) + 1)
+                              % len(primaries)]
+            nodes.slots_cache[slot] = [wrong]
+        before = red.round_trips
+        assert red.enrich(batch) == MemoryFeatureStore().enrich(batch)
+        assert red.round_trips - before > 3  # the MOVED retries were needed, and done
+        assert red.decision_log(["m5"])[0].event_id == "m5"
+    finally:
+        _delete_namespace(red.client, unique)

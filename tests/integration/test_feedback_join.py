@@ -81,7 +81,9 @@ def test_join_handles_order_duplicates_corrections(stack, unique, redis_client, 
 
     # The delayed-label state the engine reads now counts e0 and e1 bad, e2 good.
     for eid, bad in (("e0", 1), ("e1", 1), ("e2", 0)):
-        raw = redis_client.get(f"{s.redis.key_prefix}:lab:{eid}")
+        # the label key sits in its terminal's slot: {prefix}:lab:{<terminal>}:<event id>
+        (key,) = redis_client.scan_iter(f"{s.redis.key_prefix}:lab:*:{eid}", count=10_000)
+        raw = redis_client.get(key)
         assert raw is not None, eid
         _terminal_key, _arrival_bucket, counted_bad = json.loads(raw)  # what a correction moves
         assert counted_bad == bad, (eid, raw)

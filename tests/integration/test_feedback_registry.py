@@ -1,4 +1,5 @@
-"""Registry pointer, pub/sub and audit stream against the real Redis."""
+"""Registry pointer, pub/sub and audit stream against the real Redis and a real Redis
+Cluster (plain pub/sub: a cluster forwards PUBLISH to every node)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,26 @@ from engine.model import InputSpec, fresh_model
 from engine.settings import PathSettings, RedisSettings, Settings
 from feedback.registry import ModelRegistry
 
+from engine.redisconn import connect
+
 pytestmark = pytest.mark.integration
 
 
-def test_promotion_is_published_and_audited(stack, unique, redis_client, tmp_path):
-    s = Settings(redis=RedisSettings(url=stack.redis_url, key_prefix=f"tgreg{unique}"),
+@pytest.fixture(params=["single", "cluster"])
+def any_redis(request, unique):
+    """(url, client) on the single Redis, then on the Redis Cluster; keys removed after."""
+    url = request.getfixturevalue("stack").redis_url if request.param == "single" \
+        else request.getfixturevalue("redis_cluster_url")
+    client = connect(url, socket_timeout_s=10)
+    yield url, client
+    for key in client.scan_iter(f"*{unique}*", count=10_000):
+        client.unlink(key)
+    client.close()
+
+
+def test_promotion_is_published_and_audited(any_redis, unique, tmp_path):
+    url, redis_client = any_redis
+    s = Settings(redis=RedisSettings(url=url, key_prefix=f"tgreg{unique}"),
                  paths=PathSettings(models_dir=tmp_path / "models"))
     reg = ModelRegistry(s, redis_client)
     spec = InputSpec(n_numeric=2, n_categorical=1, categorical_buckets=8, history_len=2, history_numeric=1,

@@ -17,7 +17,7 @@ import pytest
 
 from engine.codec import Codec
 from tests.integration.worker_support import (
-    WorkerProcess, make_events, model_processes, process_exit_state, produce_events, read_committed,
+    WorkerProcess, delete_prefix, make_events, model_processes, process_exit_state, produce_events, read_committed,
     read_verdicts, wenv,  # noqa: F401 (fixture)
 )
 
@@ -94,6 +94,31 @@ def test_with_the_model_in_its_own_process_sigkill_leaves_no_orphan_and_loses_no
     counts = _count(verdicts)
     assert set(counts) == {e.event_id for e in events} and sum(counts.values()) == len(events)
     assert {v.model_version for v in verdicts} == {"v1"}
+
+
+def test_on_a_redis_cluster_sigkill_then_restart_gives_exactly_one_verdict_per_event(wenv, tmp_path,
+                                                                                   redis_cluster_url):
+    """The same kill and restart with the context store on a three-master Redis Cluster."""
+    import dataclasses
+
+    from engine.redisconn import connect
+
+    on_cluster = dataclasses.replace(wenv, redis_url=redis_cluster_url)
+    cluster = connect(redis_cluster_url, socket_timeout_s=10)
+    cluster.set(f"{wenv.key_prefix}:model:serving", "v1")
+    codec = Codec()
+    events = make_events(wenv.unique, 3_000)
+    try:
+        verdicts, killed_at_ms = _kill_mid_stream_then_restart(on_cluster, tmp_path, events, codec, kill_after=800,
+                                                               env={}, read_timeout=90)
+        # the stream's own snapshots (warm-up batches record theirs too, under __warmup__ ids)
+        recorded = len(set(cluster.scan_iter(f"{wenv.key_prefix}:snap:{{{wenv.unique}-*", count=10_000)))
+    finally:
+        delete_prefix(cluster, wenv.key_prefix)
+    counts = _count(verdicts)
+    assert set(counts) == {e.event_id for e in events} and sum(counts.values()) == len(events)
+    assert any(v.decided_at_ms > killed_at_ms for v in verdicts)
+    assert recorded == len(events)  # every event's context came from (and went to) the cluster
 
 
 def test_sigterm_drains_commits_and_leaves_the_group(wenv, tmp_path):

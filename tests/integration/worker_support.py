@@ -9,6 +9,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -244,6 +245,50 @@ def produce(bootstrap: str, topic: str, values: Iterable[tuple[bytes | None, byt
 def produce_events(bootstrap: str, topic: str, events: Iterable[TransactionEvent], codec: Codec,
                    rate_per_s: float | None = None) -> int:
     return produce(bootstrap, topic, ((e.customer_id.encode(), codec.encode_event(e)) for e in events), rate_per_s)
+
+
+class EventStream:
+    """Produce ``make_events(wenv.unique, ...)`` at a steady pace until stopped, for tests
+    whose stream must outlast something of unknown duration (a rebalance, a broker
+    restart). ``sent`` events were produced; ``produced`` were acknowledged."""
+
+    def __init__(self, wenv: WorkerEnv, codec: Codec, rate_per_s: float, chunk: int = 50):
+        self.wenv, self.codec, self.rate, self.chunk = wenv, codec, rate_per_s, chunk
+        self._stop = threading.Event()
+        self.produced = 0
+        self.sent = 0
+        self.errors: list[str] = []
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop_and_join(self, timeout: float = 180.0) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        # acks=all with idempotence: a produce survives its partition leader's death.
+        p = Producer({"bootstrap.servers": self.wenv.bootstrap, "enable.idempotence": True, "linger.ms": 5})
+        t0 = time.monotonic()
+        while not self._stop.is_set():
+            for e in make_events(self.wenv.unique, self.chunk, start=self.sent):
+                p.produce(self.wenv.events, key=e.customer_id.encode(), value=self.codec.encode_event(e),
+                          on_delivery=self._delivered)
+            self.sent += self.chunk
+            p.poll(0)
+            ahead = t0 + self.sent / self.rate - time.monotonic()
+            if ahead > 0:
+                self._stop.wait(ahead)
+        if p.flush(120) != 0:
+            self.errors.append("producer could not flush within 120 s")
+
+    def _delivered(self, err, msg) -> None:
+        if err is None:
+            self.produced += 1
+        else:
+            self.errors.append(str(err))
 
 
 def read_committed(bootstrap: str, topic: str, expected: int, timeout: float = 90.0,

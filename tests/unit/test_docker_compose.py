@@ -359,3 +359,62 @@ def test_the_probe_signals_only_a_worker_that_answered_503(monkeypatch):
         assert probe.probe(url, pid=1, timeout_s=1) == 1 and len(killed) == 1  # refused: no signal
     finally:
         server.server_close()
+
+
+# ---- scale-out profiles (#18): the same settings ops/stack and the cluster tests use ----
+
+def _stack_cluster_settings() -> dict[str, str]:
+    """The broker settings `ops/stack up --brokers 3` gives node 2 (`ops/stack config`:
+    bash only, starts nothing)."""
+    import os
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as state:
+        out = subprocess.run([str(REPO / "ops" / "stack"), "config", "2", "--brokers", "3"],
+                             env=dict(os.environ, TOLLGATE_STATE_DIR=state),
+                             capture_output=True, text=True, timeout=60, check=True).stdout
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line and not line.startswith("#"))
+
+
+def test_kafka_cluster_profile_matches_ops_stack_three_nodes() -> None:
+    services = _compose()["services"]
+    nodes = {name: svc for name, svc in services.items() if name.startswith("kafka-")}
+    assert sorted(nodes) == ["kafka-1", "kafka-2", "kafka-3"]
+    stack = _stack_cluster_settings()
+    assert stack["controller.quorum.voters"].count("@") == 3 and stack["process.roles"] == "broker,controller"
+    for name, svc in nodes.items():
+        assert "kafka-cluster" in svc["profiles"] and "cluster" in svc["profiles"]
+        env = {k: str(v) for k, v in svc["environment"].items()}
+        assert env["KAFKA_NODE_ID"] == name.split("-")[1]
+        assert env["KAFKA_PROCESS_ROLES"] == stack["process.roles"]
+        assert env["KAFKA_CONTROLLER_QUORUM_VOTERS"] == "1@kafka-1:9093,2@kafka-2:9093,3@kafka-3:9093"
+        for prop in ("default.replication.factor", "min.insync.replicas", "offsets.topic.replication.factor",
+                     "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
+                     "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
+                     "unclean.leader.election.enable", "auto.create.topics.enable"):
+            assert env["KAFKA_" + prop.replace(".", "_").upper()] == stack[prop], (name, prop)
+    assert stack["min.insync.replicas"] == "2" and stack["transaction.state.log.replication.factor"] == "3"
+
+
+def test_cluster_topics_and_engine_use_replication_three_and_the_redis_cluster() -> None:
+    from engine.redisconn import cluster_nodes, is_cluster_url
+
+    services = _compose()["services"]
+    topics = _service_env(services["topics-cluster"])
+    assert topics["TOLLGATE_KAFKA_BOOTSTRAP"] == "kafka-1:19092,kafka-2:19092,kafka-3:19092"
+    settings = Settings(topics={"replication_factor": topics["TOLLGATE_TOPICS__REPLICATION_FACTOR"],
+                                "min_insync_replicas": topics["TOLLGATE_TOPICS__MIN_INSYNC_REPLICAS"]})
+    assert (settings.topics.replication_factor, settings.topics.min_insync_replicas) == (3, 2)
+    engine = _service_env(services["engine-cluster"])
+    assert engine["TOLLGATE_KAFKA_BOOTSTRAP"] == topics["TOLLGATE_KAFKA_BOOTSTRAP"]
+    assert is_cluster_url(engine["TOLLGATE_REDIS_URL"])
+    shards = {name for name in services if name.startswith("redis-shard-")}
+    assert {host for host, _ in cluster_nodes(engine["TOLLGATE_REDIS_URL"])} == shards
+    for name in shards:
+        command = services[name]["command"]
+        assert command[command.index("--cluster-enabled") + 1] == "yes"
+    init = " ".join(services["redis-cluster-init"]["command"])
+    assert "--cluster create" in init and "--cluster-replicas 0" in init
+    assert all(f"getent hosts {name}" in init for name in shards)
+    assert set(services["engine-cluster"]["depends_on"]) >= {"topics-cluster", "redis-cluster-init", "model-init"}

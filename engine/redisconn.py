@@ -1,0 +1,60 @@
+"""One way to open Redis from a URL: a single server or a Redis Cluster.
+
+``redis://host:port/db`` (or ``rediss://``, ``unix://``) opens one server, as before.
+``redis+cluster://host:port[,host:port...]`` (or ``rediss+cluster://`` for TLS) opens
+redis-py's ``RedisCluster`` from those startup nodes; it finds the rest of the cluster
+itself. A password or user in the URL applies to every node. ``ops/stack up
+--redis-shards 3`` prints such a URL.
+
+>>> is_cluster_url("redis+cluster://127.0.0.1:7000,127.0.0.1:7001")
+True
+>>> is_cluster_url("redis://127.0.0.1:6379/0")
+False
+>>> cluster_nodes("redis+cluster://:pw@10.0.0.1:7000,10.0.0.2")
+[('10.0.0.1', 7000), ('10.0.0.2', 6379)]
+"""
+
+from __future__ import annotations
+
+from urllib.parse import unquote, urlsplit
+
+import redis
+from redis.cluster import ClusterNode, RedisCluster
+
+CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster")
+
+#: What every Tollgate Redis client may be. Code that needs to know which one it holds
+#: asks ``isinstance(client, RedisCluster)``.
+AnyRedis = redis.Redis | RedisCluster
+
+
+def is_cluster_url(url: str) -> bool:
+    return url.split("://", 1)[0].lower() in CLUSTER_SCHEMES
+
+
+def cluster_nodes(url: str) -> list[tuple[str, int]]:
+    """The startup nodes of a cluster URL (default port 6379)."""
+    netloc = url.split("://", 1)[1].split("/", 1)[0].rsplit("@", 1)[-1]
+    nodes = []
+    for part in filter(None, netloc.split(",")):
+        host, _, port = part.rpartition(":") if ":" in part else (part, "", "6379")
+        nodes.append((host.strip("[]"), int(port or 6379)))
+    if not nodes:
+        raise ValueError(f"no host in Redis Cluster URL {url!r}")
+    return nodes
+
+
+def connect(url: str, socket_timeout_s: float | None = 0.5, **kwargs) -> AnyRedis:
+    """A client for ``url``; the timeouts bound every command and connection attempt."""
+    timeouts = {"socket_timeout": socket_timeout_s, "socket_connect_timeout": socket_timeout_s}
+    if not is_cluster_url(url):
+        return redis.Redis.from_url(url, **timeouts, **kwargs)
+    # urlsplit reads the credentials of the first "host" only; the netloc holds them once.
+    auth = urlsplit(url.split(",", 1)[0])
+    creds = {}
+    if auth.username:
+        creds["username"] = unquote(auth.username)
+    if auth.password:
+        creds["password"] = unquote(auth.password)
+    return RedisCluster(startup_nodes=[ClusterNode(h, p) for h, p in cluster_nodes(url)],
+                        ssl=url.lower().startswith("rediss+"), **creds, **timeouts, **kwargs)

@@ -1,0 +1,214 @@
+"""Per-event costs for the capacity model in docs/scaling.md, measured.
+
+Two parts (both by default):
+
+``--redis``: the feature store's enrich on a single Redis and on a Redis Cluster, per
+batch of B events drawn from many customers: round trips (sequential waits), commands
+sent, Redis operations executed (``INFO commandstats`` deltas summed over every primary:
+each ``redis.call`` inside a script counts), client CPU, wall time.
+
+``--workers 1,2``: K ``tollgate run`` worker processes on one 12-partition ``tx.events``;
+a backlog of N events is produced first, then the workers start together and the run
+ends when every verdict is committed. Reported: events/s from the first verdict to the
+last, CPU seconds per event of the workers (and their model processes), bytes per
+message on tx.events and tx.verdicts, Kafka transactions (micro-batches) per second per
+worker (from each worker's /metrics).
+
+    python ops/bench/scaling.py --redis-url redis://127.0.0.1:6379/0 \\
+        --cluster-url redis+cluster://127.0.0.1:26379 --bootstrap 127.0.0.1:9092 --workers 1,2
+
+Uses TOLLGATE_KAFKA_BOOTSTRAP / TOLLGATE_REDIS_URL / TOLLGATE_TEST_REDIS_CLUSTER_URL when
+the flags are not given. A JSON line per measurement on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import _common  # noqa: F401  (first: the repository, not this folder, on sys.path)
+
+from engine.features.redis_store import RedisFeatureStore
+from engine.records import TransactionEvent
+from engine.redisconn import connect
+from engine.settings import Settings
+
+BASE_MS = 1_767_225_600_000
+
+
+def _events(n: int, start: int, customers: int, tag: str) -> list[TransactionEvent]:
+    rng = random.Random(start)
+    out = []
+    for i in range(start, start + n):
+        c = rng.randrange(customers)
+        out.append(TransactionEvent(
+            f"{tag}-{i}", BASE_MS + i * 20, f"c{c}", f"a{c}", f"t{rng.randrange(max(1, customers // 4))}", "5411",
+            round(rng.lognormvariate(3.5, 1.0), 2), "EUR", "card_present", "BE", device_id=f"d{c}"))
+    return out
+
+
+def _server_ops(client) -> int:
+    """Commands executed so far on every primary (scripts' inner calls included). The
+    server must be this benchmark's alone: anyone else's commands would count too."""
+    from redis.cluster import RedisCluster
+
+    if isinstance(client, RedisCluster):
+        infos = list(client.info("commandstats", target_nodes=RedisCluster.PRIMARIES).values())
+    else:
+        infos = [client.info("commandstats")]
+    # minus the INFO calls this function has made so far (one per node per call)
+    return sum(int(v["calls"]) for info in infos for k, v in info.items()
+               if k.startswith("cmdstat_") and k != "cmdstat_info")
+
+
+def _server_cpu_s(client) -> float:
+    """CPU seconds (user + system) every primary has used so far."""
+    from redis.cluster import RedisCluster
+
+    if isinstance(client, RedisCluster):
+        infos = list(client.info("cpu", target_nodes=RedisCluster.PRIMARIES).values())
+    else:
+        infos = [client.info("cpu")]
+    return sum(float(i["used_cpu_user"]) + float(i["used_cpu_sys"]) for i in infos)
+
+
+def bench_redis(name: str, url: str, batch: int, batches: int, customers: int) -> dict:
+    ns = f"bench-{uuid.uuid4().hex[:8]}"
+    store = RedisFeatureStore(settings=Settings(redis={"url": url, "socket_timeout_s": 10}), namespace=ns)
+    client = connect(url, socket_timeout_s=10)
+    warm = _events(batch, 10_000_000, customers, ns)
+    store.enrich(warm)
+    rt0, cmd0, ops0, scpu0 = store.round_trips, store.commands, _server_ops(client), _server_cpu_s(client)
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    for b in range(batches):
+        store.enrich(_events(batch, b * batch, customers, ns))
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    ops, server_cpu = _server_ops(client) - ops0, _server_cpu_s(client) - scpu0
+    n = batch * batches
+    for key in client.scan_iter(f"*{ns}*", count=10_000):
+        client.unlink(key)
+    return {"part": "redis", "backend": name, "batch": batch, "customers": customers, "events": n,
+            "round_trips_per_batch": (store.round_trips - rt0) / batches,
+            "commands_per_batch": (store.commands - cmd0) / batches,
+            "redis_ops_per_event": round(ops / n, 2),
+            "redis_server_cpu_us_per_event": round(server_cpu / n * 1e6, 1),
+            "client_cpu_us_per_event": round(cpu / n * 1e6, 1), "wall_us_per_event": round(wall / n * 1e6, 1)}
+
+
+def bench_workers(bootstrap: str, redis_url: str, workers: int, n_events: int, partitions: int) -> dict:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from engine.codec import Codec
+    from ops.bench.engine_io import scrape
+    from tests.integration.worker_support import (
+        WorkerEnv,
+        WorkerProcess,
+        delete_prefix,
+        make_events,
+        produce_events,
+        read_committed,
+        save_fresh_model,
+    )
+
+    unique = f"scale{workers}{uuid.uuid4().hex[:6]}"
+    tmp = Path(tempfile.mkdtemp(prefix="tollgate-bench-scaling-"))
+    wenv = WorkerEnv(bootstrap, redis_url, unique, f"tx.events.{unique}", f"tx.verdicts.{unique}",
+                     f"tx.events.dlq.{unique}", tmp / "models")
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topics = [(wenv.events, partitions), (wenv.verdicts, partitions), (wenv.dead_letters, 1)]
+    for f in admin.create_topics([NewTopic(t, num_partitions=p, replication_factor=-1) for t, p in topics]).values():
+        f.result(30)
+    save_fresh_model(wenv.models_dir, "v1")
+    client = connect(redis_url, socket_timeout_s=10)
+    client.set(f"{wenv.key_prefix}:model:serving", "v1")
+    codec = Codec()
+    events = make_events(unique, n_events, customers=5000)
+    produce_events(bootstrap, wenv.events, events, codec)
+    event_bytes = sum(len(codec.encode_event(e)) + len(e.customer_id) for e in events) / n_events
+    procs: list[WorkerProcess] = []
+    try:
+        procs = [WorkerProcess(wenv, f"w{i}", tmp) for i in range(workers)]
+        for p in procs:
+            p.wait_for("worker ready", timeout=300)
+        cpu0 = sum(_tree_cpu(p.proc.pid) for p in procs)
+        t0 = time.monotonic()
+        # One read_committed consumer counts verdicts as they are committed (cheap next to
+        # the workers: it decodes nothing).
+        reader = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{unique}",
+                           "isolation.level": "read_committed", "enable.auto.commit": False})
+        parts = reader.list_topics(wenv.verdicts, timeout=10).topics[wenv.verdicts].partitions
+        reader.assign([TopicPartition(wenv.verdicts, p, OFFSET_BEGINNING) for p in parts])
+        seen, deadline = 0, t0 + 900
+        try:
+            while seen < n_events and time.monotonic() < deadline:
+                seen += sum(1 for m in reader.consume(1000, 0.5) if m.error() is None)
+        finally:
+            reader.close()
+        done = time.monotonic()
+        cpu = sum(_tree_cpu(p.proc.pid) for p in procs) - cpu0
+        batches = sum(scrape(p.health_port).get(("tollgate_batch_size_count", ""), 0.0) for p in procs)
+        verdicts = read_committed(bootstrap, wenv.verdicts, n_events, timeout=60, settle_s=1)
+    finally:
+        for p in procs:
+            p.terminate()
+        admin.delete_topics([t for t, _ in topics])
+        delete_prefix(client, wenv.key_prefix)
+    verdict_bytes = sum(len(m.value()) + len(m.key() or b"") for m in verdicts) / max(1, len(verdicts))
+    span = done - t0
+    return {"part": "workers", "workers": workers, "partitions": partitions, "events": n_events,
+            "verdicts": len(verdicts), "events_per_s": round(len(verdicts) / span, 1),
+            "worker_cpu_ms_per_event": round(cpu / max(1, len(verdicts)) * 1000, 3),
+            "transactions_per_s_per_worker": round(batches / span / workers, 1),
+            "mean_batch": round(len(verdicts) / max(1.0, batches), 1),
+            "tx_events_bytes_per_msg": round(event_bytes, 1), "tx_verdicts_bytes_per_msg": round(verdict_bytes, 1)}
+
+
+def _tree_cpu(pid: int) -> float:
+    """CPU seconds of ``pid`` and its children (the model process)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(entry.name) == pid or int(fields[1]) == pid:
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--redis-url", default=os.environ.get("TOLLGATE_REDIS_URL"))
+    ap.add_argument("--cluster-url", default=os.environ.get("TOLLGATE_TEST_REDIS_CLUSTER_URL"))
+    ap.add_argument("--bootstrap", default=os.environ.get("TOLLGATE_KAFKA_BOOTSTRAP"))
+    ap.add_argument("--redis", action="store_true", help="only the Redis part")
+    ap.add_argument("--workers", default="", help="comma list of worker counts (e.g. 1,2); empty: skip")
+    ap.add_argument("--batches", type=int, default=20)
+    ap.add_argument("--events", type=int, default=20_000, help="backlog per worker run")
+    ap.add_argument("--partitions", type=int, default=12)
+    args = ap.parse_args()
+    if args.redis or not args.workers:
+        for batch in (64, 512):
+            for name, url in (("single", args.redis_url), ("cluster", args.cluster_url)):
+                if url:
+                    print(json.dumps(bench_redis(name, url, batch, args.batches, customers=5000)), flush=True)
+    for k in filter(None, args.workers.split(",")):
+        print(json.dumps(bench_workers(args.bootstrap, args.redis_url, int(k), args.events, args.partitions)),
+              flush=True)
+    print(json.dumps({"max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,203 @@
+"""Losing a broker loses nothing: three KRaft brokers (replication 3, min ISR 2), a Redis
+Cluster for context, two workers deciding a stream. SIGKILL the leader of a ``tx.events``
+partition, then the transaction coordinator of a worker; restart each broker with
+``ops/stack up`` (the workers are never touched) and count verdicts read_committed:
+every event exactly once.
+
+The stack is this module's own (``ops/stack up --brokers 3 --redis-shards 3`` on free
+ports, stopped after), or the one whose state dir ``TOLLGATE_TEST_CLUSTER_STATE_DIR``
+names (it must be such a stack; this test kills and restarts its brokers).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+
+from engine.codec import Codec
+from engine.redisconn import connect
+from tests.conftest import REDIS_CLUSTER_MAX_PORT, REPO, _free_ports
+from tests.integration.worker_support import (
+    TOLLGATE, EventStream, WorkerEnv, WorkerProcess, delete_prefix, make_events, read_committed, read_verdicts,
+    save_fresh_model, wait_until,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.cluster, pytest.mark.slow]
+
+STACK = str(REPO / "ops" / "stack")
+#: The brokers' transaction.state.log.num.partitions (ops/stack).
+TXN_STATE_PARTITIONS = 8
+
+
+@dataclass
+class KafkaCluster:
+    bootstrap: str
+    redis_url: str
+    state_dir: Path
+    env: dict[str, str]
+
+    def node_pid(self, node: int) -> int:
+        return int((self.state_dir / f"kafka-{node}.pid").read_text().strip())
+
+    def kill(self, node: int) -> None:
+        pid = self.node_pid(node)
+        os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: not Path(f"/proc/{pid}").exists() or _zombie(pid), 30, f"broker {node} to die")
+
+    def restart_missing(self) -> None:
+        """``ops/stack up`` starts whichever node is down and waits until all answer."""
+        up = subprocess.run([STACK, "up"], env=self.env, timeout=300, capture_output=True, text=True, check=False)
+        assert up.returncode == 0, f"ops/stack up failed ({up.returncode}):\n{up.stderr[-3000:]}"
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def _exports(stdout: str) -> dict[str, str]:
+    out = {}
+    for line in stdout.splitlines():
+        name, sep, value = line.strip().removeprefix("export ").partition("=")
+        if sep and name.startswith("TOLLGATE_"):
+            out[name] = value
+    return out
+
+
+@pytest.fixture(scope="module")
+def kafka_cluster() -> Iterator[KafkaCluster]:
+    given = os.environ.get("TOLLGATE_TEST_CLUSTER_STATE_DIR")
+    state_dir = Path(given) if given else Path(tempfile.mkdtemp(prefix="tollgate-test-cluster-"))
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("TOLLGATE_") or k in ("TOLLGATE_CACHE_DIR", "TOLLGATE_JAVA", "TOLLGATE_MVN")}
+    env["TOLLGATE_STATE_DIR"] = str(state_dir)
+    args = ["up"]
+    if not given:
+        ports = _free_ports(6) + _free_ports(3, REDIS_CLUSTER_MAX_PORT)
+        env.update(TOLLGATE_KAFKA_PORTS=",".join(map(str, ports[0:3])),
+                   TOLLGATE_KAFKA_CONTROLLER_PORTS=",".join(map(str, ports[3:6])),
+                   TOLLGATE_REDIS_PORTS=",".join(map(str, ports[6:9])))
+        args += ["--brokers", "3", "--redis-shards", "3"]
+    try:  # `down` even when `up` fails half-way: no node is left running
+        up = subprocess.run([STACK, *args], env=env, check=True, timeout=600, capture_output=True, text=True)
+        exported = _exports(up.stdout)
+        assert exported["TOLLGATE_TOPICS__REPLICATION_FACTOR"] == "3", "TOLLGATE_TEST_CLUSTER_STATE_DIR: not 3 brokers"
+        yield KafkaCluster(exported["TOLLGATE_KAFKA_BOOTSTRAP"], exported["TOLLGATE_REDIS_URL"], state_dir, env)
+    finally:
+        if not given:
+            subprocess.run([STACK, "down"], env=env, timeout=180, check=False)
+            shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def _java_hash(text: str) -> int:
+    h = 0
+    for ch in text.encode("utf-16-be").decode("utf-16-be"):
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    return h
+
+
+def transaction_coordinator(admin: AdminClient, transactional_id: str) -> int:
+    """The broker leading the ``__transaction_state`` partition of ``transactional_id``
+    (Kafka: ``Utils.abs(id.hashCode) % partitions``, abs = mask the sign bit)."""
+    partition = (_java_hash(transactional_id) & 0x7FFFFFFF) % TXN_STATE_PARTITIONS
+    meta = admin.list_topics("__transaction_state", timeout=10).topics["__transaction_state"]
+    return meta.partitions[partition].leader
+
+
+def fully_replicated(admin: AdminClient, topics: list[str]) -> bool:
+    meta = admin.list_topics(timeout=10)
+    for name in topics:
+        t = meta.topics.get(name)
+        if t is None or t.error is not None:
+            return False
+        if any(len(p.isrs) < 3 or p.leader < 0 for p in t.partitions.values()):
+            return False
+    return True
+
+
+def test_sigkill_partition_leader_and_transaction_coordinator_loses_nothing(kafka_cluster, unique, tmp_path):
+    cluster = kafka_cluster
+    codec = Codec()
+    wenv = WorkerEnv(cluster.bootstrap, cluster.redis_url, unique, events=f"tx.events.{unique}",
+                     verdicts=f"tx.verdicts.{unique}", dead_letters=f"tx.events.dlq.{unique}",
+                     models_dir=tmp_path / "models",
+                     # the model in the worker's own process: fewer processes on a small host
+                     extra={"TOLLGATE_BATCH__INFER_PROCESS": "false"})
+    # `tollgate topics create` with the settings ops/stack printed: replication 3, min ISR 2.
+    created = subprocess.run([TOLLGATE, "topics", "create"], capture_output=True, text=True, timeout=120, check=False,
+                             env=wenv.env(TOLLGATE_TOPICS__REPLICATION_FACTOR="3",
+                                          TOLLGATE_TOPICS__MIN_INSYNC_REPLICAS="2",
+                                          TOLLGATE_TOPICS__OUTCOMES=f"tx.outcomes.{unique}"))
+    assert created.returncode == 0, created.stderr
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    topics = [wenv.events, wenv.verdicts, wenv.dead_letters]
+    wait_until(lambda: fully_replicated(admin, topics), 60, "topics fully replicated")
+    configs = admin.describe_configs([ConfigResource(ResourceType.TOPIC, wenv.events)])
+    (cfg,) = [f.result(30) for f in configs.values()]
+    assert cfg["min.insync.replicas"].value == "2"
+    save_fresh_model(wenv.models_dir, "v1")
+    redis = connect(cluster.redis_url, socket_timeout_s=10)
+    redis.set(f"{wenv.key_prefix}:model:serving", "v1")
+
+    workers = [WorkerProcess(wenv, wid, tmp_path) for wid in ("w1", "w2")]
+    stream = EventStream(wenv, codec, rate_per_s=150)
+    try:
+        for w in workers:
+            w.wait_for("worker ready", timeout=180)
+
+        def committed() -> int:
+            return len(read_committed(cluster.bootstrap, wenv.verdicts, 1, timeout=3, settle_s=0))
+
+        def progress(beyond: int, what: str) -> int:
+            wait_until(lambda: committed() >= beyond, 180, what)
+            return committed()
+
+        stream.start()
+        seen = progress(500, "first verdicts")
+
+        # 1. The leader of tx.events partition 0 dies mid-stream.
+        leader = admin.list_topics(wenv.events, timeout=10).topics[wenv.events].partitions[0].leader
+        cluster.kill(leader)
+        seen = progress(seen + 500, f"verdicts with broker {leader} dead")
+        cluster.restart_missing()
+        wait_until(lambda: fully_replicated(admin, topics + ["__transaction_state"]), 180, "ISR back to 3")
+
+        # 2. The transaction coordinator of worker w1 dies mid-stream.
+        coordinator = transaction_coordinator(admin, f"engine-{unique}-w1")
+        cluster.kill(coordinator)
+        seen = progress(seen + 500, f"verdicts with coordinator {coordinator} dead")
+        cluster.restart_missing()
+        progress(seen + 300, "verdicts after the restart")
+        stream.stop_and_join()
+        assert not stream.errors, stream.errors[:3]
+        verdicts = read_verdicts(cluster.bootstrap, wenv.verdicts, stream.produced, codec, timeout=240)
+        for w in workers:  # nobody restarted them: both still the processes started above
+            assert w.proc.poll() is None, f"worker {w.worker_id} exited:\n{w.tail()}"
+    finally:
+        stream.stop_and_join()
+        for w in workers:
+            try:
+                w.terminate(timeout=120)
+            except subprocess.TimeoutExpired:
+                w.stop_quietly()
+        delete_prefix(redis, wenv.key_prefix)
+        admin.delete_topics(topics + [f"tx.outcomes.{unique}"])
+
+    counts = Counter(v.event_id for v in verdicts)
+    expected = {e.event_id for e in make_events(unique, stream.sent)}
+    assert stream.produced == stream.sent
+    assert set(counts) == expected, f"{len(expected - set(counts))} events have no verdict"
+    assert sum(counts.values()) == len(expected), f"duplicates: {[k for k, n in counts.items() if n > 1][:5]}"
+    assert read_committed(cluster.bootstrap, wenv.dead_letters, 0, timeout=3, settle_s=1) == []
