@@ -8,6 +8,7 @@ starts before the init service has put one in place."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path, PurePosixPath
 
@@ -153,8 +154,17 @@ def test_redis_needs_a_password_and_every_tollgate_service_passes_it() -> None:
     assert "REDISCLI_AUTH" in " ".join(redis["healthcheck"]["test"]), "the healthcheck must authenticate"
     for name, svc in _tollgate_services().items():
         url = _service_env(svc)["TOLLGATE_REDIS_URL"]
-        assert url.startswith("redis://:${") and url.endswith("}@redis:6379/0"), f"{name}: {url}"
-        assert _required_variable(url[len("redis://:"):url.index("}@") + 1]) == password_var
+        scheme = url.split("://", 1)[0] + "://:"
+        assert url.startswith(scheme + "${"), f"{name}: {url}"
+        assert url.endswith("}@redis:6379/0") or scheme == "redis+cluster://:", f"{name}: {url}"
+        assert _required_variable(url[len(scheme):url.index("}@") + 1]) == password_var
+    shards = {n: s for n, s in _compose()["services"].items() if n.startswith("redis-shard-")}
+    assert shards, "the redis-cluster profile's shards"
+    for name, shard in shards.items():  # the cluster profile is closed too
+        assert _required_variable(shard["environment"]["REDIS_PASSWORD"]) == password_var
+        script = " ".join(shard["command"])
+        assert "requirepass" in script and "masterauth" in script and "--cluster-enabled yes" in script
+        assert "REDISCLI_AUTH" in " ".join(shard["healthcheck"]["test"]), name
 
 
 def test_only_the_http_service_is_published_beyond_loopback() -> None:
@@ -410,10 +420,10 @@ def test_cluster_topics_and_engine_use_replication_three_and_the_redis_cluster()
     assert engine["TOLLGATE_KAFKA_BOOTSTRAP"] == topics["TOLLGATE_KAFKA_BOOTSTRAP"]
     assert is_cluster_url(engine["TOLLGATE_REDIS_URL"])
     shards = {name for name in services if name.startswith("redis-shard-")}
-    assert {host for host, _ in cluster_nodes(engine["TOLLGATE_REDIS_URL"])} == shards
+    url = re.sub(r"\$\{[^}]*\}", "secret", engine["TOLLGATE_REDIS_URL"])  # as compose substitutes it
+    assert {host for host, _ in cluster_nodes(url)} == shards
     for name in shards:
-        command = services[name]["command"]
-        assert command[command.index("--cluster-enabled") + 1] == "yes"
+        assert "--cluster-enabled yes" in " ".join(services[name]["command"])
     init = " ".join(services["redis-cluster-init"]["command"])
     assert "--cluster create" in init and "--cluster-replicas 0" in init
     assert all(f"getent hosts {name}" in init for name in shards)
