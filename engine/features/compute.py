@@ -23,6 +23,8 @@ they were recorded first.
 
 from __future__ import annotations
 
+import dataclasses
+
 from bisect import bisect_left, bisect_right
 from typing import MutableMapping, Sequence
 
@@ -306,10 +308,19 @@ def enrich_batch(events: Sequence[TransactionEvent],
 
 
 def same_event(snap: ContextSnapshot | None, event: TransactionEvent) -> bool:
-    """True when ``snap`` is the stored context of exactly ``event`` (every field but the
-    Kafka position equal). A snapshot without its event (an old log) cannot be checked
-    and counts as the same."""
-    return snap is not None and (snap.event is None or snap.event is event or snap.event == event)
+    """True when ``snap`` is the stored context of ``event``: every field equal but the
+    Kafka position and the user text. No context feature reads user text
+    (docs/field-isolation.md), so the context of an event is the same whatever its memo
+    or descriptor; an event that differs in a trusted field (another customer, amount or
+    time under the same id) gets its own. A snapshot without its event (an old log)
+    cannot be checked and counts as the same."""
+    if snap is None or snap.event is None or snap.event is event or snap.event == event:
+        return snap is not None
+    return _without_text(snap.event) == _without_text(event)
+
+
+def _without_text(event: TransactionEvent) -> TransactionEvent:
+    return dataclasses.replace(event, memo=None, merchant_descriptor=None)
 
 
 def _check(event: TransactionEvent) -> None:
