@@ -26,6 +26,7 @@ What it proves:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import signal
 import subprocess
@@ -60,6 +61,13 @@ def test_feedback_loop_end_to_end(stack, unique, kafka_topics, redis_client, tmp
     from feedback.registry import ModelRegistry
     from feedback.scheduler import FineTuneScheduler, SchedulerConfig
     from feedback.store import DecisionStore, LabelStore
+
+    # The loop's mechanics (timer, gate, registry, hot swap under live traffic, refusal of
+    # flipped labels) on the objective that moves verdicts little: in this small world the
+    # default objective's cycles move more verdicts than the gate's 2 % migration bar and
+    # are refused, so nothing would be promoted to swap to. Whether the default objective
+    # reaches the verdicts is measured by ops/bench/feedback_loop.py (docs/feedback.md).
+    FINETUNE = dataclasses.replace(FineTuneConfig.seed_loop(), seed=1)
 
     torch.set_num_threads(1)
     outcomes_t = kafka_topics("tx.outcomes", 2)
@@ -136,7 +144,7 @@ def test_feedback_loop_end_to_end(stack, unique, kafka_topics, redis_client, tmp
         pubsub = redis_client.pubsub(ignore_subscribe_messages=True)
         pubsub.subscribe(registry.events_channel)
         scheduler = FineTuneScheduler(s, redis_client, progress=False,
-                                      config=SchedulerConfig.from_settings(s, finetune=FineTuneConfig(seed=1)))
+                                      config=SchedulerConfig.from_settings(s, finetune=FINETUNE))
         for now in slices(t0 + 14 * DAY, t0 + 15 * DAY - 1):  # six four-hour cycles of event time
             streamer.advance_to(now)
             wait_until(caught_up, 60, f"the engine and feedback worker to catch up at {now}")

@@ -4,7 +4,8 @@ real ``tollgate run`` worker on the real broker and Redis.
 The cases are ``tests/unit/user_text_cases.py``'s (the API, HTTP and CLI run them in
 ``tests/unit/test_user_text_cannot_lower.py``): each simulated event first without any
 user text, then once per text variant with the same event id, so the Redis feature
-store gives every variant the snapshot it recorded first and only the text differs.
+store gives every variant the snapshot it recorded first and only the text differs
+(the worker's re-send filter is off here: each variant is a re-send of its event id).
 One partition in and out, so verdicts come back in the order the events were sent
 (``violations`` checks every event id against its position).
 """
@@ -37,7 +38,10 @@ def test_stream_worker_never_lets_user_text_lower_a_verdict(stack, unique, kafka
     make_model_dir(models_dir, "t-usertext")
     wenv = WorkerEnv(stack.kafka_bootstrap, stack.redis_url, unique,
                      events=kafka_topics("tx.events", 1), verdicts=kafka_topics("tx.verdicts", 1),
-                     dead_letters=kafka_topics("tx.events.dlq", 1), models_dir=models_dir)
+                     dead_letters=kafka_topics("tx.events.dlq", 1), models_dir=models_dir,
+                     # Every variant re-sends its event's id on purpose (same context, other
+                     # text); the worker's re-send filter would answer all but the first.
+                     extra={"TOLLGATE_WORKER__DEDUPE_HORIZON_S": "0"})
     redis_client.set(f"{wenv.key_prefix}:model:serving", "t-usertext")
     flat_events = [e for batch in batches for e in batch]
     try:
