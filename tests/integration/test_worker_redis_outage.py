@@ -15,7 +15,6 @@ import socket
 import subprocess
 import threading
 import time
-import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import redis
 
 from engine.codec import Codec
 from tests.integration.worker_support import (
-    WorkerProcess, make_events, produce_events, read_committed, read_verdicts, save_fresh_model, wait_until,
+    WorkerProcess, make_events, metric, produce_events, read_committed, read_verdicts, save_fresh_model, wait_until,
     wenv,  # noqa: F401 (fixture)
 )
 
@@ -71,14 +70,6 @@ class PrivateRedis:
             self.proc.wait(30)
 
 
-def _metric(port: int, name: str) -> float:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-        for line in r.read().decode().splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[1])
-    return 0.0
-
-
 def test_redis_outage_degrades_then_recovers_without_losing_events(wenv, tmp_path):
     codec = Codec()
     private = PrivateRedis(tmp_path / "redis")
@@ -98,16 +89,16 @@ def test_redis_outage_degrades_then_recovers_without_losing_events(wenv, tmp_pat
         private.stop()
         outage_started = time.time() * 1000
         deadline = time.monotonic() + 20
-        while _metric(port, "tollgate_degraded") != 1.0 and time.monotonic() < deadline:
+        while metric(port, "tollgate_degraded") != 1.0 and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert _metric(port, "tollgate_degraded") == 1.0, worker.tail()
+        assert metric(port, "tollgate_degraded") == 1.0, worker.tail()
         time.sleep(2.0)
         private.start()
         recovered_at = time.time() * 1000
         producer.join()
         verdicts = read_verdicts(wenv.bootstrap, wenv.verdicts, len(events), codec, timeout=90)
-        assert _metric(port, "tollgate_degraded") == 0.0
-        assert _metric(port, "tollgate_degraded_verdicts_total") > 0
+        assert metric(port, "tollgate_degraded") == 0.0
+        assert metric(port, "tollgate_degraded_verdicts_total") > 0
         assert worker.proc.poll() is None
     finally:
         worker.terminate()
@@ -121,14 +112,6 @@ def test_redis_outage_degrades_then_recovers_without_losing_events(wenv, tmp_pat
     assert all(outage_started - 1000 <= v.decided_at_ms <= recovered_at + 5000 for v in degraded)
     late = [v for v in verdicts if v.decided_at_ms > recovered_at + 5000]
     assert late and not any(any(r.code == "context_unavailable" for r in v.reasons) for v in late)
-
-
-def _sample(port: int, name: str, labels: str) -> float:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-        for line in r.read().decode().splitlines():
-            if line.startswith(f"{name}{{{labels}}} "):
-                return float(line.split()[1])
-    return 0.0
 
 
 def test_an_outage_inside_the_hold_budget_under_a_backlog_sends_nothing_to_review(wenv, tmp_path):
@@ -148,13 +131,13 @@ def test_an_outage_inside_the_hold_budget_under_a_backlog_sends_nothing_to_revie
         private.stop()  # down before the backlog arrives: every batch meets the outage
         produce_events(wenv.bootstrap, wenv.events, events, codec)
         deadline = time.monotonic() + 60
-        while _sample(port, "tollgate_transactions_total", 'result="retried"') < 3 and time.monotonic() < deadline:
+        while metric(port, "tollgate_transactions_total", 'result="retried"') < 3 and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert _sample(port, "tollgate_transactions_total", 'result="retried"') >= 3, worker.tail()
-        assert _metric(port, "tollgate_degraded_verdicts_total") == 0.0  # held, not degraded
+        assert metric(port, "tollgate_transactions_total", 'result="retried"') >= 3, worker.tail()
+        assert metric(port, "tollgate_degraded_verdicts_total") == 0.0  # held, not degraded
         private.start()
         verdicts = read_verdicts(wenv.bootstrap, wenv.verdicts, len(events), codec, timeout=120)
-        assert _metric(port, "tollgate_degraded_verdicts_total") == 0.0
+        assert metric(port, "tollgate_degraded_verdicts_total") == 0.0
         assert worker.proc.poll() is None
     finally:
         worker.terminate()

@@ -9,7 +9,6 @@ a worker killed before its commit never costs the original its verdict.
 
 from __future__ import annotations
 
-import urllib.request
 from collections import Counter
 from dataclasses import replace
 
@@ -17,18 +16,10 @@ import pytest
 
 from engine.codec import Codec
 from tests.integration.worker_support import (
-    WorkerProcess, make_events, produce_events, read_verdicts, wait_until, wenv,  # noqa: F401 (fixture)
+    WorkerProcess, make_events, metric, produce_events, read_verdicts, wait_until, wenv,  # noqa: F401 (fixture)
 )
 
 pytestmark = pytest.mark.integration
-
-
-def _metric(port: int, name: str) -> float:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-        for line in r.read().decode().splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[1])
-    return 0.0
 
 
 def test_resent_event_ids_get_no_second_verdict_across_partitions_batches_and_a_restart(wenv, tmp_path):
@@ -46,8 +37,8 @@ def test_resent_event_ids_get_no_second_verdict_across_partitions_batches_and_a_
         read_verdicts(wenv.bootstrap, wenv.verdicts, len(originals), codec, timeout=90)
         produce_events(wenv.bootstrap, wenv.events, elsewhere + exact, codec)
         port = worker.health_port
-        wait_until(lambda: _metric(port, "tollgate_resent_events_total") >= 120, 90, "the re-sends to be dropped")
-        assert _metric(port, "tollgate_resent_events_total") == 120
+        wait_until(lambda: metric(port, "tollgate_resent_events_total") >= 120, 90, "the re-sends to be dropped")
+        assert metric(port, "tollgate_resent_events_total") == 120
     finally:
         assert worker.terminate() == 0, worker.tail()
     # A new worker (another id, so not a restart of the same one) after the first left.
@@ -58,8 +49,8 @@ def test_resent_event_ids_get_no_second_verdict_across_partitions_batches_and_a_
         produce_events(wenv.bootstrap, wenv.events, originals[100:160] + fresh, codec)
         verdicts = read_verdicts(wenv.bootstrap, wenv.verdicts, len(originals) + len(fresh), codec, timeout=90)
         port = worker.health_port
-        wait_until(lambda: _metric(port, "tollgate_resent_events_total") >= 60, 60, "the late re-sends")
-        assert _metric(port, "tollgate_resent_events_total") == 60
+        wait_until(lambda: metric(port, "tollgate_resent_events_total") >= 60, 60, "the late re-sends")
+        assert metric(port, "tollgate_resent_events_total") == 60
     finally:
         worker.terminate()
     counts = Counter(v.event_id for v in verdicts)

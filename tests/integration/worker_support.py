@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -98,6 +99,16 @@ def save_fresh_model(models_dir: Path, version: str, seed: int = 0) -> Path:
 
     model, card = fresh_model(InputSpec.from_schema(FieldIsolatedEncoder().schema), version=version, seed=seed)
     return save_model_dir(model, card, models_dir / version)
+
+
+def metric(port: int, name: str, labels: str = "") -> float:
+    """The value of one sample on a worker's /metrics page (``name{labels}``), 0 when absent."""
+    sample = f"{name}{{{labels}}} " if labels else f"{name} "
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(sample):
+                return float(line.split()[1])
+    return 0.0
 
 
 def wait_until(pred: Callable[[], bool], timeout: float, what: str) -> None:
