@@ -1,6 +1,6 @@
 """Build a ``DecisionPipeline`` from settings: which model, which rules, which context.
 
-Every entry point (``tollgate run``, ``serve``, ``score``, ``engine.api.load_model``,
+Every entry point (``tollgate run``, ``serve``, ``score``, ``engine.interfaces.api.load_model``,
 the quickstart) assembles its pipeline here, so they cannot drift apart: the same
 model directory, the same rule set, the same policy (settings, overridden by the rule
 set's ``policy:`` section) and the same detector give the same verdicts.
@@ -19,9 +19,17 @@ import logging
 from pathlib import Path
 from typing import Any, Literal
 
-from engine.decide import Policy
+from engine.features.memory import MemoryFeatureStore
+from engine.features.redis_store import RedisFeatureStore
+from engine.features.snapshot import ContextSnapshot
+from engine.features.spec import IDLE_STATE_TTL_MS
 from engine.pipeline import Components, DecisionPipeline
 from engine.settings import BatchSettings, Settings
+from engine.stages.decide import Policy
+from engine.stages.detect import InjectionDetector
+from engine.stages.guard import Guard
+from engine.wire.redisconn import connect
+from engine.worker.infer_process import ProcessInference, SplitInference, spawn_model_process
 
 log = logging.getLogger("tollgate.assemble")
 
@@ -55,12 +63,11 @@ def find_model_dir(settings: Settings, model: str | Path | None = None) -> Path:
 
 def _serving_version(settings: Settings) -> str | None:
     """The registry's serving pointer, or None when Redis is unreachable or unset."""
+    # local: engine.model imports PyTorch; the worker's start path spawns its model process first
+    from engine.model.registry import serving_key
+
     try:
-        from engine.redisconn import connect
-
         client = connect(settings.redis.url, settings.redis.socket_timeout_s)
-        from engine.hotswap import serving_key
-
         raw = client.get(serving_key(settings.redis.key_prefix))
         client.close()
     except Exception as exc:  # noqa: BLE001 - no registry reachable: fall back to the newest directory
@@ -75,15 +82,10 @@ def make_store(settings: Settings, context: ContextSource | Any = "memory", *, r
     if not isinstance(context, str):
         return context
     if context == "memory":
-        from engine.features.memory import MemoryFeatureStore
-        from engine.features.spec import IDLE_STATE_TTL_MS
-
         # Forget customers and terminals idle for 31 days of event time, as the stream's
         # Redis keys expire: a long-lived notebook or `serve --memory` stays bounded.
         return MemoryFeatureStore(forget_idle_after_ms=IDLE_STATE_TTL_MS)
     if context == "redis":
-        from engine.features.redis_store import RedisFeatureStore
-
         return RedisFeatureStore(settings=settings, read_only=not record)
     raise ValueError(f"context must be 'memory', 'redis' or a FeatureStore, got {context!r}")
 
@@ -93,22 +95,19 @@ def load_model_components(model_dir: Path, encoder: Any | None = None, *,
     """The pieces a model directory determines (also the hot-swap loader).
     ``model_process``: when given and its ``infer_process`` is on, batches of at least its
     ``process_min_rows`` rows are scored in a child process with its ``torch_threads``
-    (``engine.infer_process``; the worker passes ``settings.batch``), smaller ones here.
-    ``load_nice``: that child loads at lower priority (a hot swap: ``engine.hotswap``)."""
+    (``engine.worker.infer_process``; the worker passes ``settings.batch``), smaller ones here.
+    ``load_nice``: that child loads at lower priority (a hot swap: ``engine.worker.hotswap``)."""
     child = None
     if model_process is not None and model_process.infer_process:
-        from engine.infer_process import spawn_model_process  # no PyTorch import here
-
         # Before this process imports PyTorch: the child's import and load run meanwhile.
         child = spawn_model_process(model_dir, torch_threads=model_process.torch_threads, load_nice=load_nice)
-    from engine.encode import FieldIsolatedEncoder
-    from engine.infer import Inference
+    # local: PyTorch, only once the model process is spawned (tests/integration/test_worker_start_imports.py)
+    from engine.stages.encode import FieldIsolatedEncoder
+    from engine.stages.infer import Inference
 
     encoder = encoder or FieldIsolatedEncoder()
     inference: Any = Inference.from_dir(model_dir, expected_schema_hash=encoder.schema.schema_hash())
     if child is not None:
-        from engine.infer_process import ProcessInference, SplitInference
-
         remote = ProcessInference(model_dir, expected_schema_hash=encoder.schema.schema_hash(),
                                   torch_threads=model_process.torch_threads, load_nice=load_nice,  # type: ignore[union-attr]
                                   spawned=child)
@@ -118,8 +117,6 @@ def load_model_components(model_dir: Path, encoder: Any | None = None, *,
 
 def load_guard(settings: Settings, rules_dir: str | Path | None = None) -> Any:
     """The hard-rule guard over ``rules_dir`` (default ``settings.paths.rules_dir``)."""
-    from engine.guard import Guard
-
     return Guard.from_dir(Path(rules_dir or settings.paths.rules_dir))
 
 
@@ -132,14 +129,10 @@ def build_pipeline(settings: Settings, *, model: str | Path | None = None, rules
     large batches in a model process as those settings say (``load_model_components``;
     same model, same outputs, another process; the worker passes ``settings.batch``).
     ``record``: with ``context="redis"``, write what is scored into the stream's state."""
-    from engine.features.snapshot import ContextSnapshot
-
     model_dir = find_model_dir(settings, model)
     parts = load_model_components(model_dir, model_process=model_process)
     guard = guard if guard is not None else load_guard(settings, rules)
     if detector is True:
-        from engine.detect import InjectionDetector
-
         detector = InjectionDetector.default()
     base_policy = Policy.from_settings(settings.policy)
     policy = base_policy.with_overrides(dict(getattr(guard, "policy", None) or {}))

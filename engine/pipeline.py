@@ -1,8 +1,8 @@
 """``DecisionPipeline``: enrich → encode → infer → detect → decide → guard, for one batch.
 
 This is the *single* code path from events to verdicts. The Kafka worker, the Python
-API (``engine.api``), the HTTP service (``engine.serve``) and the batch CLI
-(``engine.score``) all call ``decide_batch``; none of them re-implements a stage, so
+API (``engine.interfaces.api``), the HTTP service (``engine.interfaces.http``) and the batch CLI
+(``engine.interfaces.file_scoring``) all call ``decide_batch``; none of them re-implements a stage, so
 for the same events and the same context they give the same verdict, verdict for
 verdict (``tests/integration/test_interfaces_agree.py`` holds them to it).
 
@@ -11,7 +11,7 @@ amortise their fixed cost; the callers choose the batch (worker: B events or W m
 HTTP: micro-batched across connections; CLI: file chunks).
 
 ``decide_batch`` is three phases, public so that the Kafka worker can overlap them
-across batches (``engine.worker``): ``prepare`` (enrich → encode; batches are prepared
+across batches (``engine.worker.loop``): ``prepare`` (enrich → encode; batches are prepared
 one at a time, in arrival order, because enrich reads *and records* context),
 ``score`` (infer: no shared state, so it may run on another thread while the next
 batch is prepared — PyTorch releases the GIL) and ``finish`` (detect → decide → guard
@@ -24,7 +24,7 @@ hot-swap (promotion, rollback, rule reload) lands *between* batches: no batch is
 half old model, half new.
 
 When the feature store raises ``ContextUnavailable`` the batch is scored on empty
-context snapshots and the policy runs in degraded mode (see ``engine.decide``).
+context snapshots and the policy runs in degraded mode (see ``engine.stages.decide``).
 
 **Untrusted text may only add suspicion** (docs/field-isolation.md). For every event,
 the verdict's severity and the risk score are at least those of the same event without
@@ -43,17 +43,24 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engine import stage_adapters as adapt
-from engine.decide import Policy, PolicyDecision, ScoreRow, decide
-from engine.records import SEVERITY, Reason, TransactionEvent, Verdict
-from engine.stage_adapters import EventDetection
+from engine.features.store import ContextUnavailable, FeatureStore
+from engine.records import SEVERITY, Decision, Reason, TransactionEvent, Verdict
+from engine.stages.contracts import Detector, Encoder, RuleGuard, Scorer
+from engine.stages.decide import Policy, PolicyDecision, ScoreRow, decide
+from engine.stages.detect import DetectorResult, event_input_reasons
+from engine.stages.enrich import EnrichStage
+from engine.text_twins import text_cannot_lower, text_twins
 
-__all__ = ["STAGES", "BatchTimings", "Components", "DecisionPipeline", "EventDetection", "PreparedBatch",
-           "ScoredBatch"]
+if TYPE_CHECKING:  # tensor records: the pipeline module itself needs no torch (engine.stages.contracts)
+    from engine.features.snapshot import ContextSnapshot
+    from engine.stages.encode import EncodedBatch
+
+__all__ = ["STAGES", "BatchTimings", "Components", "DecisionPipeline", "GuardOutcome", "PreparedBatch",
+           "ScoredBatch", "detect_events", "guard_batch", "rule_contexts"]
 
 #: Stage names, in order, as they appear in ``BatchTimings`` and the metrics.
 STAGES: tuple[str, ...] = ("enrich", "encode", "infer", "detect", "decide", "guard")
@@ -64,15 +71,15 @@ _MOST_SEVERE = max(SEVERITY.values())
 class Components:
     """Everything one batch needs. Immutable: swapping means building a new one."""
 
-    store: Any  # FeatureStore: enrich(events) -> list[ContextSnapshot]
-    encoder: Any  # encode(events, snapshots) -> EncodedBatch
-    inference: Any  # __call__(EncodedBatch) -> ModelOutputs (probs [B,3], risk [B], exit_layer [B])
-    detector: Any | None  # score_texts(texts) -> list[DetectorResult]; None: no text screening
-    guard: Any | None  # apply(event, context_inputs, model_view, proposed) -> GuardedDecision; .version
+    store: FeatureStore
+    encoder: Encoder
+    inference: Scorer
+    detector: Detector | None  # None: no text screening
+    guard: RuleGuard | None  # None: no hard rules
     policy: Policy
     model_version: str
     #: Builds an empty context for one event (degraded mode); None: degraded mode impossible.
-    empty_context: Callable[[TransactionEvent], Any] | None = None
+    empty_context: Callable[[TransactionEvent], ContextSnapshot] | None = None
 
 
 @dataclass(slots=True)
@@ -99,9 +106,9 @@ class PreparedBatch:
     events: list[TransactionEvent]
     arrival_ms: list[float] | None
     start_wall_ms: float
-    snapshots: list[Any]
+    snapshots: list[ContextSnapshot]
     degraded: bool
-    encoded: Any
+    encoded: EncodedBatch | None  # None only for an empty batch
     text_rows: list[int]
     timings: BatchTimings
     twins: list[TransactionEvent] = field(default_factory=list)
@@ -134,7 +141,7 @@ class DecisionPipeline:
         #: Called after every batch with its timings (the worker and serve feed Prometheus with it).
         self.on_batch = on_batch
         self.last_timings = BatchTimings()
-        self._unavailable = context_unavailable if context_unavailable is not None else _context_unavailable_types()
+        self._unavailable = context_unavailable if context_unavailable is not None else (ContextUnavailable,)
 
     # -- configuration --------------------------------------------------------------
     @property
@@ -148,7 +155,7 @@ class DecisionPipeline:
     @property
     def rules_version(self) -> str:
         guard = self._components.guard
-        return str(getattr(guard, "version", "none")) if guard is not None else "none"
+        return guard.version if guard is not None else "none"
 
     @property
     def policy(self) -> Policy:
@@ -203,7 +210,8 @@ class DecisionPipeline:
             if not events:
                 return PreparedBatch(c, [], None, start_wall_ms, [], False, None, [], timings)
             with clock("enrich"):
-                snapshots, degraded = self._enrich(c, events)
+                enriched = EnrichStage(c.store, c.empty_context, self._unavailable)(events)
+            snapshots, degraded = enriched.snapshots, enriched.degraded
             timings.degraded = degraded
             with clock("encode"):
                 encoded, text_rows, twins = _encode(c, events, snapshots)
@@ -214,7 +222,7 @@ class DecisionPipeline:
         """infer: the model on every row of the batch in one call. Reads nothing that
         ``prepare`` or ``finish`` of another batch writes, so it may run concurrently
         with them."""
-        if not prepared.events:
+        if prepared.encoded is None:
             return ScoredBatch(prepared, [])
         with _StageClock(prepared.timings)("infer"):
             rows = _infer(prepared.components, prepared.encoded, len(prepared.events) + len(prepared.text_rows))
@@ -230,21 +238,21 @@ class DecisionPipeline:
                                                           p.text_rows, p.twins, _StageClock(p.timings))
         self.last_timings = p.timings
         decided_at = time.time() * 1000.0
-        rules_version = str(getattr(c.guard, "version", "none")) if c.guard is not None else "none"
+        rules_version = c.guard.version if c.guard is not None else "none"
         arrivals = p.arrival_ms if p.arrival_ms is not None else [p.start_wall_ms] * len(events)
         verdicts = []
-        for event, arrived, proposal, detection, (final_verdict, rule_reasons, guarded_version) in zip(
-                events, arrivals, proposals, detections, finals):
+        for event, arrived, proposal, detection, final in zip(events, arrivals, proposals, detections, finals,
+                                                              strict=True):
             verdicts.append(Verdict(
                 event_id=event.event_id,
                 customer_id=event.customer_id,
-                verdict=final_verdict,
+                verdict=final.verdict,
                 confidence=proposal.confidence,
                 probabilities=proposal.probabilities,
                 risk_score=proposal.risk_score,
-                reasons=adapt.input_reasons(event, detection) + proposal.reasons + rule_reasons,
+                reasons=event_input_reasons(event, detection) + proposal.reasons + final.added_reasons,
                 model_version=c.model_version,
-                rules_version=guarded_version or rules_version,  # the set that really decided
+                rules_version=final.rules_version or rules_version,  # the set that really decided
                 decision_latency_ms=max(0.0, decided_at - arrived),
                 decided_at_ms=int(decided_at),
                 event_time_ms=event.event_time_ms,
@@ -262,24 +270,13 @@ class DecisionPipeline:
         c = self._components
         for n in batch_sizes:
             events = [_warmup_event(i) for i in range(n)]
-            snapshots = [c.empty_context(e) if c.empty_context is not None else None for e in events]
-            if any(s is None for s in snapshots):
+            if c.empty_context is None:
                 raise RuntimeError("warmup needs Components.empty_context")
+            snapshots = [c.empty_context(e) for e in events]
             encoded, text_rows, twins = _encode(c, events, snapshots)
             rows = _infer(c, encoded, n + len(text_rows))
             _decide_and_guard(c, events, snapshots, False, rows, text_rows, twins, _StageClock(BatchTimings()))
         return time.perf_counter() - t0
-
-    def _enrich(self, c: Components, events: Sequence[TransactionEvent]) -> tuple[list[Any], bool]:
-        try:
-            snapshots = list(c.store.enrich(events))
-        except self._unavailable:
-            if c.empty_context is None:
-                raise
-            return [c.empty_context(e) for e in events], True
-        if len(snapshots) != len(events):
-            raise RuntimeError(f"feature store returned {len(snapshots)} snapshots for {len(events)} events")
-        return snapshots, False
 
 
 class _StageClock:
@@ -290,7 +287,7 @@ class _StageClock:
     def __init__(self, timings: BatchTimings):
         self._timings = timings
 
-    def __call__(self, stage: str) -> "_StageClock":
+    def __call__(self, stage: str) -> _StageClock:
         self._stage = stage
         return self
 
@@ -301,25 +298,67 @@ class _StageClock:
         self._timings.stage_ms[self._stage] += (time.perf_counter() - self._t0) * 1000.0
 
 
-def _encode(c: Components, events: Sequence[TransactionEvent], snapshots: Sequence[Any]
-            ) -> tuple[Any, list[int], list[TransactionEvent]]:
-    """The events and, after them, every text-free twin (``adapt.text_twins``) with its
-    event's context snapshot, encoded in one call of the same encoder."""
-    owners, twins = adapt.text_twins(events)
+def _encode(c: Components, events: Sequence[TransactionEvent], snapshots: Sequence[ContextSnapshot]
+            ) -> tuple[EncodedBatch, list[int], list[TransactionEvent]]:
+    """The events and, after them, every text-free twin (``text_twins``) with its event's
+    context snapshot, encoded in one call of the same encoder."""
+    owners, twins = text_twins(events)
     if not twins:
         return c.encoder.encode(events, snapshots), owners, twins
     encoded = c.encoder.encode([*events, *twins], [*snapshots, *(snapshots[i] for i in owners)])
     return encoded, owners, twins
 
 
-def _infer(c: Components, encoded: Any, n_rows: int) -> list[ScoreRow]:
-    return adapt.score_rows(c.inference(encoded), n_rows)
+def _infer(c: Components, encoded: EncodedBatch, n_rows: int) -> list[ScoreRow]:
+    rows = c.inference(encoded).score_rows()
+    if len(rows) != n_rows:
+        raise RuntimeError(f"model returned {len(rows)} rows for {n_rows} events")
+    return rows
 
 
-def _decide_and_guard(c: Components, events: Sequence[TransactionEvent], snapshots: Sequence[Any],
+@dataclass(slots=True, frozen=True)
+class GuardOutcome:
+    """The final verdict of one event, the reasons the rules *added* to the proposal's,
+    and the version of the rule set that decided (a reload may land between batches)."""
+
+    verdict: Decision
+    added_reasons: tuple[Reason, ...] = ()
+    rules_version: str | None = None
+
+
+def detect_events(detector: Detector | None, events: Sequence[TransactionEvent]) -> list[DetectorResult | None]:
+    """One result per event over its untrusted text fields; None where there is no text
+    (or no detector)."""
+    if detector is None:
+        return [None] * len(events)
+    return [r if r.field is not None else None for r in detector.screen_events(events)]
+
+
+def rule_contexts(guard: RuleGuard | None, snapshots: Sequence[ContextSnapshot]) -> list[dict[str, float]]:
+    """What rules read as ``ctx.*``, one mapping per snapshot (empty without a guard).
+    Built once per batch: an event and its text-free twins share it (read-only)."""
+    if guard is None:
+        return [{} for _ in snapshots]
+    return [dict(s.as_rule_inputs()) for s in snapshots]
+
+
+def guard_batch(guard: RuleGuard | None, events: Sequence[TransactionEvent],
+                contexts: Sequence[Mapping[str, float]], proposals: Sequence[PolicyDecision]) -> list[GuardOutcome]:
+    """Hard rules last: they always win. ``contexts`` from ``rule_contexts``."""
+    if guard is None:
+        return [GuardOutcome(p.verdict) for p in proposals]
+    guarded = guard.apply_batch(events, contexts, [p.model_view() for p in proposals], proposals)
+    out = []
+    for g, p in zip(guarded, proposals, strict=True):
+        already = set(p.reasons)
+        out.append(GuardOutcome(g.verdict, tuple(r for r in g.reasons if r not in already), g.rules_version or None))
+    return out
+
+
+def _decide_and_guard(c: Components, events: Sequence[TransactionEvent], snapshots: Sequence[ContextSnapshot],
                       degraded: bool, all_rows: Sequence[ScoreRow], owners: Sequence[int],
                       twins: Sequence[TransactionEvent], clock: _StageClock
-                      ) -> tuple[list[Any], list[PolicyDecision], list[tuple[Any, tuple[Reason, ...], str | None]]]:
+                      ) -> tuple[list[DetectorResult | None], list[PolicyDecision], list[GuardOutcome]]:
     """detect → decide → guard, each timed; then the same for the text-free twins, and
     per event the most severe final verdict wins and the highest risk score is kept. A
     row already at the most severe verdict with its text cannot be raised by a twin, so
@@ -327,43 +366,45 @@ def _decide_and_guard(c: Components, events: Sequence[TransactionEvent], snapsho
     n = len(events)
     rows, twin_rows = all_rows[:n], all_rows[n:]
     with clock("detect"):
-        detections = adapt.detect(c.detector, events)
+        detections = detect_events(c.detector, events)
     with clock("decide"):
-        proposals = [decide(r, d, c.policy, degraded) for r, d in zip(rows, detections)]
+        proposals = [decide(r, d, c.policy, degraded) for r, d in zip(rows, detections, strict=True)]
     with clock("guard"):
-        contexts = adapt.rule_contexts(c.guard, snapshots)
-        finals = adapt.guard(c.guard, events, contexts, proposals)
+        contexts = rule_contexts(c.guard, snapshots)
+        finals = guard_batch(c.guard, events, contexts, proposals)
     if not owners:
         return detections, proposals, finals
     deciders = list(proposals)
     risks = [p.risk_score for p in proposals]
-    for i, row in zip(owners, twin_rows):
+    for i, row in zip(owners, twin_rows, strict=True):
         risks[i] = max(risks[i], row.risk)
-    open_twins = [k for k, i in enumerate(owners) if SEVERITY[finals[i][0]] < _MOST_SEVERE]
+    open_twins = [k for k, i in enumerate(owners) if SEVERITY[finals[i].verdict] < _MOST_SEVERE]
     if open_twins:
         open_events = [twins[k] for k in open_twins]
         with clock("detect"):
             twin_detections = _detect_twins(c, open_events)
         with clock("decide"):
-            twin_proposals = [decide(twin_rows[k], d, c.policy, degraded) for k, d in zip(open_twins, twin_detections)]
+            twin_proposals = [decide(twin_rows[k], d, c.policy, degraded)
+                              for k, d in zip(open_twins, twin_detections, strict=True)]
         with clock("guard"):
-            twin_finals = adapt.guard(c.guard, open_events, [contexts[owners[k]] for k in open_twins], twin_proposals)
-        for k, proposal, final in zip(open_twins, twin_proposals, twin_finals):
+            twin_finals = guard_batch(c.guard, open_events, [contexts[owners[k]] for k in open_twins],
+                                      twin_proposals)
+        for k, proposal, final in zip(open_twins, twin_proposals, twin_finals, strict=True):
             i = owners[k]
-            if SEVERITY[final[0]] > SEVERITY[finals[i][0]]:
+            if SEVERITY[final.verdict] > SEVERITY[finals[i].verdict]:
                 deciders[i], finals[i] = proposal, final
     for i in sorted(set(owners)):
-        proposals[i] = adapt.text_cannot_lower(deciders[i], proposals[i], risks[i])
+        proposals[i] = text_cannot_lower(deciders[i], proposals[i], risks[i])
     return detections, proposals, finals
 
 
-def _detect_twins(c: Components, twins: Sequence[TransactionEvent]) -> list[Any]:
-    """``adapt.detect`` over the twins; a twin without any text gets None, which is what
-    ``adapt.detect`` gives such an event, without a detector call."""
+def _detect_twins(c: Components, twins: Sequence[TransactionEvent]) -> list[DetectorResult | None]:
+    """``detect_events`` over the twins; a twin without any text gets None, which is what
+    ``detect_events`` gives such an event, without a detector call."""
     texted = [j for j, e in enumerate(twins) if e.memo is not None or e.merchant_descriptor is not None]
-    out: list[Any] = [None] * len(twins)
+    out: list[DetectorResult | None] = [None] * len(twins)
     if texted:
-        for j, detection in zip(texted, adapt.detect(c.detector, [twins[j] for j in texted])):
+        for j, detection in zip(texted, detect_events(c.detector, [twins[j] for j in texted]), strict=True):
             out[j] = detection
     return out
 
@@ -374,10 +415,3 @@ def _warmup_event(i: int) -> TransactionEvent:
         account_id="warmup", terminal_id="warmup", merchant_category="5411", amount=10.0 * (i + 1),
         currency="EUR", channel="ecommerce", country="BE", memo="invoice 4411" if i % 2 else None)
 
-
-def _context_unavailable_types() -> tuple[type[BaseException], ...]:
-    try:
-        from engine.features.store import ContextUnavailable
-    except ImportError:  # the feature package defines it; without it nothing can raise it
-        return ()
-    return (ContextUnavailable,)

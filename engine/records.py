@@ -19,8 +19,10 @@ from __future__ import annotations
 import enum
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Mapping
+from datetime import datetime
+from typing import Any
 
 
 class Decision(str, enum.Enum):
@@ -35,7 +37,7 @@ class Decision(str, enum.Enum):
 DECISIONS: tuple[Decision, ...] = (Decision.PASS, Decision.REVIEW, Decision.REJECT)
 SEVERITY: dict[Decision, int] = {Decision.PASS: 0, Decision.REVIEW: 1, Decision.REJECT: 2}
 #: Event ids (and customer/terminal ids) of the synthetic events a worker decides while
-#: warming up (``engine.warmup``): kept out of everything that counts real traffic.
+#: warming up (``engine.worker.warmup``): kept out of everything that counts real traffic.
 WARMUP_PREFIX = "__warmup__"
 
 
@@ -136,7 +138,7 @@ class TransactionEvent:
     attributes: Mapping[str, str] = field(default_factory=dict)
     source: SourcePosition | None = field(default=None, compare=False)
 
-    def validate(self) -> "TransactionEvent":
+    def validate(self) -> TransactionEvent:
         """Raise ``EventValidationError`` naming the first bad field; return self if fine."""
         for name in ("event_id", "customer_id", "account_id", "terminal_id"):
             value = getattr(self, name)
@@ -166,7 +168,7 @@ class TransactionEvent:
         if len(self.attributes) > MAX_ATTRIBUTES:
             raise EventValidationError("attributes", f"more than {MAX_ATTRIBUTES} entries")
         # Trusted string fields end up in Redis keys, Avro and Kafka headers, none of which
-        # can carry a lone surrogate. (Untrusted text is cleaned instead: engine/textproc.py.)
+        # can carry a lone surrogate. (Untrusted text is cleaned instead: engine/text/textproc.py.)
         for name in ("channel", "merchant_category", "device_id", "ip"):
             value = getattr(self, name)
             if value is not None:
@@ -188,7 +190,7 @@ class TransactionEvent:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], source: SourcePosition | None = None) -> "TransactionEvent":
+    def from_dict(cls, data: Mapping[str, Any], source: SourcePosition | None = None) -> TransactionEvent:
         """Build from the Avro/JSON layout. Unknown keys are ignored (forward compatible);
         missing required keys raise ``EventValidationError``."""
         kwargs: dict[str, Any] = {}
@@ -216,7 +218,7 @@ _EVENT_OPTIONAL_STRINGS = ("device_id", "ip", "memo", "merchant_descriptor")
 def event_from_json(data: Mapping[str, Any], source: SourcePosition | None = None) -> TransactionEvent:
     """A validated event from JSON-typed values: the one set of rules for every entry point
     that is not Avro (a JSON message on tx.events, ``POST /v1/decide``, ``tollgate score``
-    files, ``engine.api``). JSON has no schema, so types are checked here: a string field
+    files, ``engine.interfaces.api``). JSON has no schema, so types are checked here: a string field
     must be a string (a memo of ``12345`` or ``{"a": 1}``, a list-valued channel, a
     numeric id are refused, never converted), ``attributes`` an object of strings,
     ``event_time_ms`` whole epoch ms (or ISO-8601 with a zone), ``amount`` a number.
@@ -257,8 +259,6 @@ def _json_time_ms(value: Any) -> Any:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, str):
-        from datetime import datetime
-
         try:
             parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
@@ -292,7 +292,7 @@ class Outcome:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Outcome":
+    def from_dict(cls, data: Mapping[str, Any]) -> Outcome:
         return cls(
             event_id=str(data["event_id"]),
             kind=OutcomeKind(data["kind"]),
@@ -324,7 +324,7 @@ class Reason:
         return {"kind": self.kind.value, "code": self.code, "detail": self.detail}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Reason":
+    def from_dict(cls, data: Mapping[str, Any]) -> Reason:
         return cls(ReasonKind(data["kind"]), str(data["code"]), str(data.get("detail") or ""))
 
 
@@ -364,7 +364,7 @@ class Verdict:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Verdict":
+    def from_dict(cls, data: Mapping[str, Any]) -> Verdict:
         return cls(
             event_id=str(data["event_id"]),
             customer_id=str(data["customer_id"]),

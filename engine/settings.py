@@ -46,7 +46,7 @@ class KafkaSettings(_Frozen):
     #: ``retry.backoff.ms``; it doubles per retry up to 100 ms, so a broker that is away is
     #: not hammered). Back-to-back micro-batch transactions often find the coordinator
     #: still writing the previous commit's markers: the first request of the next one
-    #: (AddOffsetsToTxn: ``engine.emit`` sends the offsets first) is answered
+    #: (AddOffsetsToTxn: ``engine.stages.emit`` sends the offsets first) is answered
     #: CONCURRENT_TRANSACTIONS and retried after this long; librdkafka's default, 100 ms,
     #: was most of our p99. ``python ops/bench/transactions.py`` measures the backoff alone,
     #: ``python ops/bench/engine.py --rates 1000 --floor-ab 3`` under a stream.
@@ -70,7 +70,7 @@ class TopicSettings(_Frozen):
     min_insync_replicas: int = Field(default=1, ge=1)
 
     @model_validator(mode="after")
-    def _isr_fits(self) -> "TopicSettings":
+    def _isr_fits(self) -> TopicSettings:
         if self.min_insync_replicas > self.replication_factor:
             raise ValueError(f"topics.min_insync_replicas ({self.min_insync_replicas}) exceeds "
                              f"topics.replication_factor ({self.replication_factor}): no write could succeed")
@@ -96,7 +96,7 @@ class BatchSettings(_Frozen):
     max_wait_ms: float = 5.0
     #: Also close a batch as soon as the consumer has nothing more fetched: a quiet
     #: stream then waits for no company, and under load batches still fill while the
-    #: previous ones are decided (the worker overlaps them; see engine/worker.py).
+    #: previous ones are decided (the worker overlaps them; see engine/worker/loop.py).
     close_when_idle: bool = True
     #: Score each batch on a thread of its own while the main thread prepares the next
     #: batch and finishes the previous one. ``infer_process`` turns it on (the thread
@@ -104,7 +104,7 @@ class BatchSettings(_Frozen):
     #: off by default: the forward pass's many short ops then wait for the GIL behind
     #: the main thread's Python (ops/bench/engine.py measured more worker CPU per event).
     infer_thread: bool = False
-    #: Run the forward pass in a child process (``engine.infer_process``), so it uses a
+    #: Run the forward pass in a child process (``engine.worker.infer_process``), so it uses a
     #: core the loop's Python cannot (the GIL); it turns ``infer_thread`` on (that thread
     #: waits for the child while the main thread prepares the next batch). On by default
     #: because it raises saturation throughput; it costs a second process per worker
@@ -114,7 +114,7 @@ class BatchSettings(_Frozen):
     #: With ``infer_process``: only batches of at least this many rows (events plus the
     #: text-blind twins of those with a memo) go to the model process; smaller ones are
     #: scored in the worker's own process, on the main thread, where a quiet stream's
-    #: batch is quicker than a round trip to the child (``engine.infer_process.SplitInference``;
+    #: batch is quicker than a round trip to the child (``engine.worker.infer_process.SplitInference``;
     #: measured at 250 events/s with ``python ops/bench/engine.py``, docs/performance.md).
     process_min_rows: int = Field(default=64, ge=1)
     #: PyTorch intra-op threads for the forward pass (0 = PyTorch's default, one per
@@ -130,6 +130,14 @@ class BatchSettings(_Frozen):
     backlog_depth: int = Field(default=2, ge=1, le=4)
 
 
+class ModelSettings(_Frozen):
+    #: What serves a model directory: ``auto`` = the graph its card names (``tollgate
+    #: model export``), else PyTorch; ``torch`` = always the safetensors weights;
+    #: ``onnx`` / ``torchscript`` = that exported graph, refused if the directory has none.
+    #: ``python ops/bench/model.py --runtimes`` compares them.
+    runtime: Literal["auto", "torch", "onnx", "torchscript"] = "auto"
+
+
 class WorkerSettings(_Frozen):
     """Supervision of the engine worker: bounds, stop time, stall exit, re-send dedupe and
     the Redis hold (``docs/operations.md`` explains each)."""
@@ -137,7 +145,7 @@ class WorkerSettings(_Frozen):
     #: Timeout handed to each transactional librdkafka call (init, send offsets, commit, abort).
     kafka_call_timeout_s: float = Field(default=10.0, gt=0)
     #: Watchdog bound on each such call: some ignore their timeout (librdkafka #5456,
-    #: #5511); past this the worker exits non-zero and is restarted (engine.watchdog).
+    #: #5511); past this the worker exits non-zero and is restarted (engine.worker.watchdog).
     kafka_call_bound_s: float = Field(default=20.0, gt=0)
     #: SIGTERM ends the process within this: drain and commit what it can, then exit
     #: anyway (exit code 5). Keep it below the orchestrator's grace period (compose: 30 s).
@@ -149,7 +157,7 @@ class WorkerSettings(_Frozen):
     #: ``restart:``, systemd, Kubernetes) also restarts a stalled worker.
     exit_when_stalled: bool = True
     #: A re-sent event id (same id, any partition or offset) is dropped and counted for
-    #: this long after its first record; 0 turns the check off (engine.dedupe).
+    #: this long after its first record; 0 turns the check off (engine.worker.dedupe).
     dedupe_horizon_s: int = Field(default=7 * 24 * 3600, ge=0)
     #: Redis down: hold a batch and retry with back-off until its events have waited this
     #: long; only then decide them without context (review). 0: degrade at once.
@@ -167,7 +175,7 @@ class WorkerSettings(_Frozen):
 class PolicySettings(_Frozen):
     """Defaults for the decision policy; a rule set may override them (rules/policy.yaml)."""
 
-    #: Verdict thresholds on the calibrated probabilities (see engine/decide.py):
+    #: Verdict thresholds on the calibrated probabilities (see engine/stages/decide.py):
     #: reject when p(reject) reaches reject_threshold, else review when
     #: p(review) + p(reject) reaches review_threshold.
     reject_threshold: float = 0.5
@@ -223,7 +231,7 @@ class HttpSettings(_Frozen):
     turn_text_chars: int = Field(default=16_384, ge=1)
 
     @model_validator(mode="after")
-    def _closed_by_default(self) -> "HttpSettings":
+    def _closed_by_default(self) -> HttpSettings:
         if self.api_token is not None and not self.api_token.get_secret_value().strip():
             raise ValueError("http.api_token (TOLLGATE_HTTP__API_TOKEN) is set but empty: an empty token "
                              "would accept every caller; unset it or set a real token")
@@ -236,7 +244,7 @@ class HttpSettings(_Frozen):
 
 
 class GateSettings(_Frozen):
-    """The promotion gate's bars (``feedback.gate``): how much worse than the serving
+    """The promotion gate's bars (``feedback.learn.gate``): how much worse than the serving
     model a fine-tuned candidate may be before it is refused.
 
     Held-out margins compare candidate and serving on recent held-out outcomes; replay
@@ -273,21 +281,33 @@ class TrustSettings(_Frozen):
     """What outcomes may teach the model (``feedback.trust``; ``docs/feedback.md``).
     ``TOLLGATE_FEEDBACK__TRUST__TRUSTED_SOURCES='["review_queue"]'``."""
 
-    #: Sources whose outcomes form the gate's held-out set and are never trained on
-    #: (e.g. analyst-confirmed reviews). Empty: a hash share of event ids, untrusted.
-    trusted_sources: tuple[str, ...] = ()
-    #: The topic only trusted sources may write (Kafka ACLs). When set, an outcome that
-    #: claims a trusted source on any other topic is demoted to ``untrusted:<source>``.
-    trusted_topic: str | None = None
+    #: Sources whose outcomes form the gate's held-out set and are never trained on:
+    #: analysts' confirmed reviews by default (the simulator and quickstart publish them
+    #: on ``trusted_topic``). Without any trusted held-out outcome nothing is promoted,
+    #: unless ``allow_untrusted_heldout``: a yardstick the poisoner writes cannot clear a
+    #: model trained on the same poison (docs/feedback.md).
+    trusted_sources: tuple[str, ...] = ("review_queue",)
+    #: The topic only trusted sources may write (Kafka ACLs). An outcome that claims a
+    #: trusted source on any other topic is demoted to ``untrusted:<source>``.
+    trusted_topic: str | None = "tx.outcomes.trusted"
+    #: Opt back in to the old hash share of event ids as the held-out set when no trusted
+    #: source is configured (the gate's report says ``heldout.trusted: false``).
+    allow_untrusted_heldout: bool = False
     #: One customer's rows weigh at most this many examples per cycle.
     max_customer_examples: float = 20.0
     #: One source holds at most this share of a cycle's training weight.
     max_source_share: float = 0.7
     #: Label-shift alarm: the new window's bad rate (overall or one source's) may move
     #: at most this far from the recent past's, unless within noise (z <= min_z).
-    max_bad_rate_shift: float = 0.25
+    max_bad_rate_shift: float = 0.1
+    #: The same bound for one source's labels. Sources are nearly pure by kind (an
+    #: issuer sends chargebacks, customers confirm good payments), so a flip moves them
+    #: far more than the mix: ``ops/bench/label_shift.py``.
+    max_source_shift: float = 0.05
     min_z: float = 4.0
     shift_min_examples: int = 30
+    #: How far back the "recent past" of the label-shift alarm reaches.
+    shift_past_days: float = 14.0
 
 
 class FeedbackSettings(_Frozen):
@@ -306,6 +326,7 @@ class Settings(BaseSettings):
     topics: TopicSettings = Field(default_factory=TopicSettings)
     redis: RedisSettings = Field(default_factory=RedisSettings)
     batch: BatchSettings = Field(default_factory=BatchSettings)
+    model: ModelSettings = Field(default_factory=ModelSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)
     paths: PathSettings = Field(default_factory=PathSettings)

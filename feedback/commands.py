@@ -2,7 +2,7 @@
 ``tollgate model list|promote|rollback|audit|bootstrap``.
 
 The model commands join an existing ``model`` group if another area registered one
-(``engine.commands.model`` owns ``model train``), so the CLI shows a single group.
+(``engine.interfaces.commands.model`` owns ``model train``), so the CLI shows a single group.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -27,7 +26,7 @@ def _settings():
 
 
 def _redis(settings):
-    from engine.redisconn import connect
+    from engine.wire.redisconn import connect
 
     return connect(settings.redis.url, socket_timeout_s=5.0)
 
@@ -36,17 +35,15 @@ def _redis(settings):
 def worker(flush_interval_s: float = typer.Option(5.0, help="Seconds between Parquet flushes."),
            batch_size: int = typer.Option(500, help="Messages per join batch."),
            consume_events: bool = typer.Option(False, help="Also join tx.events (when decision logs expire early)."),
-           app_id: Optional[str] = typer.Option(None, help="faust app id / consumer group (default: settings)."),
+           app_id: str | None = typer.Option(None, help="faust app id / consumer group (default: settings)."),
            metrics_port: int = typer.Option(9401, help="Port of the Prometheus /metrics endpoint (0: off)."),
            ) -> None:
     """Run the feedback worker (faust): join outcomes to verdicts, update delayed-label
     risk, append labelled examples. Stops cleanly on SIGTERM/SIGINT."""
     from engine.features.redis_store import RedisFeatureStore
-
-    from .app import run_worker
-    from .process import FeedbackProcessor
-
-    from .metrics import FeedbackMetrics
+    from feedback.stream.app import run_worker
+    from feedback.stream.feedback_metrics import FeedbackMetrics
+    from feedback.stream.process import FeedbackProcessor
 
     settings = _settings()
     client = _redis(settings)
@@ -61,16 +58,16 @@ def worker(flush_interval_s: float = typer.Option(5.0, help="Seconds between Par
 
 @feedback_app.command("fine-tune")
 def fine_tune_cmd(now: bool = typer.Option(False, "--now", help="Run one cycle now and exit."),
-                  at_ms: Optional[int] = typer.Option(None, help="Event-time 'now' for the cycle (backtests)."),
+                  at_ms: int | None = typer.Option(None, help="Event-time 'now' for the cycle (backtests)."),
                   who: str = typer.Option(os.environ.get("USER", "scheduler"), help="Recorded as the promoter."),
                   poll_s: float = typer.Option(60.0, help="How often the scheduler checks whether a cycle is due."),
                   scope: str = typer.Option("heads", help="What the fine-tune updates: heads | lora | all."),
-                  since_ms: Optional[int] = typer.Option(None, help="Train on labels from this time (default: since the last promotion)."),
+                  since_ms: int | None = typer.Option(None, help="Train on labels from this time (default: since the last promotion)."),
                   ) -> None:
     """Fine-tune a candidate from the serving model, gate it, promote it if every bar
     holds. Without --now: run every ``TOLLGATE_FEEDBACK__FINE_TUNE_INTERVAL_HOURS``."""
-    from .finetune import FineTuneConfig
-    from .scheduler import FineTuneScheduler, SchedulerConfig
+    from feedback.learn.finetune import FineTuneConfig
+    from feedback.learn.scheduler import FineTuneScheduler, SchedulerConfig
 
     if scope not in ("heads", "lora", "all"):
         raise typer.BadParameter("scope must be heads, lora or all")
@@ -87,14 +84,15 @@ def fine_tune_cmd(now: bool = typer.Option(False, "--now", help="Run one cycle n
 @feedback_app.command("drill")
 def drill_cmd(flip_labels: float = typer.Option(..., "--flip-labels", min=0.0, max=1.0,
                                                 help="Share of the untrusted outcomes whose label is flipped."),
-              at_ms: Optional[int] = typer.Option(None, help="Event-time 'now' for the cycle (default: wall clock)."),
-              since_ms: Optional[int] = typer.Option(None, help="Train on labels from this time (default: since the last promotion)."),
+              at_ms: int | None = typer.Option(None, help="Event-time 'now' for the cycle (default: wall clock)."),
+              since_ms: int | None = typer.Option(None, help="Train on labels from this time (default: since the last promotion)."),
               ) -> None:
     """Rehearse a poisoning of tx.outcomes: run one fine-tune cycle, without promoting,
     on the stored labels with a share of the untrusted ones flipped, and show what
     stops it (the label-shift alarm or the gate). Exit 0 when the poisoning is stopped,
     1 when the gate would have promoted the poisoned candidate."""
-    from .scheduler import FineTuneScheduler
+    from feedback.learn.scheduler import FineTuneScheduler
+
     from .trust import flip_labels as flip
 
     settings = _settings()
@@ -102,7 +100,9 @@ def drill_cmd(flip_labels: float = typer.Option(..., "--flip-labels", min=0.0, m
     sched = FineTuneScheduler(settings, _redis(settings))
     result = sched.run_cycle(at_ms, who="drill", train_since_ms=since_ms, poison=flip(flip_labels, trusted),
                              dry_run=True)
-    held = "trusted sources " + ", ".join(trusted) if trusted else "a hash share of event ids (untrusted: set feedback.trust.trusted_sources)"
+    held = ("trusted sources " + ", ".join(trusted) if trusted else
+            "a hash share of event ids, untrusted: nothing is promoted on it unless "
+            "feedback.trust.allow_untrusted_heldout (set feedback.trust.trusted_sources)")
     typer.echo(f"drill: {flip_labels:.0%} of untrusted labels flipped; held-out set: {held}")
     typer.echo(json.dumps(result.to_dict(), indent=2, default=str))
     if result.status in ("halted", "refused"):
@@ -118,12 +118,12 @@ def drill_cmd(flip_labels: float = typer.Option(..., "--flip-labels", min=0.0, m
 
 @feedback_app.command("export")
 def export_cmd(out: Path = typer.Argument(..., help="Output file: .parquet or .csv"),
-               since_ms: Optional[int] = typer.Option(None, help="Events from this time (epoch ms)."),
-               until_ms: Optional[int] = typer.Option(None, help="Events before this time (epoch ms)."),
+               since_ms: int | None = typer.Option(None, help="Events from this time (epoch ms)."),
+               until_ms: int | None = typer.Option(None, help="Events before this time (epoch ms)."),
                labelled_only: bool = typer.Option(False, help="Only events whose outcome is known."),
                ) -> None:
     """Decision logs + outcomes → a clean table (event, features, verdict, outcome, label)."""
-    from .export import export_table
+    from feedback.learn.export import export_table
 
     settings = _settings()
     root = settings.paths.examples_dir
@@ -133,7 +133,7 @@ def export_cmd(out: Path = typer.Argument(..., help="Output file: .parquet or .c
 
 
 def _registry():
-    from .registry import ModelRegistry
+    from engine.model.registry import ModelRegistry
 
     settings = _settings()
     return ModelRegistry(settings, _redis(settings))
@@ -159,7 +159,7 @@ def model_promote(version: str = typer.Argument(...),
                   who: str = typer.Option(..., help="Who promotes (recorded)."),
                   why: str = typer.Option(..., help="Why (recorded).")) -> None:
     """Point serving at VERSION; running engines hot-swap through pub/sub."""
-    from .registry import RegistryError
+    from engine.model.registry import RegistryError
 
     try:
         event = _registry().promote(version, who=who, why=why)
@@ -172,7 +172,7 @@ def model_promote(version: str = typer.Argument(...),
 def model_rollback(who: str = typer.Option(..., help="Who rolls back (recorded)."),
                    why: str = typer.Option(..., help="Why (recorded).")) -> None:
     """Return serving to the version that served before the current one."""
-    from .registry import RegistryError
+    from engine.model.registry import RegistryError
 
     try:
         event = _registry().rollback(who=who, why=why)
@@ -190,7 +190,7 @@ def model_bootstrap(history_days: int = typer.Option(14, min=2, help="Days of si
     """Make sure a model serves: if the registry serves none, train a small one on
     simulated history, register and promote it; otherwise do nothing. The container
     stack runs this once before the engine starts (docker-compose.yml, model-init)."""
-    from engine.quickstart import ensure_model
+    from engine.interfaces.quickstart import ensure_model
 
     settings = _settings()
     version = ensure_model(settings, _redis(settings), history_days=history_days, customers=customers,

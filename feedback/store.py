@@ -35,17 +35,17 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.records import OutcomeKind
-
-from .join import JoinRecord, preferred_verdict
+from feedback.stream.join import JoinRecord, preferred_verdict
 
 HOUR_MS = 3_600_000
 
@@ -77,7 +77,7 @@ class LabelledExample:
     written_at_ms: int = 0
 
     @classmethod
-    def from_join(cls, rec: JoinRecord, snapshot: Mapping[str, Any] | None = None) -> "LabelledExample":
+    def from_join(cls, rec: JoinRecord, snapshot: Mapping[str, Any] | None = None) -> LabelledExample:
         """Build the row from a complete join record (see ``join.is_complete``)."""
         if rec.verdict is None or rec.outcome is None:
             raise ValueError(f"join record {rec.event_id} is not complete")
@@ -128,7 +128,7 @@ class DecisionRow:
 
     @classmethod
     def from_verdict(cls, verdict: Mapping[str, Any], snapshot: Mapping[str, Any] | None,
-                     event: Mapping[str, Any] | None = None) -> "DecisionRow":
+                     event: Mapping[str, Any] | None = None) -> DecisionRow:
         ev = event or (snapshot or {}).get("event")
         snap = None if snapshot is None else {k: v for k, v in dict(snapshot).items() if k != "event"}
         probs = verdict.get("probabilities") or {}

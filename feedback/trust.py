@@ -29,6 +29,7 @@ of defence, each a pure function of stored rows, so the cycle and the drill shar
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -115,9 +116,18 @@ def label_shift(new: pd.DataFrame, past: pd.DataFrame, cfg: TrustSettings) -> li
         pooled = (p_new * len(a) + p_past * len(b)) / (len(a) + len(b))
         se = math.sqrt(max(pooled * (1 - pooled), 1e-12) * (1 / len(a) + 1 / len(b)))
         z = abs(p_new - p_past) / se
-        if abs(p_new - p_past) > cfg.max_bad_rate_shift and z > cfg.min_z:
+        bound = cfg.max_bad_rate_shift if scope == "all" else cfg.max_source_shift
+        if abs(p_new - p_past) > bound and z > cfg.min_z:
             alarms.append(ShiftAlarm(scope, p_past, p_new, len(b), len(a), z))
     return alarms
+
+
+def recent_past(read: Callable[[int, int], pd.DataFrame], since_ms: int, cfg: TrustSettings) -> pd.DataFrame:
+    """The labels the new window is judged against: those that arrived in the
+    ``shift_past_days`` before it. Fixed in length, not the previous training window:
+    after a refused cycle, or on the first one, that window is short or empty, and an
+    alarm with nothing to compare stays quiet (issue #21: a 30 % flip was promoted)."""
+    return read(since_ms - int(cfg.shift_past_days * 86_400_000), since_ms)
 
 
 def flip_labels(share: float, trusted_sources: tuple[str, ...] = (), salt: str = "drill"
@@ -133,8 +143,6 @@ def flip_labels(share: float, trusted_sources: tuple[str, ...] = (), salt: str =
     >>> bool(0.25 < out["is_bad"].mean() < 0.35), int(out["is_bad"].iloc[-1])
     (True, 0)
     """
-    import zlib
-
     if not 0.0 <= share <= 1.0:
         raise ValueError("share must lie in [0, 1]")
     cut = int(round(share * 10_000))

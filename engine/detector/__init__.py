@@ -1,6 +1,6 @@
 """The adversarial-input detector's parts: signals, features, model, data, training.
 
-Serving code imports ``engine.detect`` (the stage); this package holds what it is made
+Serving code imports ``engine.stages.detect`` (the stage); this package holds what it is made
 of and how it is trained. ``tokens``, ``signals``, ``obfuscation`` and ``features``
 define the model's inputs once, for training and serving alike; ``model`` holds the
 weights and their artifact; ``corpus`` (memos, names, templated attacks), ``business``

@@ -34,10 +34,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine.detector.signals import (
-    ALL_SIGNALS, fold_confusables, obfuscation_signals, semantic_signals_with_evidence,
+    ALL_SIGNALS,
+    fold_confusables,
+    obfuscation_signals,
+    semantic_signals_with_evidence,
 )
 from engine.detector.tokens import word_tokens
-from engine.textproc import MAX_RAW_BYTES, CleanText, clean_user_text
+from engine.text.textproc import MAX_RAW_BYTES, CleanText, clean_user_text
 
 #: log2 of the hashed feature space (2^17 float32 weights = 512 KiB).
 HASH_BITS = 17
@@ -63,7 +66,8 @@ RAW_SCAN_CHARS = 2048
 def feature_schema() -> str:
     """A string that changes whenever the feature definition does; stored in the model
     card so an artifact trained on other features is refused at load time."""
-    return f"v5|bits={HASH_BITS}|char={CHAR_NGRAMS}/{MIN_CHAR_NGRAMS}|word=1,2/{MIN_WORD_NGRAMS}/stop{len(STOP_WORDS)}+1char|dense={','.join(DENSE_NAMES)}"
+    return (f"v5|bits={HASH_BITS}|char={CHAR_NGRAMS}/{MIN_CHAR_NGRAMS}|word=1,2/{MIN_WORD_NGRAMS}"
+            f"/stop{len(STOP_WORDS)}+1char|dense={','.join(DENSE_NAMES)}")
 
 
 @dataclass(slots=True, frozen=True)
@@ -226,8 +230,8 @@ def raw_text(value: str | bytes) -> str:
 def featurize(value: str | bytes) -> tuple[CleanText, TextFeatures | None]:
     """Clean untrusted text exactly as the encoder does, then extract its features.
 
-    The one path from raw field to features, shared by serving (``engine.detect``) and
-    training (``engine.detector.train``). Features are ``None`` when nothing is left.
+    The one path from raw field to features, shared by serving (``engine.stages.detect``) and
+    training (``engine.offline.detector_corpus.train``). Features are ``None`` when nothing is left.
     """
     cleaned = clean_user_text(value)
     if not cleaned.detector_text:
@@ -346,6 +350,7 @@ def design_matrix(features: list[TextFeatures]):
 
     Duplicate indices are summed, so ``X @ w`` equals the serving-time gather-and-sum.
     """
+    # local: scipy loads only where sparse features are built
     from scipy import sparse
 
     dim = 1 << HASH_BITS

@@ -67,6 +67,7 @@ class DetectorWeights:
         return out
 
     def save(self, directory: Path) -> None:
+        # local: safetensors loads only to read or write weights
         from safetensors.numpy import save_file
 
         directory.mkdir(parents=True, exist_ok=True)
@@ -77,8 +78,9 @@ class DetectorWeights:
         (directory / CARD_FILE).write_text(json.dumps(card, indent=2, sort_keys=True) + "\n")
 
     @classmethod
-    def load(cls, directory: Path | None = None) -> "DetectorWeights":
+    def load(cls, directory: Path | None = None) -> DetectorWeights:
         """Load from ``directory``, or from the package's shipped artifact when ``None``."""
+        # local: safetensors loads only to read or write weights
         from safetensors.numpy import load
 
         try:

@@ -7,7 +7,7 @@ family is also a model input so the weights are learned, not hand-set.
 Two kinds of signal, measured on two different strings on purpose:
 
 * **Semantic families** (this module) run on the *cleaned* text (NFKC, zero-width
-  removed, ``engine.textproc.clean_user_text``), lower-cased: a homoglyph or a
+  removed, ``engine.text.textproc.clean_user_text``), lower-cased: a homoglyph or a
   zero-width space cannot split "ignore previous instructions" into something the
   regex no longer sees.
 * **Obfuscation measures** (``obfuscation.py``) run on the *raw* text, before NFKC
@@ -37,14 +37,17 @@ import re
 from dataclasses import dataclass
 
 from engine.detector.obfuscation import (  # noqa: F401  (re-exported: one import site for all signals)
-    EXTREME_LENGTH_CHARS, OBFUSCATION_SIGNALS, fold_confusables, obfuscation_signals,
+    EXTREME_LENGTH_CHARS,
+    OBFUSCATION_SIGNALS,
+    fold_confusables,
+    obfuscation_signals,
 )
 from engine.detector.tokens import word_tokens
 
 
 @dataclass(slots=True, frozen=True)
 class Rule:
-    """One regex of a family and its anchors: every match contains one of ``words``
+    r"""One regex of a family and its anchors: every match contains one of ``words``
     (whole ``\w+`` tokens) or ``marks`` (substrings), and — when given — one of
     ``also_words`` or ``also_marks`` too."""
 

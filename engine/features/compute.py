@@ -24,18 +24,28 @@ they were recorded first.
 from __future__ import annotations
 
 import dataclasses
-
 from bisect import bisect_left, bisect_right
-from typing import MutableMapping, Sequence
+from collections.abc import MutableMapping, Sequence
 
 from engine.features.snapshot import ContextSnapshot
 from engine.features.spec import (
-    BUCKET_MS, DAY_MS, HISTORY_LEN, MAX_CUSTOMER_EVENTS, MAX_DEVICES_PER_CUSTOMER,
-    NO_PREVIOUS_SECONDS, STATE_HORIZON_MS, TERMINAL_WINDOWS, VELOCITY_WINDOWS,
+    BUCKET_MS,
+    DAY_MS,
+    HISTORY_LEN,
+    MAX_CUSTOMER_EVENTS,
+    MAX_DEVICES_PER_CUSTOMER,
+    NO_PREVIOUS_SECONDS,
+    STATE_HORIZON_MS,
+    TERMINAL_WINDOWS,
+    VELOCITY_WINDOWS,
 )
 from engine.features.store import LabelArrival
 from engine.records import (
-    MAX_AMOUNT, MAX_EVENT_TIME_MS, MIN_EVENT_TIME_MS, EventValidationError, TransactionEvent,
+    MAX_AMOUNT,
+    MAX_EVENT_TIME_MS,
+    MIN_EVENT_TIME_MS,
+    EventValidationError,
+    TransactionEvent,
 )
 
 _VEL_MS = tuple(ms for _, ms in VELOCITY_WINDOWS)
@@ -97,7 +107,7 @@ class BucketCounter:
         self.cum: list[int] = [0]  # cum[k] - cum[j] = sum(counts[j:k])
 
     @classmethod
-    def from_items(cls, items) -> "BucketCounter":
+    def from_items(cls, items) -> BucketCounter:
         c = cls()
         for b, n in sorted(items):
             if n > 0:

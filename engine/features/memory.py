@@ -26,15 +26,21 @@ the store no longer knows them (new customer, empty history, new devices).
 from __future__ import annotations
 
 from collections import deque
-from typing import Sequence
+from collections.abc import Sequence
 
 from engine.features.compute import (
-    CustomerState, TerminalState, add_label, enrich_batch, label_changed, remove_label,
+    CustomerState,
+    TerminalState,
+    add_label,
+    enrich_batch,
+    label_changed,
+    remove_label,
 )
 from engine.features.snapshot import ContextSnapshot
 from engine.features.spec import BUCKET_MS, DAY_MS, STATE_HORIZON_MS
 from engine.features.store import LabelArrival
 from engine.records import TransactionEvent
+from engine.settings import get_settings
 
 
 class _RetainedSnapshots:
@@ -84,8 +90,6 @@ class MemoryFeatureStore:
 
     def __init__(self, snapshot_retention_ms: int | None = None, forget_idle_after_ms: int | None = None):
         if snapshot_retention_ms is None:
-            from engine.settings import get_settings
-
             snapshot_retention_ms = get_settings().redis.decision_log_retention_days * DAY_MS
         if forget_idle_after_ms is not None and forget_idle_after_ms < STATE_HORIZON_MS:
             raise ValueError(f"forget_idle_after_ms={forget_idle_after_ms} is shorter than the feature horizon "

@@ -20,7 +20,7 @@ customer and amount first) is computed afresh, recorded, and replaces that snaps
 = move the count).
 
 ``read_only=True`` (what ``tollgate serve``, ``tollgate score --redis`` and
-``engine.api`` get by default) runs round trip 1 and the computation only: the
+``engine.interfaces.api`` get by default) runs round trip 1 and the computation only: the
 stream's state is read and never written.
 
 Keys (``{p}`` = settings ``redis.key_prefix`` plus an optional namespace), all with TTLs
@@ -37,7 +37,7 @@ one entity it belongs to, so a Redis Cluster keeps an entity's keys in one slot:
 
 State TTLs are 31 days of wall-clock time since the last write. On a single Redis the
 keys travel in the scripts' ARGV and a batch is the two scripts above. On a Redis
-Cluster (``redis+cluster://`` URL, ``engine.redisconn``) the same reads run once per slot
+Cluster (``redis+cluster://`` URL, ``engine.wire.redisconn``) the same reads run once per slot
 and the writes are split per slot (``engine.features.redis_cluster`` says how, and what
 that costs). ``round_trips`` and ``commands`` count what was sent, for
 ``python ops/bench/scaling.py --redis``.
@@ -48,21 +48,27 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import redis
 from redis.cluster import RedisCluster
 
 from engine.features.compute import (
-    TERMINAL_KEEP_BUCKETS, BucketCounter, CustomerState, TerminalState, enrich_batch, same_event,
+    TERMINAL_KEEP_BUCKETS,
+    BucketCounter,
+    CustomerState,
+    TerminalState,
+    enrich_batch,
+    same_event,
 )
 from engine.features.redis_cluster import ClusterScripts
 from engine.features.snapshot import ContextSnapshot
 from engine.features.spec import BUCKET_MS, DAY_MS, IDLE_STATE_TTL_MS
 from engine.features.store import ContextUnavailable, LabelArrival
 from engine.records import EventValidationError, TransactionEvent
-from engine.redisconn import AnyRedis, connect
 from engine.settings import Settings, get_settings
+from engine.wire.redisconn import AnyRedis, connect
 
 STATE_TTL_MS = IDLE_STATE_TTL_MS
 log = logging.getLogger("tollgate.features")
@@ -371,8 +377,8 @@ class RedisFeatureStore:
             return
         if self.read_only:
             raise PermissionError("this feature store is read-only: outcomes are recorded by the feedback worker")
-        payload = [[self._label_key(l.terminal_id, l.event_id), self._k("tlab", l.terminal_id), l.arrival_bucket,
-                    1 if l.is_bad else 0] for l in labels]
+        payload = [[self._label_key(lab.terminal_id, lab.event_id), self._k("tlab", lab.terminal_id),
+                    lab.arrival_bucket, 1 if lab.is_bad else 0] for lab in labels]
         try:
             if self._cluster is None:
                 self._write_labels(args=[json.dumps(payload, separators=(",", ":")), STATE_TTL_MS])

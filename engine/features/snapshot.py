@@ -17,8 +17,9 @@ stored per event in Redis — the decision log the feedback worker joins outcome
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from engine.features.spec import CONTEXT_FEATURES, NO_PREVIOUS_SECONDS
 from engine.records import TransactionEvent
@@ -55,7 +56,7 @@ class ContextSnapshot:
     def build(cls, event_id: str, event_time_ms: int, customer_id: str, terminal_id: str,
               values: tuple[float, ...], history_amounts: tuple[float, ...],
               history_times_ms: tuple[int, ...], history_terminals: tuple[str, ...],
-              event: TransactionEvent | None) -> "ContextSnapshot":
+              event: TransactionEvent | None) -> ContextSnapshot:
         """Same as the constructor, ~5x faster: a frozen dataclass's ``__init__`` routes every
         field through ``object.__setattr__``, which dominated enrich at a million events."""
         obj = _new(cls)
@@ -81,7 +82,7 @@ class ContextSnapshot:
         return out
 
     @classmethod
-    def empty(cls, event: TransactionEvent | None = None) -> "ContextSnapshot":
+    def empty(cls, event: TransactionEvent | None = None) -> ContextSnapshot:
         """Neutral context for degraded mode (Redis down): no history, ``available=False``."""
         if event is None:
             return cls("", 0, "", "", EMPTY_VALUES, available=False)
@@ -104,7 +105,7 @@ class ContextSnapshot:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ContextSnapshot":
+    def from_dict(cls, data: Mapping[str, Any]) -> ContextSnapshot:
         """Inverse of ``to_dict``. A feature missing from an older log gets its neutral value;
         a non-finite value is replaced by it too (nothing non-finite leaves this class)."""
         feats = data.get("features") or {}

@@ -6,7 +6,8 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple, Protocol, Sequence, runtime_checkable
+from collections.abc import Sequence
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from engine.features.snapshot import ContextSnapshot
 from engine.features.spec import BUCKET_MS
@@ -39,7 +40,7 @@ class LabelArrival(NamedTuple):
         return self.arrival_time_ms // BUCKET_MS
 
     @classmethod
-    def from_outcome(cls, outcome: Outcome, logged: ContextSnapshot) -> "LabelArrival":
+    def from_outcome(cls, outcome: Outcome, logged: ContextSnapshot) -> LabelArrival:
         """Join an outcome to its decision-log entry: terminal and event time come from what
         was logged, the arrival time is when the outcome became known."""
         if outcome.event_id != logged.event_id:

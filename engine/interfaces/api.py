@@ -23,7 +23,7 @@ the stream's Redis keys, it forgets customers and terminals idle for 31 days (of
 time), so a long-lived model's memory stays bounded. Delayed outcomes
 (``model.decide(events, outcomes=...)`` or ``model.add_outcomes``) are fed into it in
 outcome-time order as later events are scored, as the stream's feedback worker feeds
-Redis, so ``terminal_risk_*`` match the stream's (``engine.outcome_feed``).
+Redis, so ``terminal_risk_*`` match the stream's (``engine.interfaces.outcome_feed``).
 ``context="redis"`` reads the live feature state of the stream and writes nothing to
 it; ``load_model(context="redis", record=True)`` also records every event scored into
 it (history, decision log), as the stream does — only for a process that stands in for
@@ -32,13 +32,15 @@ the stream.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, overload
 
 from engine.assemble import ContextSource, build_pipeline, make_store
-from engine.outcome_feed import OutcomeFeed
+from engine.features.memory import MemoryFeatureStore
+from engine.interfaces.outcome_feed import OutcomeFeed
 from engine.pipeline import DecisionPipeline
 from engine.records import Decision, Outcome, TransactionEvent, Verdict, event_from_json
 from engine.settings import Settings, get_settings
@@ -53,6 +55,7 @@ class Verdicts(list):
 
     def to_frame(self) -> Any:
         """A pandas DataFrame, one row per verdict (reasons as ``kind:code`` strings)."""
+        # local: pandas loads only for tables
         import pandas as pd
 
         rows = []
@@ -151,8 +154,6 @@ class TollgateModel:
         """Forget every event and outcome seen so far (memory context only)."""
         if self._context != "memory":
             raise RuntimeError("reset_context only applies to context='memory'; the Redis state is the stream's")
-        from engine.features.memory import MemoryFeatureStore
-
         self._outcomes = None
         old = self.pipeline.components.store
         fresh = make_store(self.settings, "memory") if isinstance(old, MemoryFeatureStore) else type(old)()
@@ -186,8 +187,6 @@ def to_event(item: TransactionEvent | Mapping[str, Any]) -> TransactionEvent:
 
 def _clean_row(row: Mapping[str, Any]) -> dict[str, Any]:
     """Undo what tables do to events: NaN for missing optionals, numpy scalars, float ids."""
-    import math
-
     out: dict[str, Any] = {}
     for key, value in row.items():
         if isinstance(value, float) and math.isnan(value):

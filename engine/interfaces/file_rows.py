@@ -40,6 +40,17 @@ _INT = re.compile(r"^[+-]?\d+$")
 _WHOLE = re.compile(r"^[+-]?\d+(\.0*)?([eE][+-]?\d+)?$")
 
 
+FORMATS = ("csv", "parquet", "jsonl")
+
+
+def file_format(path: Path) -> str:
+    suffix = path.suffix.lower().lstrip(".")
+    fmt = {"ndjson": "jsonl", "json": "jsonl", "pq": "parquet"}.get(suffix, suffix)
+    if fmt not in FORMATS:
+        raise ValueError(f"{path}: unknown format {suffix!r}; use .csv, .parquet or .jsonl")
+    return fmt
+
+
 class FileUnreadable(ValueError):
     """The file as a whole cannot be read (no header, not the format it claims)."""
 
@@ -129,7 +140,10 @@ def _jsonl_rows(path: Path) -> Iterator[FileRow]:
 # -- Parquet ------------------------------------------------------------------------------
 
 def _parquet_rows(path: Path) -> Iterator[FileRow]:
+    # local: pyarrow loads only for table files
     import pyarrow as pa
+
+    # local: pyarrow loads only for table files
     import pyarrow.parquet as pq
 
     try:

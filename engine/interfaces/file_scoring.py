@@ -16,7 +16,7 @@ given it *provided the stream saw the same events and outcomes*:
   31 days is forgotten, as its Redis keys expire);
 - ``terminal_risk_*``/``terminal_labelled_*`` count delayed fraud outcomes, which the
   stream learns from its feedback worker. Give the file's outcomes with ``outcomes=``
-  (``--outcomes FILE``, see ``engine.outcome_feed``) and they are fed in outcome-time
+  (``--outcomes FILE``, see ``engine.interfaces.outcome_feed``) and they are fed in outcome-time
   order exactly as the stream would see them; without them those features stay 0.
 
 Rows that go back in time are counted and reported. ``--redis`` reads (and records
@@ -27,7 +27,7 @@ Rows that are not valid events are not scored; each is written to an errors file
 (``OUTPUT.errors.jsonl``) with its line number (``row`` for Parquet) and the reason,
 and the good rows are scored. Every row passes the rules of every other entry point
 (``records.event_from_json``); how each format's values are read is in
-``engine.score_read`` (no NA-guessing in CSV). The output and the errors file are
+``engine.interfaces.file_rows`` (no NA-guessing in CSV). The output and the errors file are
 written under a ``.partial`` name and renamed at the end, so a run that fails leaves
 neither half-written. ``tollgate score`` exits 0 when every row was scored, 3 when some
 were refused (listed in the errors file), 1 when the file could not be read.
@@ -42,12 +42,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.outcome_feed import OutcomeFeed
+from engine.interfaces.file_rows import FileRow, file_format, read_rows
+from engine.interfaces.outcome_feed import OutcomeFeed
 from engine.pipeline import DecisionPipeline
 from engine.records import EventValidationError, TransactionEvent, Verdict, event_from_json
-from engine.score_read import FileRow, read_rows
 
-FORMATS = ("csv", "parquet", "jsonl")
 #: Columns ``attr_<name>`` are folded into ``attributes`` (how tables flatten the map).
 ATTRIBUTE_PREFIX = "attr_"
 _STRING_FIELDS = ("event_id", "customer_id", "account_id", "terminal_id", "merchant_category", "currency",
@@ -59,26 +58,22 @@ OUTPUT_COLUMNS = ("event_id", "customer_id", "verdict", "confidence", "p_pass", 
                   "event_time_ms", "decided_at_ms", "decision_latency_ms")
 
 
-def file_format(path: Path) -> str:
-    suffix = path.suffix.lower().lstrip(".")
-    fmt = {"ndjson": "jsonl", "json": "jsonl", "pq": "parquet"}.get(suffix, suffix)
-    if fmt not in FORMATS:
-        raise ValueError(f"{path}: unknown format {suffix!r}; use .csv, .parquet or .jsonl")
-    return fmt
-
-
 # -- reading ------------------------------------------------------------------------------
 
 def read_chunks(path: Path, chunk_rows: int) -> Iterator[list[dict[str, Any]]]:
     """Rows as dicts, ``chunk_rows`` at a time, never the whole file in memory."""
     fmt = file_format(path)
     if fmt == "parquet":
+        # local: pyarrow loads only for table files
         import pyarrow.parquet as pq
 
         for batch in pq.ParquetFile(path).iter_batches(batch_size=chunk_rows):
             yield batch.to_pylist()
     elif fmt == "csv":
+        # local: pyarrow loads only for table files
         import pyarrow as pa
+
+        # local: pyarrow loads only for table files
         import pyarrow.csv as pacsv
 
         types = {name: pa.string() for name in _STRING_FIELDS + ("attributes",)}
@@ -116,7 +111,10 @@ def read_chunks(path: Path, chunk_rows: int) -> Iterator[list[dict[str, Any]]]:
 def count_rows(path: Path) -> int | None:
     """Rows in the file when that is cheap to know (Parquet metadata), else None."""
     if file_format(path) == "parquet":
+        # local: pyarrow loads only for table files
         import pyarrow as pa
+
+        # local: pyarrow loads only for table files
         import pyarrow.parquet as pq
 
         try:
@@ -196,15 +194,18 @@ class VerdictWriter:
                 self._fh = self.path.open("w", encoding="utf-8")
             self._fh.writelines(json.dumps(v.to_dict(), ensure_ascii=False) + "\n" for v in verdicts)
             return
+        # local: pyarrow loads only for table files
         import pyarrow as pa
 
         table = pa.Table.from_pylist([flat_row(v) for v in verdicts], schema=_arrow_schema())
         if self._writer is None:
             if self.format == "parquet":
+                # local: pyarrow loads only for table files
                 import pyarrow.parquet as pq
 
                 self._writer = pq.ParquetWriter(self.path, table.schema)
             else:
+                # local: pyarrow loads only for table files
                 import pyarrow.csv as pacsv
 
                 self._writer = pacsv.CSVWriter(self.path, table.schema)
@@ -219,14 +220,17 @@ class VerdictWriter:
             if self.format == "jsonl":
                 self.path.write_text("")
             else:
+                # local: pyarrow loads only for table files
                 import pyarrow as pa
 
                 empty = pa.Table.from_pylist([], schema=_arrow_schema())
                 if self.format == "parquet":
+                    # local: pyarrow loads only for table files
                     import pyarrow.parquet as pq
 
                     pq.write_table(empty, self.path)
                 else:
+                    # local: pyarrow loads only for table files
                     import pyarrow.csv as pacsv
 
                     pacsv.write_csv(empty, self.path)
@@ -244,6 +248,7 @@ class VerdictWriter:
 
 
 def _arrow_schema() -> Any:
+    # local: pyarrow loads only for table files
     import pyarrow as pa
 
     return pa.schema([
@@ -286,6 +291,7 @@ def score_file(pipeline: DecisionPipeline, input_path: Path, output_path: Path, 
     """Score ``input_path`` into ``output_path``; returns what happened. ``outcomes``
     (an ``OutcomeFeed``) are recorded into the pipeline's feature store as the events'
     time passes theirs."""
+    # local: progress bars only on this path
     from tqdm import tqdm
 
     fmt = file_format(input_path)

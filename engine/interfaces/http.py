@@ -6,12 +6,12 @@ not Kafka producers, with the same ``DecisionPipeline`` as the stream.
   batches and runs one ``decide_batch`` at a time in a worker thread, so the event loop
   never blocks on the model and concurrent callers share a forward pass. A client over
   its share of queued events gets 429, a full queue 503, both at once
-  (``engine.serve_batcher``).
+  (``engine.interfaces.http_batcher``).
 - **Safety.** When ``settings.http.api_token`` is set, every scoring and metrics call
   needs ``Authorization: Bearer <token>`` (compared with ``hmac.compare_digest``, in
   constant time); ``run`` refuses a non-loopback address without one. A body must be
   JSON (else 415), arrive within ``body_timeout_s`` (else 408) and stay under
-  ``max_request_bytes`` (else 413) (``engine.serve_guard``); malformed JSON gets 400
+  ``max_request_bytes`` (else 413) (``engine.interfaces.http_guard``); malformed JSON gets 400
   naming the line and column; a bad field gets 422 naming the field.
 - **Context.** The pipeline's store decides what is read and written: ``tollgate serve``
   reads the stream's Redis context and records nothing unless
@@ -40,11 +40,12 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 
+from engine.interfaces.http_batcher import FairBatcher, Overloaded
+from engine.interfaces.http_guard import BodyGuard, check_exposure
+from engine.interfaces.http_models import ERROR_RESPONSES, EventIn, VerdictOut
+from engine.observe.metrics import BATCH_BUCKETS, STAGE_BUCKETS_MS
 from engine.pipeline import STAGES, BatchTimings, DecisionPipeline
 from engine.records import EventValidationError, Verdict, event_from_json
-from engine.serve_batcher import FairBatcher, Overloaded
-from engine.serve_guard import BodyGuard, check_exposure
-from engine.serve_models import ERROR_RESPONSES, EventIn, VerdictOut
 from engine.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -52,12 +53,10 @@ log = logging.getLogger(__name__)
 
 class ServeMetrics:
     """The service's own Prometheus registry (so several apps in one test process do not
-    clash). Pipeline metrics use the worker's names and buckets (``engine.metrics``), so
+    clash). Pipeline metrics use the worker's names and buckets (``engine.observe.metrics``), so
     one Grafana dashboard shows both; HTTP metrics are the service's own."""
 
     def __init__(self) -> None:
-        from engine.metrics import BATCH_BUCKETS, STAGE_BUCKETS_MS
-
         self.registry = CollectorRegistry()
         r = self.registry
         self.requests = Counter("tollgate_http_requests", "Scoring requests by HTTP status", ["status"], registry=r)
@@ -231,6 +230,7 @@ def create_app(pipeline: DecisionPipeline, settings: Settings | None = None, *,
 def run(pipeline: DecisionPipeline, settings: Settings, host: str | None = None, port: int | None = None,
         log_level: str = "info") -> None:
     """Serve until SIGINT/SIGTERM (uvicorn handles both and drains open requests)."""
+    # local: uvicorn loads only when serving HTTP
     import uvicorn
 
     host = host or settings.http.host

@@ -15,15 +15,26 @@ from __future__ import annotations
 from typing import Annotated
 
 from pydantic import (
-    AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictFloat, StrictInt, WithJsonSchema,
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    WithJsonSchema,
 )
 
 from engine.records import (
-    MAX_AMOUNT, MAX_ATTRIBUTES, MAX_EVENT_TIME_MS, MAX_ID_LENGTH, MIN_EVENT_TIME_MS, EventValidationError,
+    MAX_AMOUNT,
+    MAX_ATTRIBUTES,
+    MAX_EVENT_TIME_MS,
+    MAX_ID_LENGTH,
+    MIN_EVENT_TIME_MS,
+    EventValidationError,
     check_identifier,
 )
-from engine.textproc import MAX_RAW_BYTES
-
+from engine.text.textproc import MAX_RAW_BYTES
 
 
 def _whole_number(value: object) -> object:

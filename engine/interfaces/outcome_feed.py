@@ -38,12 +38,13 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from engine.features.store import LabelArrival
+from engine.interfaces.file_rows import file_format, read_rows
 from engine.records import Outcome, TransactionEvent
 
 
@@ -145,13 +146,10 @@ class OutcomeFeed:
         return text + (f" ({', '.join(extra)})" if extra else "")
 
     @classmethod
-    def from_file(cls, path: Path, store: Any, chunk_rows: int = 65_536) -> "OutcomeFeed":
+    def from_file(cls, path: Path, store: Any, chunk_rows: int = 65_536) -> OutcomeFeed:
         """Outcomes from a .csv/.parquet/.jsonl file with the ``tx.outcomes`` columns
         (``tollgate simulate --out week.parquet`` writes ``week.outcomes.parquet``). The index holds
         about 220 bytes per outcome (measured): outcomes are a small share of events."""
-        from engine.score import file_format
-        from engine.score_read import read_rows
-
         feed = cls()
         # The event files' reader: no NA-guessing in CSV; an unreadable row counts as invalid.
         for chunk in read_rows(path, file_format(path), chunk_rows):

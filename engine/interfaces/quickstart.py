@@ -1,12 +1,12 @@
 """The pieces of ``tollgate quickstart``: stack, model, paced replay, live summary.
 
-The command (``engine/commands/quickstart.py``) strings them together; each piece is
+The command (``engine/interfaces/commands/quickstart.py``) strings them together; each piece is
 usable and testable on its own:
 
 * ``ensure_stack`` — ``ops/stack up`` (idempotent) and ``tollgate topics create``;
 * ``ensure_model`` — the registry's serving model, or a small model trained here on
   simulated history (``train_quick``: ~2 minutes on 2 CPU cores) and promoted;
-* ``Replay`` — simulated days produced to Kafka at ``speed`` × real time: events at
+* ``PacedProducer`` — simulated days produced to Kafka at ``speed`` × real time: events at
   their event time, outcomes at their (days later) arrival time;
 * ``LiveSummary`` — reads ``tx.verdicts`` and joins them to the simulator's ground
   truth: verdict counts, fraud caught vs missed, good customers sent to review,
@@ -29,7 +29,19 @@ from typing import Any
 
 import numpy as np
 
+from engine.features.memory import MemoryFeatureStore
+from engine.features.store import LabelArrival
+from engine.model import InputSpec, ModelConfig
+from engine.model.registry import ModelRegistry
+from engine.offline.simulate.frames import events_from_frame, outcomes_from_frame
+from engine.offline.simulate.simulator import SimConfig, Simulator
+from engine.offline.train.fit import train_model
+from engine.offline.train.sets import LabelledSet, TrainConfig
+from engine.records import OutcomeKind
 from engine.settings import REPO_ROOT, Settings
+from engine.stages.encode import EncodedBatch, FieldIsolatedEncoder
+from engine.wire.codec import Codec
+from engine.wire.topics import outcome_topic
 
 TOLLGATE = str(Path(sys.executable).parent / "tollgate")
 
@@ -66,8 +78,6 @@ def ensure_model(settings: Settings, redis_client: Any, *, history_days: int, cu
                  say: Any = print, epochs: int = 5, name: str = "quickstart") -> str:
     """The serving version; trains and promotes one on simulated history if there is none
     (registered as ``<name>-<YYYYmmdd-HHMMSS>``; ``tollgate model bootstrap`` uses it too)."""
-    from feedback.registry import ModelRegistry
-
     registry = ModelRegistry(settings, redis_client)
     serving = registry.serving_version()
     if serving is not None and registry.exists(serving):
@@ -101,10 +111,8 @@ def train_quick(*, history_days: int, customers: int, seed: int, report_dir: Pat
 
     Labels are the simulator's ground truth, as if every outcome were known: this is the
     bootstrap model; the feedback loop then fine-tunes on outcomes as they arrive."""
+    # local: torch loads only on this path
     import torch
-
-    from engine.model import InputSpec, ModelConfig
-    from engine.train import TrainConfig, train_model
 
     # One thread: on a small shared CPU, OpenMP spin between two threads made each
     # optimiser step many times slower (docs/performance.md, "Quickstart").
@@ -122,15 +130,8 @@ def train_quick(*, history_days: int, customers: int, seed: int, report_dir: Pat
 
 def simulated_training_set(*, history_days: int, customers: int, seed: int) -> tuple[Any, Any]:
     """``train_quick``'s data: (``LabelledSet`` of the simulated days, the encoder)."""
+    # local: torch loads only on this path
     import torch
-
-    from engine.encode import EncodedBatch, FieldIsolatedEncoder
-    from engine.features.memory import MemoryFeatureStore
-    from engine.features.store import LabelArrival
-    from engine.records import OutcomeKind
-    from engine.simulate import SimConfig, Simulator
-    from engine.simulate_frames import events_from_frame
-    from engine.train import LabelledSet
 
     encoder, store = FieldIsolatedEncoder(), MemoryFeatureStore()
     seen: dict[str, tuple[str, int]] = {}  # event id -> (terminal, event time), to place arriving labels
@@ -173,7 +174,7 @@ class Truth:
     outcomes: int = 0
 
 
-class Replay(threading.Thread):
+class PacedProducer(threading.Thread):
     """Produces simulated days to Kafka, paced: ``speed`` simulated seconds per second."""
 
     def __init__(self, settings: Settings, *, days: int, customers: int, seed: int, speed: float,
@@ -201,11 +202,8 @@ class Replay(threading.Thread):
             self.done.set()
 
     def _run(self) -> None:
+        # local: a Kafka client only on this path (no broker needed elsewhere)
         from confluent_kafka import Producer
-
-        from engine.codec import Codec
-        from engine.simulate import SimConfig, Simulator
-        from engine.simulate_frames import events_from_frame, outcomes_from_frame
 
         codec = Codec(self.settings)
         producer = Producer(self.settings.librdkafka(**{"linger.ms": 5, "enable.idempotence": True}))
@@ -243,7 +241,8 @@ class Replay(threading.Thread):
                     _produce(producer, self.settings.topics.events, record.customer_id, codec.encode_event(record))
                 else:
                     self.truth.outcomes += 0 if warming else 1
-                    _produce(producer, self.settings.topics.outcomes, record.event_id, codec.encode_outcome(record))
+                    topic = outcome_topic(self.settings, record.source)  # reviews: the trusted topic
+                    _produce(producer, topic, record.event_id, codec.encode_outcome(record, topic))
         if producer.flush(30) != 0:
             raise QuickstartError("some records could not be delivered to Kafka")
 
@@ -264,6 +263,7 @@ class LiveSummary:
     against the replay's ground truth."""
 
     def __init__(self, settings: Settings, truth: Truth):
+        # local: a Kafka client only on this path (no broker needed elsewhere)
         from confluent_kafka import Consumer, TopicPartition
 
         self.truth = truth
@@ -280,8 +280,6 @@ class LiveSummary:
             _, high = self.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
             parts.append(TopicPartition(topic, p, high))
         self.consumer.assign(parts)
-        from engine.codec import Codec
-
         self.codec = Codec(settings)
         self.verdicts: dict[str, Any] = {}
         self.e2e_ms: list[float] = []
@@ -357,17 +355,19 @@ def write_report(directory: Path, figures: dict[str, Any], latencies_ms: list[fl
         f"({100 * figures['fraud_caught'] / fraud:.1f} %); missed (passed): {figures['fraud_missed']}",
         f"- good customers sent to review: {figures['good_sent_to_review']} of {figures['good']} "
         f"({100 * figures['good_sent_to_review'] / good:.2f} %); rejected: {figures['good_rejected']}",
-        f"- decision latency (arrival at worker → verdict) p50/p95/p99: "
+        "- decision latency (arrival at worker → verdict) p50/p95/p99: "
         + "/".join(f"{figures['decision_latency_ms'][k]:.1f}" for k in ("p50", "p95", "p99")) + " ms",
-        f"- end to end (produced → verdict read back) p50/p95/p99: "
+        "- end to end (produced → verdict read back) p50/p95/p99: "
         + "/".join(f"{figures['end_to_end_ms'][k]:.0f}" for k in ("p50", "p95", "p99")) + " ms",
         "", "![latency](latency.png)", "",
     ]
     (directory / "summary.md").write_text("\n".join(md))
     try:
+        # local: matplotlib loads only when a picture is drawn
         import matplotlib
 
         matplotlib.use("Agg")
+        # local: matplotlib loads only when a picture is drawn
         import matplotlib.pyplot as plt
 
         fig, ax = plt.subplots(figsize=(6, 3.2))

@@ -7,12 +7,20 @@ Public entry points (the worker, registry and API load models only through these
   -> ``LoadedModel``: safetensors + JSON card, schema-hash checked;
 * ``InputSpec.from_schema(FeatureSchema)``: the tensor sizes the model is built for.
 
-Inference itself lives in ``engine.infer``; training in ``engine.train``.
+Inference itself lives in ``engine.stages.infer``; training in ``engine.offline.train.fit``.
 """
 
 from engine.model.card import (
-    LoadedModel, ModelCard, ModelLoadError, SchemaMismatchError, Temperatures,
-    fresh_model, load_model_dir, read_card, save_model_dir,
+    LoadedModel,
+    ModelCard,
+    ModelLoadError,
+    SchemaMismatchError,
+    ServingExport,
+    Temperatures,
+    fresh_model,
+    load_model_dir,
+    read_card,
+    save_model_dir,
 )
 from engine.model.config import HeadSpec, InputSpec, ModelConfig
 from engine.model.decision import DecisionModel
@@ -21,7 +29,7 @@ from engine.model.quantize import is_quantized, quantize_int8
 
 __all__ = [
     "DecisionModel", "HeadSpec", "InputSpec", "LoadedModel", "ModelCard", "ModelConfig",
-    "ModelInputs", "ModelLoadError", "SchemaMismatchError", "Temperatures", "as_inputs",
+    "ModelInputs", "ModelLoadError", "SchemaMismatchError", "ServingExport", "Temperatures", "as_inputs",
     "concat_inputs", "fresh_model", "is_quantized", "load_model_dir", "quantize_int8",
     "random_inputs", "read_card", "save_model_dir", "take_rows",
 ]

@@ -19,6 +19,7 @@ from torch import Tensor, nn
 
 from engine.model.config import InputSpec
 from engine.model.inputs import ModelInputs
+from engine.model.moe import MoEEncoderLayer
 from engine.model.numeric import PLEFieldEmbedding
 
 # Segment ids: which part of the event a token comes from.
@@ -58,6 +59,12 @@ class FieldEmbedder(nn.Module):
         self.spec = spec
         #: False: the untrusted text segment is never embedded (``ModelConfig.read_text``).
         self.read_text = read_text
+        #: True only in a graph being exported (``engine.model.export``): every position
+        #: given is kept (masked ones included) instead of trimming trailing padding, which
+        #: would bake one batch's lengths into the graph (its runner trims the inputs
+        #: instead); numeric fields are summed into their tokens by a matmul, since the
+        #: ONNX exporter's index_add drops all but one of repeated indices.
+        self.for_export = False
         self.max_history = spec.history_len if max_history is None else min(max_history, spec.history_len)
         # 0/1 per categorical column: ignored fields contribute nothing (their token keeps
         # only its field and segment embeddings).
@@ -103,8 +110,12 @@ class FieldEmbedder(nn.Module):
             ids = torch.arange(spec.n_numeric, device=dev)
             fields = self.numeric(self.numeric_input(b.control_numeric)) + self.field(ids)  # [B, Fn, d]
             if self.n_numeric_tokens < spec.n_numeric:
-                grouped = fields.new_zeros(B, self.n_numeric_tokens, fields.shape[-1])
-                fields = grouped.index_add_(1, self.numeric_group, fields)
+                if self.for_export:
+                    onehot = torch.nn.functional.one_hot(self.numeric_group, self.n_numeric_tokens)
+                    fields = torch.matmul(onehot.to(fields.dtype).t(), fields)  # [G, Fn] @ [B, Fn, d]
+                else:
+                    grouped = fields.new_zeros(B, self.n_numeric_tokens, fields.shape[-1])
+                    fields = grouped.index_add_(1, self.numeric_group, fields)
             parts.append(fields + self.segment.weight[SEG_NUMERIC])
         if spec.n_categorical:
             ids = torch.arange(spec.n_numeric, spec.n_numeric + spec.n_categorical, device=dev)
@@ -115,7 +126,8 @@ class FieldEmbedder(nn.Module):
         # Trailing positions that are padding in every row are dropped: they are masked
         # anyway, so the result is identical, and a batch without memos (most payments)
         # then costs no attention over 64 empty text slots.
-        n_hist = min(self.max_history, _used_length(b.history_mask)) if self.max_history else 0
+        n_hist = ((min(self.max_history, _used_length(b.history_mask)) if not self.for_export
+                   else b.history_mask.shape[1]) if self.max_history else 0)
         if n_hist:
             h = self.hist_position.weight[:n_hist] + self.segment.weight[SEG_HISTORY]
             if spec.history_numeric:
@@ -125,7 +137,8 @@ class FieldEmbedder(nn.Module):
                 h = h + (self.hist_categorical(cats) * self.hist_cat_keep[:, None]).sum(dim=2)
             parts.append(h.expand(B, -1, -1) if h.dim() == 2 else h)
             masks.append(~b.history_mask[:, :n_hist].bool())
-        n_text = _used_length(b.text_mask) if spec.text_len and self.read_text else 0
+        n_text = ((_used_length(b.text_mask) if not self.for_export else b.text_mask.shape[1])
+                  if spec.text_len and self.read_text else 0)
         if n_text:
             ids = b.text_ids[:, :n_text].long().clamp(0, spec.text_vocab - 1)
             parts.append(self.text(ids) + self.text_position.weight[:n_text]
@@ -150,11 +163,13 @@ class FieldTransformer(nn.Module):
     def __init__(self, spec: InputSpec, d: int = 64, n_layers: int = 2, n_heads: int = 4,
                  ff_mult: int = 2, dropout: float = 0.1, numeric_tokens: int = 0,
                  ignore_categorical: tuple[str, ...] = (), numeric_bins: int = 0,
-                 max_history: int | None = None, read_text: bool = True):
+                 max_history: int | None = None, read_text: bool = True, moe_experts: int = 0,
+                 moe_top_k: int = 1):
         super().__init__()
         self.embed = FieldEmbedder(spec, d, numeric_tokens, ignore_categorical, numeric_bins, max_history,
                                    read_text=read_text)
         self.layers = nn.ModuleList(
+            MoEEncoderLayer(d, n_heads, d * ff_mult, dropout, moe_experts, moe_top_k) if moe_experts else
             nn.TransformerEncoderLayer(d, n_heads, d * ff_mult, dropout, activation="gelu",
                                        batch_first=True, norm_first=True)
             for _ in range(n_layers)
@@ -172,7 +187,7 @@ class FieldTransformer(nn.Module):
     def run_layer(self, i: int, h: Tensor, pad: Tensor, *, first_only: bool = False) -> Tensor:
         """Layer ``i`` over [B, L, d]. ``first_only``: only position 0 is read afterwards
         (CLS pooling after the last layer), so [B, 1, d] is returned: the serving layer
-        (``engine.infer_layers``) then computes that position alone; any other layer
+        (``engine.model.serving_layers``) then computes that position alone; any other layer
         computes them all and keeps the first. The values are the same either way."""
         layer = self.layers[i]
         if first_only and getattr(layer, "computes_first_only", False):

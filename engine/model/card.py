@@ -27,7 +27,7 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
@@ -56,6 +56,21 @@ class Temperatures(BaseModel):
     risk: float = Field(default=1.0, gt=0)
 
 
+class ServingExport(BaseModel):
+    """An exported graph in the model directory (``tollgate model export``,
+    ``engine.model.export``): served instead of the PyTorch module when the runtime
+    setting is ``auto`` or names this format."""
+
+    model_config = ConfigDict(extra="forbid")
+    format: Literal["onnx", "torchscript"]
+    dtype: Literal["fp32", "fp16", "int8"]
+    file: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")  # a file in the directory, never a path out of it
+    #: The agreement bar the export had to meet, and what it measured (verdict probs,
+    #: risk, share of rows whose early-exit layer differs), against PyTorch fp32.
+    tolerance: float
+    max_abs_diff: dict[str, float] = Field(default_factory=dict)
+
+
 class ModelCard(BaseModel):
     """Everything needed to trust, rebuild and compare a model, as JSON."""
 
@@ -76,6 +91,9 @@ class ModelCard(BaseModel):
     training: dict[str, Any] = Field(default_factory=dict)
     parent_version: str | None = None
     architecture: ModelConfig
+    #: An exported graph next to the weights, if any (written by ``engine.model.export``
+    #: only; ``save_model_dir`` drops it, so retrained weights never point at a stale graph).
+    serving: ServingExport | None = None
 
 
 @dataclass(slots=True)
@@ -115,13 +133,20 @@ def save_model_dir(model: DecisionModel, card: ModelCard, path: str | Path) -> P
     """
     out = Path(path)
     out.mkdir(parents=True, exist_ok=True)
-    card = card.model_copy(update={"architecture": model.config, "label_maps": _label_maps(model.config)})
+    card = card.model_copy(update={"architecture": model.config, "label_maps": _label_maps(model.config),
+                                   "serving": None})
     # clone(): tied/shared storage would make safetensors refuse to save
     tensors = {k: v.detach().cpu().contiguous().clone() for k, v in model.state_dict().items()}
     save_file(tensors, str(out / (WEIGHTS_FILE + ".tmp")), metadata={"version": card.version,
                                                                     "schema_hash": card.schema_hash})
-    (out / (CARD_FILE + ".tmp")).write_text(card.model_dump_json(indent=2))
     (out / (WEIGHTS_FILE + ".tmp")).replace(out / WEIGHTS_FILE)
+    return write_card(card, out)
+
+
+def write_card(card: ModelCard, path: str | Path) -> Path:
+    """Write (or replace) a directory's card, atomically."""
+    out = Path(path)
+    (out / (CARD_FILE + ".tmp")).write_text(card.model_dump_json(indent=2))
     (out / (CARD_FILE + ".tmp")).replace(out / CARD_FILE)
     return out
 

@@ -46,7 +46,7 @@ class InputSpec(_Frozen):
     history_categorical_names: tuple[str, ...] = ()
 
     @classmethod
-    def from_schema(cls, schema: Any) -> "InputSpec":
+    def from_schema(cls, schema: Any) -> InputSpec:
         """Read the sizes off a ``FeatureSchema`` (duck-typed: the encoder owns that class)."""
         def pick(*names: str, default: Any = None) -> Any:
             for name in names:
@@ -90,7 +90,7 @@ class HeadSpec(_Frozen):
     loss_weight: float = Field(default=1.0, ge=0)
 
     @model_validator(mode="after")
-    def _reserved(self) -> "HeadSpec":
+    def _reserved(self) -> HeadSpec:
         if self.name in ("verdict", "risk"):
             raise ValueError(f"head name {self.name!r} is reserved for the built-in heads")
         return self
@@ -140,6 +140,16 @@ class ModelConfig(_Frozen):
     #: text adds no detection (issue 22; ``python ops/bench/user_text_train.py``,
     #: docs/field-isolation.md). Field transformer only.
     read_text: bool = True
+    #: Append the card's mean amount and amount-to-mean ratio over 1h / 1d / 7d, derived
+    #: inside the model from the velocity fields (engine.model.derived), to the numeric
+    #: fields. Field transformer only.
+    derived_numeric: bool = False
+    #: Sparse mixture-of-experts feed-forward (engine.model.moe): this many experts per
+    #: layer, each token routed to its ``moe_top_k`` best; 0 = the dense feed-forward.
+    #: Field transformer only. Measured with ``python ops/bench/model_quality.py
+    #: --variant moe='{"moe_experts": 4}'`` (docs/decision-quality.md).
+    moe_experts: int = Field(default=0, ge=0)
+    moe_top_k: int = Field(default=1, ge=1)
     #: Layers (1-based, < n_layers) that carry an early-exit verdict/risk head.
     early_exit_layers: tuple[int, ...] = ()
     extra_heads: tuple[HeadSpec, ...] = ()
@@ -152,7 +162,7 @@ class ModelConfig(_Frozen):
     hf_lora_rank: int = Field(default=0, ge=0)
 
     @model_validator(mode="after")
-    def _consistent(self) -> "ModelConfig":
+    def _consistent(self) -> ModelConfig:
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
         for layer in self.early_exit_layers:
@@ -165,6 +175,12 @@ class ModelConfig(_Frozen):
             raise ValueError("read_text=False is implemented for the field transformer only")
         if self.backbone == "hf" and not self.hf_path:
             raise ValueError("backbone 'hf' needs hf_path (a local directory; nothing is fetched)")
+        if self.moe_experts and not 1 <= self.moe_top_k <= self.moe_experts:
+            raise ValueError(f"moe_top_k {self.moe_top_k} must be in [1, moe_experts={self.moe_experts}]")
+        if self.backbone == "hf" and self.derived_numeric:
+            raise ValueError("derived_numeric is implemented for the field transformer only")
+        if self.backbone == "hf" and self.moe_experts:
+            raise ValueError("moe_experts is implemented for the field transformer only")
         if self.backbone == "hf" and self.early_exit_layers:
             raise ValueError("early exit needs the field transformer's layer-by-layer stepping")
         return self

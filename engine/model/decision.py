@@ -17,14 +17,17 @@ confidence at an exit layer reaches the threshold stop there; the rest go deeper
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from engine.model.backbone import FieldTransformer, pool
+from engine.model.backbone import FieldTransformer, pool, squash
 from engine.model.config import ModelConfig
+from engine.model.derived import DERIVED_NAMES, DerivedNumeric
 from engine.model.heads import DecisionHeads, ExitHeads
+from engine.model.hf import HFBackbone
 from engine.model.inputs import as_inputs
 from engine.model.numeric import PiecewiseLinearEncoding
 
@@ -33,15 +36,20 @@ class DecisionModel(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.config = config
+        # Derived card means/ratios (engine.model.derived) enter as extra numeric fields:
+        # the layers are built for the widened field list, the card keeps the schema's.
+        self.derive = DerivedNumeric(config.inputs.numeric_names) if config.derived_numeric else None
+        spec = config.inputs if self.derive is None else config.inputs.model_copy(update={
+            "n_numeric": config.inputs.n_numeric + len(DERIVED_NAMES),
+            "numeric_names": config.inputs.numeric_names + DERIVED_NAMES})
         if config.backbone == "hf":
-            from engine.model.hf import HFBackbone  # heavy import only when asked for
-
             self.backbone: Any = HFBackbone(config)
         else:
-            self.backbone = FieldTransformer(config.inputs, config.d_model, config.n_layers,
+            self.backbone = FieldTransformer(spec, config.d_model, config.n_layers,
                                              config.n_heads, config.ff_mult, config.dropout,
                                              config.numeric_tokens, config.ignore_categorical,
-                                             config.numeric_bins, config.max_history, config.read_text)
+                                             config.numeric_bins, config.max_history, config.read_text,
+                                             config.moe_experts, config.moe_top_k)
         d = self.backbone.d_model
         # Wide path: the numeric control fields reach the heads directly as well as through
         # attention. Threshold-like evidence (an amount far above the customer's mean, a
@@ -49,14 +57,20 @@ class DecisionModel(nn.Module):
         # while the transformer adds what only the sequence shows.
         # With PLE the wide path reads the fields' bin codes, so each field's effect can be
         # a step or a ramp at its own bin edges (a GBDT's split, learnt by one weight).
-        n_numeric = max(1, config.inputs.n_numeric)
+        n_numeric = max(1, spec.n_numeric)
         n_wide = n_numeric * config.numeric_bins if self._ple is not None else n_numeric
         self.wide = nn.Sequential(nn.Linear(n_wide, d), nn.GELU(), nn.Linear(d, d))
         self.heads = DecisionHeads(d, config.extra_heads)
         self.exit_heads = nn.ModuleDict({str(k): ExitHeads(d) for k in config.early_exit_layers})
 
-    def forward(self, batch: Any) -> dict[str, Tensor]:
+    def _inputs(self, batch: Any) -> Any:
         inputs = as_inputs(batch)
+        if self.derive is None:
+            return inputs
+        return dataclasses.replace(inputs, control_numeric=self.derive(inputs.control_numeric))
+
+    def forward(self, batch: Any) -> dict[str, Tensor]:
+        inputs = self._inputs(batch)
         h, pad = self.backbone.embed_inputs(inputs)
         out: dict[str, Tensor] = {}
         for i in range(self.backbone.n_layers):
@@ -88,12 +102,10 @@ class DecisionModel(nn.Module):
         the PLE bins of the numeric fields (kept in the weights file); with ``labels``
         (1 bad, 0 good, NaN unknown) and ``config.target_bins``, target-aware bins."""
         if self._ple is not None and self.config.inputs.n_numeric:
-            self._ple.fit(self.backbone.embed.numeric_input(as_inputs(batch).control_numeric),
+            self._ple.fit(self.backbone.embed.numeric_input(self._inputs(batch).control_numeric),
                           labels if self.config.target_bins else None)
 
     def _wide(self, inputs: Any) -> Tensor:
-        from engine.model.backbone import squash
-
         x = inputs.control_numeric
         if not x.shape[-1]:
             return self.wide(x.new_zeros(x.shape[0], 1))
@@ -110,7 +122,7 @@ class DecisionModel(nn.Module):
         it reaches ``threshold`` there. Extra heads are only computed at full depth, so
         a row that exits early gets NaN for them.
         """
-        inputs = as_inputs(batch)
+        inputs = self._inputs(batch)
         h, pad = self.backbone.embed_inputs(inputs)
         B, n_layers = h.shape[0], self.backbone.n_layers
         verdict = torch.empty(B, 3, dtype=h.dtype, device=h.device)

@@ -26,6 +26,7 @@ from engine.model.config import ModelConfig
 def load_pretrained(path: str, gguf_file: str | None = None, bits: int | None = None,
                     causal_lm: bool = False) -> Any:
     """``AutoModel`` (or ``AutoModelForCausalLM``) from a local directory, never the hub."""
+    # local: transformers loads only for the Hugging Face backbone option
     from transformers import AutoModel, AutoModelForCausalLM
 
     kwargs: dict[str, Any] = {"local_files_only": True}
@@ -34,6 +35,7 @@ def load_pretrained(path: str, gguf_file: str | None = None, bits: int | None = 
     if bits is not None:
         if not torch.cuda.is_available():
             raise RuntimeError(f"{bits}-bit loading needs CUDA (bitsandbytes); load in full precision on CPU")
+        # local: transformers loads only for the Hugging Face backbone option
         from transformers import BitsAndBytesConfig
 
         kwargs["quantization_config"] = (BitsAndBytesConfig(load_in_8bit=True) if bits == 8 else
@@ -45,6 +47,7 @@ def load_pretrained(path: str, gguf_file: str | None = None, bits: int | None = 
 
 def add_lora(model: nn.Module, rank: int, alpha: int | None = None) -> nn.Module:
     """Freeze ``model`` and wrap its linear layers with LoRA adapters of ``rank``."""
+    # local: peft loads only for the Hugging Face backbone option
     from peft import LoraConfig, get_peft_model
 
     config = LoraConfig(r=rank, lora_alpha=alpha or 2 * rank, lora_dropout=0.05, target_modules="all-linear")

@@ -1,6 +1,6 @@
 """The tensors the model reads, as named in the ``EncodedBatch`` contract.
 
-The encoder (``engine/encode.py``) owns ``EncodedBatch``; the model only reads its seven
+The encoder (``engine/stages/encode.py``) owns ``EncodedBatch``; the model only reads its seven
 tensors by name, so anything carrying them works (a real batch, a slice of one, or the
 ``ModelInputs`` built here for tests, benchmarks and warm-up).
 
@@ -65,8 +65,8 @@ def inputs_to(batch: Any, device: torch.device | str) -> ModelInputs:
     return ModelInputs(**{name: getattr(inputs, name).to(device, non_blocking=True) for name in TENSOR_FIELDS})
 
 
-def take_rows(batch: Any, rows: Tensor) -> ModelInputs:
-    """Select rows (an index or bool tensor) of every tensor."""
+def take_rows(batch: Any, rows: Tensor | slice) -> ModelInputs:
+    """Select rows (an index or bool tensor, or a slice) of every tensor."""
     inputs = as_inputs(batch)
     return ModelInputs(**{name: getattr(inputs, name)[rows] for name in TENSOR_FIELDS})
 

@@ -22,8 +22,8 @@ become review targets.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
 import torch
+from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor
 from torch.nn import functional as F
 

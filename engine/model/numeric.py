@@ -105,6 +105,7 @@ class PLEFieldEmbedding(nn.Module):
 def _with_tree_splits(col: Tensor, y: Tensor, quantile_knots: Tensor, n_bins: int) -> Tensor:
     """Up to ``n_bins - 1`` split points of a decision tree on (col, y), plus min and max,
     filled up with the quantile knots nearest to the middle of the widest gaps."""
+    # local: scikit-learn loads only for training and evaluation
     from sklearn.tree import DecisionTreeClassifier
 
     known = ~torch.isnan(y)

@@ -18,6 +18,7 @@ from torch import nn
 
 def quantize_int8(model: nn.Module) -> nn.Module:
     """Return an int8 copy of ``model`` for CPU inference; the original is untouched."""
+    # local: torch loads only on this path
     from torch.ao.quantization import quantize_dynamic
 
     clone = copy.deepcopy(model).cpu().eval()

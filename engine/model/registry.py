@@ -15,30 +15,12 @@ Why it looks like this:
   stream ``<prefix>:model:audit`` for live tooling, and ``<models_dir>/audit.jsonl``
   as the durable record that survives a Redis flush.
 
->>> import tempfile, pathlib
->>> from engine.settings import Settings, PathSettings
->>> from feedback.registry import ModelRegistry, FakeRedis
->>> tmp = pathlib.Path(tempfile.mkdtemp())
->>> s = Settings(paths=PathSettings(models_dir=tmp))
->>> reg = ModelRegistry(s, FakeRedis())
->>> src = tmp / "incoming"; src.mkdir()
->>> _ = (src / "model.safetensors").write_bytes(b"weights")
->>> v1 = reg.register(src, {"note": "first"}, version="v1")
->>> reg.promote(v1, who="alice", why="initial").action
-'promote'
->>> reg.serving_version()
-'v1'
->>> v2 = reg.register(src, {"note": "second"}, version="v2")
->>> _ = reg.promote(v2, who="gate", why="all bars hold")
->>> reg.rollback(who="bob", why="alert on review rate").version
-'v1'
->>> [e.action for e in reg.audit()]
-['promote', 'promote', 'rollback']
+The whole walk (register, promote, roll back, audit) is
+``tests/unit/test_feedback_registry.py::test_register_promote_rollback_audit``.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import json
 import os
@@ -46,13 +28,13 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 from redis.cluster import RedisCluster
 
-from engine.hotswap import events_channel, serving_key
 from engine.settings import Settings
 
 WEIGHTS_FILE = "model.safetensors"
@@ -61,6 +43,16 @@ AUDIT_FILE = "audit.jsonl"
 META_FILE = "registry.json"  # registry facts, kept out of the (strict) model card
 #: Versions are path components: keep them boring so nobody can escape models_dir.
 _VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def serving_key(key_prefix: str) -> str:
+    """The Redis string naming the serving model version."""
+    return f"{key_prefix}:model:serving"
+
+
+def events_channel(key_prefix: str) -> str:
+    """The pub/sub channel on which every promotion and rollback is announced."""
+    return f"{key_prefix}:model:events"
 
 
 class RegistryError(RuntimeError):
@@ -85,7 +77,7 @@ class ModelEvent:
         return json.dumps(asdict(self), sort_keys=True)
 
     @classmethod
-    def from_json(cls, raw: str | bytes) -> "ModelEvent":
+    def from_json(cls, raw: str | bytes) -> ModelEvent:
         d = json.loads(raw)
         event_time = d.get("event_time_ms")
         return cls(str(d["version"]), d.get("previous"), str(d["action"]), str(d["who"]),
@@ -186,7 +178,8 @@ class ModelRegistry:
                     card_dict = json.loads((src / CARD_FILE).read_text())
                 card_dict.update(overlay)
             else:
-                from engine.model import save_model_dir  # the model colleague's writer
+                # local: the model writer loads torch; listing and promoting need none of it
+                from engine.model import save_model_dir
 
                 if card is None:
                     raise RegistryError("registering a model object needs its ModelCard")
@@ -332,62 +325,3 @@ def _now(now_ms: int | None) -> int:
 
 def _text(raw: str | bytes) -> str:
     return raw.decode() if isinstance(raw, bytes) else str(raw)
-
-
-class FakeRedis:
-    """The few Redis calls the registry and the label store use, in memory.
-
-    For unit tests and doctests only; integration tests use the real server.
-    """
-
-    def __init__(self) -> None:
-        self.kv: dict[str, Any] = {}
-        self.published: list[tuple[str, str]] = []
-
-    def get(self, key: str) -> Any:
-        v = self.kv.get(key)
-        return v.encode() if isinstance(v, str) else v
-
-    def set(self, key: str, value: Any) -> bool:
-        self.kv[key] = value
-        return True
-
-    def lindex(self, key: str, i: int) -> Any:
-        lst = self.kv.get(key, [])
-        return lst[i].encode() if -len(lst) <= i < len(lst) else None
-
-    def lpush(self, key: str, value: str) -> int:
-        self.kv.setdefault(key, []).insert(0, value)
-        return len(self.kv[key])
-
-    def lpop(self, key: str) -> Any:
-        lst = self.kv.get(key, [])
-        return lst.pop(0).encode() if lst else None
-
-    def xadd(self, key: str, fields: Mapping[str, Any]) -> str:
-        self.kv.setdefault(key, []).append(dict(fields))
-        return f"{len(self.kv[key])}-0"
-
-    def publish(self, channel: str, message: str) -> int:
-        self.published.append((channel, message))
-        return 0
-
-    def keys(self, pattern: str = "*") -> list[bytes]:
-        return [k.encode() for k in self.kv if fnmatch.fnmatch(k, pattern)]
-
-    def pipeline(self, transaction: bool = True) -> "_FakePipeline":
-        return _FakePipeline(self)
-
-
-class _FakePipeline:
-    def __init__(self, r: FakeRedis) -> None:
-        self.r, self.ops = r, []
-
-    def __getattr__(self, name: str):
-        def queue(*args: Any, **kwargs: Any) -> "_FakePipeline":
-            self.ops.append((name, args, kwargs))
-            return self
-        return queue
-
-    def execute(self) -> list[Any]:
-        return [getattr(self.r, n)(*a, **k) for n, a, k in self.ops]

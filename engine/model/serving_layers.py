@@ -64,7 +64,7 @@ class ServingEncoderLayer(nn.Module):
         if self.training or src_mask is not None or is_causal:
             return self.layer(src, src_mask=src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=is_causal)
         layer, attn = self.layer, self.layer.self_attn
-        d = src.shape[-1]
+        d = attn.embed_dim  # a number, not a traced size (ONNX export: engine.model.export)
         y = F.layer_norm(src, (d,), layer.norm1.weight, layer.norm1.bias, layer.norm1.eps)
         q, k, v = F.linear(y, attn.in_proj_weight, attn.in_proj_bias).chunk(3, dim=-1)
         return self._rest(src, self._attend(q, k, v, src_key_padding_mask))
@@ -77,7 +77,7 @@ class ServingEncoderLayer(nn.Module):
         if self.training:
             return self.layer(src, src_key_padding_mask=src_key_padding_mask)[:, :1]
         layer, attn = self.layer, self.layer.self_attn
-        d = src.shape[-1]
+        d = attn.embed_dim  # a number, not a traced size (ONNX export: engine.model.export)
         y = F.layer_norm(src, (d,), layer.norm1.weight, layer.norm1.bias, layer.norm1.eps)
         q = F.linear(y[:, :1], attn.in_proj_weight[:d], attn.in_proj_bias[:d])
         k, v = F.linear(y, attn.in_proj_weight[d:], attn.in_proj_bias[d:]).chunk(2, dim=-1)
@@ -91,10 +91,11 @@ class ServingEncoderLayer(nn.Module):
         # one (row, head) pair per matrix: [B*H, len, dh]
         q, k, v = (t.reshape(B, -1, H, dh).transpose(1, 2).reshape(B * H, -1, dh) for t in (q, k, v))
         # -inf on padded keys, added inside the score matmul (with the 1/sqrt(dh) scale)
-        bias = q.new_zeros(B, 1, 1, L)
-        if pad is not None:
-            bias.masked_fill_(pad.bool()[:, None, None, :], float("-inf"))
-        bias = bias.expand(B, H, 1, L).reshape(B * H, 1, L)
+        # (built from pad's own shape, not from B and L as numbers, so an ONNX export keeps
+        # the batch and length dynamic: engine.model.export)
+        bias = (k.new_zeros(B, L) if pad is None
+                else torch.zeros_like(pad, dtype=q.dtype).masked_fill(pad.bool(), float("-inf")))
+        bias = bias.unsqueeze(1).expand(-1, H, -1).flatten(0, 1).unsqueeze(1)  # [B*H, 1, L]
         scores = torch.baddbmm(bias, q, k.transpose(1, 2), alpha=dh ** -0.5)  # [B*H, Lq, L]
         return torch.bmm(torch.softmax(scores, dim=-1), v).view(B, H, Lq, dh).transpose(1, 2).reshape(B, Lq, d)
 
@@ -102,7 +103,7 @@ class ServingEncoderLayer(nn.Module):
         """Attention output projection, residual, second norm and feed-forward."""
         layer = self.layer
         x = src + F.linear(attended, layer.self_attn.out_proj.weight, layer.self_attn.out_proj.bias)
-        y = F.layer_norm(x, (x.shape[-1],), layer.norm2.weight, layer.norm2.bias, layer.norm2.eps)
+        y = F.layer_norm(x, layer.norm2.normalized_shape, layer.norm2.weight, layer.norm2.bias, layer.norm2.eps)
         return x + F.linear(F.gelu(F.linear(y, layer.linear1.weight, layer.linear1.bias)),
                             layer.linear2.weight, layer.linear2.bias)
 

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
 
 class HealthState:
@@ -100,7 +100,7 @@ class HealthServer:
     def port(self) -> int:
         return self._server.server_address[1]
 
-    def start(self) -> "HealthServer":
+    def start(self) -> HealthServer:
         self._thread.start()
         return self
 

@@ -26,7 +26,7 @@ import json
 import logging
 import sys
 import time
-from typing import Iterable
+from collections.abc import Iterable
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, Info, generate_latest
 
@@ -73,7 +73,7 @@ class EngineMetrics:
             "tollgate_degraded_verdicts", "Verdicts decided in degraded mode (context_unavailable).",
             registry=r)
         self.resent_events = Counter(
-            "tollgate_resent_events", "Re-sent event ids dropped: another record owns the id (engine.dedupe).",
+            "tollgate_resent_events", "Re-sent event ids dropped: another record owns the id (engine.worker.dedupe).",
             registry=r)
         self.resend_unchecked = Counter(
             "tollgate_resend_unchecked_events",

@@ -1,4 +1,4 @@
-"""``python -m engine.probe URL``: a container health probe that restarts a stalled worker.
+"""``python -m engine.observe.probe URL``: a container health probe that restarts a stalled worker.
 
 Docker Compose's ``restart:`` policy acts on exits, never on health, so a probe that
 only reports "unhealthy" restarts nothing. This one asks the worker's ``/healthz``;
@@ -40,7 +40,7 @@ def probe(url: str, pid: int | None = 1, timeout_s: float = 4.0) -> int:
 
 def main(argv: list[str]) -> int:
     if not argv or len(argv) > 2:
-        print("usage: python -m engine.probe URL [PID]", file=sys.stderr)
+        print("usage: python -m engine.observe.probe URL [PID]", file=sys.stderr)
         return 2
     return probe(argv[0], int(argv[1]) if len(argv) == 2 else 1)
 

@@ -38,9 +38,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from engine.offline.simulate.frames import events_from_frame, object_frame, outcomes_from_frame
+from engine.offline.simulate.world import MCC_BY_KIND, mix64
 from engine.records import Outcome, TransactionEvent
-from engine.simulate_frames import events_from_frame, object_frame, outcomes_from_frame
-from engine.simulate_world import MCC_BY_KIND, mix64
 
 DAY_MS = 86_400_000
 HANDBOOK_COLUMNS = ("TRANSACTION_ID", "TX_DATETIME", "CUSTOMER_ID", "TERMINAL_ID", "TX_AMOUNT",
@@ -79,7 +79,7 @@ def _id_strings(prefix: str, ids: np.ndarray) -> np.ndarray:
 
 
 def handbook_frame(raw: pd.DataFrame) -> pd.DataFrame:
-    """Raw handbook rows → an event frame (``engine.simulate_frames`` layout), row order kept."""
+    """Raw handbook rows → an event frame (``engine.offline.simulate.frames`` layout), row order kept."""
     n = len(raw)
     customers = raw["CUSTOMER_ID"].to_numpy(dtype=np.int64)
     terminals = raw["TERMINAL_ID"].to_numpy(dtype=np.int64)

@@ -14,7 +14,7 @@ Windows are the book's pandas time windows on the event time (``rolling('Nd')`` 
 card's or terminal's transactions in time order: a window of N days holds the transactions
 in (t - N days, t]), computed with ``searchsorted`` instead of per-group rolling
 (``tests/unit/test_handbook_features.py`` checks them against the book's own code). The frame is the backtest's event frame
-(``engine.backtest.read_handbook``): ``event_time_ms``, ``customer_id``, ``terminal_id``,
+(``engine.offline.backtest.run.read_handbook_frame``): ``event_time_ms``, ``customer_id``, ``terminal_id``,
 ``amount``, ``tx_fraud``. Computed over the whole file before any fold is cut, as the book
 does, so the 30-day windows are warm on every fold.
 

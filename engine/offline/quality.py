@@ -18,8 +18,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -92,7 +92,9 @@ def reliability_curve(probs: np.ndarray, labels: Sequence[int], n_bins: int = 10
     for b in range(n_bins):
         sel = bins == b
         if sel.any():
-            pred.append(p[sel].mean()); obs.append(y[sel].mean()); cnt.append(int(sel.sum()))
+            pred.append(p[sel].mean())
+            obs.append(y[sel].mean())
+            cnt.append(int(sel.sum()))
     return np.array(pred), np.array(obs), np.array(cnt)
 
 
@@ -110,9 +112,11 @@ def quality_report(labels: Sequence[int], risk: Sequence[float], days: Sequence 
 # ---- pictures ---------------------------------------------------------------------------
 
 def _figure():
+    # local: matplotlib loads only when a picture is drawn
     import matplotlib
 
     matplotlib.use("Agg")  # headless: reports are written on servers
+    # local: matplotlib loads only when a picture is drawn
     import matplotlib.pyplot as plt
 
     return plt
@@ -129,7 +133,9 @@ def plot_reliability(probs: Sequence[float], labels: Sequence[int], path: str | 
         ax.annotate(str(n), (x, y_), fontsize=7, textcoords="offset points", xytext=(3, -9))
     ax.set(xlabel="predicted probability", ylabel="observed frequency", title=title, xlim=(0, 1), ylim=(0, 1))
     ax.legend(loc="upper left")
-    fig.tight_layout(); fig.savefig(path, dpi=110); plt.close(fig)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
     return Path(path)
 
 
@@ -145,9 +151,12 @@ def plot_confusion(true: Sequence[int], pred: Sequence[int], names: Sequence[str
         for j in range(cm.shape[1]):
             ax.text(j, i, str(cm[i, j]), ha="center", va="center",
                     color="white" if cm[i, j] > cm.max() / 2 else "black")
-    ax.set_xticks(range(len(names)), names); ax.set_yticks(range(len(true_names)), true_names)
+    ax.set_xticks(range(len(names)), names)
+    ax.set_yticks(range(len(true_names)), true_names)
     ax.set(xlabel="predicted", ylabel="true", title=title)
-    fig.tight_layout(); fig.savefig(path, dpi=110); plt.close(fig)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
     return Path(path)
 
 
@@ -159,5 +168,7 @@ def plot_pr_curve(labels: Sequence[int], scores: Sequence[float], path: str | Pa
     ax.plot(recall, precision)
     ax.set(xlabel="recall", ylabel="precision", xlim=(0, 1), ylim=(0, 1.02),
            title=f"{title}\nAP = {average_precision(labels, scores):.3f}")
-    fig.tight_layout(); fig.savefig(path, dpi=110); plt.close(fig)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
     return Path(path)

@@ -28,8 +28,8 @@ from pathlib import Path
 HANDBOOK_FILE = "transactions_2018-04-01_to_2018-08-07.parquet"
 ENV_DIR = "TOLLGATE_SHARED_DATA"
 ENV_REQUIRE = "TOLLGATE_REQUIRE_SHARED_DATA"
-# engine/shared_data.py -> the repository root, without resolving links (see candidates()).
-_REPO_AS_WRITTEN = Path(os.path.abspath(__file__)).parent.parent
+# engine/offline/shared_data.py -> the repository root, without resolving links (see candidates()).
+_REPO_AS_WRITTEN = Path(os.path.abspath(__file__)).parents[2]
 
 
 class SharedDataMissing(FileNotFoundError):

@@ -12,7 +12,7 @@ The modules, in the order data flows through them:
 * ``watch``     — hot reload (``RuleWatcher``)
 * ``cases``     — ``tollgate rules test``; ``backtest``/``replay`` — ``tollgate rules backtest``
 
-The stage the pipeline calls is ``engine.guard.Guard``.
+The stage the pipeline calls is ``engine.stages.guard.Guard``.
 """
 
 from engine.rules.loader import RuleProblem, RuleSetError, build_ruleset, load_ruleset, read_snapshot

@@ -14,7 +14,7 @@ capped at compile time, and the subset has no loops (no comprehension macros) an
 regular expressions (``matches`` could backtrack for ever), so one evaluation is
 linear in the (capped) expression size. The guard still measures every evaluation.
 
-Variables (see ``engine.guard`` for how they are filled):
+Variables (see ``engine.stages.guard`` for how they are filled):
 ``event.*`` trusted event fields, ``ctx.*`` context features, ``model.*`` the model's
 and the policy's outputs, ``detector.*`` the untrusted-text detector, ``lists.NAME``
 named lists (``event.device_id in lists.blocked_devices``).
@@ -26,12 +26,12 @@ True
 Traceback (most recent call last):
 ...
 engine.rules.expr.ExpressionError: event.memo is user-written text and is not available to rules (field isolation); use detector.score or detector.flagged
-"""
+"""  # noqa: E501 (a doctest line is the exception message as printed)
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import lark
@@ -39,9 +39,25 @@ from celpy.celparser import CELParseError, CELParser
 from celpy.celtypes import IntType, UintType
 from celpy.evaluation import celstr
 
-from engine.rules.ops import (REFUSED_FUNCTIONS, RELATIONS, STRING_METHODS, FUNCTIONS, EvalError,
-                              arith, as_bool, compare_fn, contains, equal_fn, field_of, kind_of, is_number, size,
-                              str_method)
+from engine.rules.cel_cache import install_cached_cel_parser
+from engine.rules.celops import (
+    FUNCTIONS,
+    REFUSED_FUNCTIONS,
+    RELATIONS,
+    STRING_METHODS,
+    EvalError,
+    arith,
+    as_bool,
+    compare_fn,
+    contains,
+    equal_fn,
+    field_of,
+    is_number,
+    kind_of,
+    size,
+    str_method,
+)
+from engine.rules.columns import compile_columns
 from engine.rules.typecheck import TypeMismatch, check_types
 
 #: Compile-time bounds (the "bounded evaluation time" of the issue).
@@ -49,7 +65,7 @@ MAX_EXPR_CHARS = 2000
 MAX_NESTING = 16  # brackets: ( [ {
 MAX_AST_NODES = 600
 
-#: Trusted event fields a rule may read (``engine.guard.event_inputs`` fills them).
+#: Trusted event fields a rule may read (``engine.stages.guard.event_inputs`` fills them).
 #: ``memo`` and ``merchant_descriptor`` are written by end users and deliberately
 #: absent, and so is whether they are present (field isolation: inserting text
 #: changes no rule input).
@@ -86,6 +102,9 @@ class Condition:
     fn: Fn
     names: frozenset[str]  # dotted variables read, e.g. "ctx.device_is_new"
     list_names: frozenset[str]
+    #: The same condition over a batch's columns (``engine.rules.columns``); None when it
+    #: uses syntax only the closures cover.
+    columns: Callable[[Any], Any] | None = field(default=None, compare=False)
 
     def evaluate(self, env: Env) -> bool:
         try:
@@ -102,6 +121,7 @@ class Condition:
 def _parser() -> CELParser:
     global _PARSER
     if _PARSER is None:
+        install_cached_cel_parser()  # builds the grammar's tables once per user, not per start
         _PARSER = CELParser()
     return _PARSER
 
@@ -134,7 +154,8 @@ def compile_condition(source: str, *, lists: Mapping[str, Any] | None = None,
         check_types(tree, source)
     except TypeMismatch as exc:
         raise ExpressionError(str(exc), exc.line, exc.column) from None
-    return Condition(source, fn, frozenset(compiler.names), frozenset(compiler.list_names))
+    return Condition(source, fn, frozenset(compiler.names), frozenset(compiler.list_names),
+                     compile_columns(source, lists))
 
 
 def _syntax_message(source: str, line: int | None, column: int | None) -> str:

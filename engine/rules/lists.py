@@ -22,6 +22,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from engine.settings import get_settings
+from engine.wire.redisconn import connect
+
 log = logging.getLogger("tollgate.rules")
 
 #: Refuse absurd Redis sets rather than stall a reload reading millions of members.
@@ -78,16 +81,12 @@ class RedisClients:
     def __call__(self, url: str | None) -> Any:
         url = url or self.default_url
         if url is None:
-            from engine.settings import get_settings
-
             url = get_settings().redis.url
         client = self._clients.get(url)
         if client is None:
             if self._factory is not None:
                 client = self._factory(url)
             else:
-                from engine.redisconn import connect
-
                 client = connect(url, socket_timeout_s=0.5)
             self._clients[url] = client
         return client

@@ -38,7 +38,7 @@ from pydantic import ValidationError
 from engine.rules.expr import ExpressionError, compile_condition
 from engine.rules.lists import NamedList
 from engine.rules.ruleset import CompiledRule, RuleSet
-from engine.rules.spec import ListSpec, RuleFile, RuleSpec
+from engine.rules.spec import ConstraintSpec, ListSpec, PolicySpec, RuleFile, RuleSpec
 from engine.rules.yamlsafe import YamlDoc, YamlFileError, read_yaml
 
 RULE_SUFFIXES = (".yaml", ".yml")
@@ -121,7 +121,7 @@ def load_ruleset(directory: str | os.PathLike[str], **kwargs: Any) -> RuleSet:
 
 def default_ctx_names() -> frozenset[str] | None:
     """Context feature names rules may read, from ``engine.features.spec``."""
-    try:
+    try:  # local: guarded by ImportError, so the rules load without the feature package
         from engine.features.spec import CONTEXT_FEATURES
     except ImportError:  # features not installed: accept any ctx name, fail at evaluation
         return None
@@ -287,8 +287,6 @@ def _pydantic_problems(exc: ValidationError, doc: YamlDoc) -> list[RuleProblem]:
 
 
 def _allowed_fields(loc: tuple[Any, ...]) -> list[str]:
-    from engine.rules.spec import ConstraintSpec, PolicySpec
-
     if len(loc) == 1:
         model: Any = RuleFile
     elif loc[0] == "rules":

@@ -1,7 +1,7 @@
 """Prometheus metrics of the hard rules: active version, reloads, hits, errors.
 
 A ``RuleMetrics`` lives on the registry it is given, so a worker that keeps its own
-``CollectorRegistry`` (see ``engine.metrics``) passes it in; without one the
+``CollectorRegistry`` (see ``engine.observe.metrics``) passes it in; without one the
 process-wide default registry is used, created once. Label values are rule ids and
 list names only, so cardinality is bounded by the rule set.
 

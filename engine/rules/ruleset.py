@@ -28,13 +28,23 @@ rule and logged, and ``rules test`` fails on it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from engine.records import SEVERITY, Decision
+from engine.rules.columns import ColumnTable, NeedsRows
 from engine.rules.expr import Condition, EvalError
 from engine.rules.lists import NamedList
+from engine.settings import get_settings
+from engine.stages.decide import Policy
+
+#: Below this many events a batch's rules run row by row: NumPy's fixed cost per
+#: operation outweighs the closures on a few rows; columns break even at 16-32 events
+#: (``python ops/bench/rules.py``, "apply_batch(N)" rows; docs/performance.md).
+COLUMN_MIN_ROWS = 32
 
 #: How strongly each action pulls the verdict; used to order reasons (deciding first).
 ACTION_RANK = {"reject": 3, "review": 2, "never_pass": 2, "pass": 1}
@@ -85,14 +95,10 @@ class RuleSet:
         return self.enforce + self.shadow
 
     def decision_policy(self, base: Any = None) -> Any:
-        """The decide stage's ``engine.decide.Policy`` under this set, built as the worker
+        """The decide stage's ``engine.stages.decide.Policy`` under this set, built as the worker
         builds it: ``base`` (default: the settings' policy) with this set's ``policy:``
         overrides applied. ``rules test`` and ``rules backtest`` decide with it."""
-        from engine.decide import Policy
-
         if base is None:
-            from engine.settings import get_settings
-
             base = Policy.from_settings(get_settings().policy)
         return Policy.coerce(base).with_overrides(dict(self.policy))
 
@@ -110,6 +116,51 @@ class RuleSet:
         if len(fired) > 1:
             fired.sort(key=_deciding_order)
         return Evaluation(tuple(fired), tuple(shadow), tuple(errors))
+
+
+    def evaluate_batch(self, envs: Sequence[Mapping[str, Any]],
+                       min_column_rows: int | None = None) -> list[Evaluation]:
+        """``evaluate`` for every env of a batch, with the same results: each rule whose
+        condition has a column form (``engine.rules.columns``) runs once over the batch's
+        columns; the others, and any whose columns are not of one type, run row by row.
+        Batches under ``min_column_rows`` (default ``COLUMN_MIN_ROWS``) run row by row."""
+        n = len(envs)
+        if n < (COLUMN_MIN_ROWS if min_column_rows is None else min_column_rows):
+            return [self.evaluate(env) for env in envs]
+        table = ColumnTable(envs)
+        fired: list[list[CompiledRule]] = [[] for _ in range(n)]
+        shadow: list[list[CompiledRule]] = [[] for _ in range(n)]
+        errors: list[list[tuple[CompiledRule, str]]] = [[] for _ in range(n)]
+        for rules, sinks in ((self.enforce, fired), (self.shadow, shadow)):
+            for rule in rules:
+                mask = None
+                if rule.condition.columns is not None:
+                    try:
+                        mask = rule.condition.columns(table)
+                    except NeedsRows:
+                        mask = None
+                if mask is not None:
+                    for i in np.flatnonzero(mask).tolist():
+                        sinks[i].append(rule)
+                    continue
+                for i, env in enumerate(envs):
+                    try:
+                        if rule.condition.evaluate(env):
+                            sinks[i].append(rule)
+                    except EvalError as exc:
+                        errors[i].append((rule, str(exc)))
+        out = []
+        for f, s, e in zip(fired, shadow, errors):
+            if not (f or s or e):
+                out.append(_NOTHING)
+                continue
+            if len(f) > 1:
+                f.sort(key=_deciding_order)
+            out.append(Evaluation(tuple(f), tuple(s), tuple(e)))
+        return out
+
+
+_NOTHING = Evaluation((), (), ())
 
 
 def _deciding_order(rule: CompiledRule) -> tuple[int, int, str]:

@@ -29,6 +29,7 @@ with up to three sections; a set may spread them over files as ops like::
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -98,7 +99,7 @@ class ListSpec(_Strict):
         return value
 
     @model_validator(mode="after")
-    def _source_fields(self) -> "ListSpec":
+    def _source_fields(self) -> ListSpec:
         if self.source == "yaml":
             if self.values is None:
                 raise ValueError("a yaml list needs `values: [...]` (or `source: redis` with a `key`)")
@@ -113,18 +114,18 @@ class ListSpec(_Strict):
 
 
 class PolicySpec(_Strict):
-    """Overrides of the decide stage's ``engine.decide.Policy`` (unset keys keep defaults)."""
+    """Overrides of the decide stage's ``engine.stages.decide.Policy`` (unset keys keep defaults)."""
 
     reject_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     review_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     tie_margin: float | None = Field(default=None, ge=0.0, le=1.0)
     abstain_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
-    #: review or reject: a flagged event never passes on the model alone (engine.decide).
+    #: review or reject: a flagged event never passes on the model alone (engine.stages.decide).
     detector_floor: Literal["review", "reject"] | None = None
     degraded_mode: Literal["review", "model"] | None = None
 
     def overrides(self) -> dict[str, Any]:
-        """Only the keys the file sets, in the shape ``engine.decide.Policy.coerce`` takes."""
+        """Only the keys the file sets, in the shape ``engine.stages.decide.Policy.coerce`` takes."""
         return self.model_dump(exclude_none=True)
 
 
@@ -136,8 +137,6 @@ class RuleFile(_Strict):
     @field_validator("lists")
     @classmethod
     def _list_names(cls, value: dict[str, ListSpec]) -> dict[str, ListSpec]:
-        import re
-
         for name in value:
             if not re.match(LIST_NAME_PATTERN, name):
                 raise ValueError(f"list name {name!r} must match {LIST_NAME_PATTERN} (it is used as lists.{name})")

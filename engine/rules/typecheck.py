@@ -17,7 +17,7 @@ left to run time, as before.
 Traceback (most recent call last):
 ...
 engine.rules.typecheck.TypeMismatch: `event.amount > "5000"` compares a number (event.amount) with a string ("5000"), so it is never true; write the number without quotes
-"""
+"""  # noqa: E501 (a doctest line is the exception message as printed)
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ NUMBER, STRING, BOOL = "number", "string", "bool"
 NAMED_LIST = "named list"  # lists.NAME: a set of strings
 SCALARS = (NUMBER, STRING, BOOL)
 
-#: Fields whose type is fixed by ``engine.guard.event_inputs``/``model_inputs``
+#: Fields whose type is fixed by ``engine.stages.guard.event_inputs``/``model_inputs``
 #: (tests/unit/test_rules_typecheck.py holds the two together). ``ctx.*`` are numbers.
 FIELD_TYPES: dict[tuple[str, str], str] = {
     **{("event", f): STRING for f in ("event_id", "customer_id", "account_id", "terminal_id",

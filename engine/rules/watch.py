@@ -19,7 +19,7 @@ On a change (that has held still for ``settle_s``, so a multi-file edit is one v
 Redis-backed lists are refreshed on the same thread, each on its own interval.
 
 ``on_change(ruleset)`` is called after each swap — the worker uses it to hand the new
-guard and policy to the pipeline (see ``engine.guard.follow_rules``).
+guard and policy to the pipeline (see ``engine.stages.guard.follow_rules``).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import Any
 
 from engine.rules.lists import RedisClients, refresh_due
 from engine.rules.loader import RuleSetError, build_ruleset, content_version, read_snapshot, rule_files
-from engine.rules.metrics import RuleMetrics, default_metrics
+from engine.rules.rule_metrics import RuleMetrics, default_metrics
 from engine.rules.ruleset import RuleSet
 
 log = logging.getLogger("tollgate.rules")
@@ -56,8 +56,11 @@ class RuleWatcher:
     def __init__(self, directory: str | os.PathLike[str], *, interval_s: float = 1.0,
                  metrics: RuleMetrics | None = None, redis_clients: Callable[[str | None], Any] | None = None,
                  ctx_names: frozenset[str] | None = None,
-                 on_change: Callable[[RuleSet], None] | None = None, settle_s: float = 0.0):
+                 on_change: Callable[[RuleSet], None] | None = None, settle_s: float = 0.0,
+                 clock: Callable[[], float] = time.monotonic):
         self.directory = Path(directory)
+        #: Seconds, for settling (tests inject one instead of sleeping through settle_s).
+        self._clock = clock
         self.interval_s = interval_s
         #: A change must hold still this long before it is loaded, so a multi-file edit
         #: (a `git pull`, an editor saving several files) lands as one version, not two.
@@ -116,7 +119,7 @@ class RuleWatcher:
             if fingerprint == self._refused:
                 return ReloadResult(False, self._current.version, None)
             if self.settle_s > 0:
-                now = time.monotonic()
+                now = self._clock()
                 if fingerprint != self._pending[0]:
                     self._pending = (fingerprint, now)
                     return ReloadResult(False, self._current.version, None)
@@ -173,7 +176,7 @@ class RuleWatcher:
         return ReloadResult(False, self._current.version, message)
 
     # -- background thread -----------------------------------------------------------
-    def start(self) -> "RuleWatcher":
+    def start(self) -> RuleWatcher:
         if self._thread is None:
             self._stop.clear()
             self._thread = threading.Thread(target=self._run, name="tollgate-rules-watcher", daemon=True)
@@ -186,7 +189,7 @@ class RuleWatcher:
             self._thread.join(timeout)
             self._thread = None
 
-    def __enter__(self) -> "RuleWatcher":
+    def __enter__(self) -> RuleWatcher:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -27,7 +27,8 @@ True
 from __future__ import annotations
 
 import time
-from typing import Callable, Generic, Iterable, TypeVar
+from collections.abc import Callable, Iterable
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 

@@ -4,7 +4,7 @@ Why it looks like this:
 
 * Offsets are never committed by the consumer itself (``enable.auto.commit=false``):
   they travel inside the emit stage's Kafka transaction, together with the verdicts,
-  which is what makes the worker exactly-once (see ``engine/worker.py``).
+  which is what makes the worker exactly-once (see ``engine/worker/loop.py``).
 * ``isolation.level=read_committed`` so an upstream producer's aborted writes are never
   decided.
 * Partition assignment is ``cooperative-sticky``: a rebalance revokes only the
@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol, cast
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
@@ -57,12 +58,14 @@ class RawRecord:
         return SourcePosition(self.topic, self.partition, self.offset)
 
     @classmethod
-    def from_message(cls, msg: Message, arrival_ms: float) -> "RawRecord":
+    def from_message(cls, msg: Message, arrival_ms: float) -> RawRecord:
         ts_type, ts = msg.timestamp()
         return cls(
-            topic=msg.topic(), partition=msg.partition(), offset=msg.offset(),
+            # a consumed message (not an error event) always has its topic, partition and offset
+            topic=cast(str, msg.topic()), partition=cast(int, msg.partition()), offset=cast(int, msg.offset()),
             key=msg.key(), value=msg.value(),
-            headers=tuple((k, v if v is not None else b"") for k, v in (msg.headers() or ())),
+            headers=tuple((k, v if v is not None else b"")
+                          for k, v in cast("list[tuple[str, bytes | None]]", msg.headers() or ())),
             timestamp_ms=int(ts) if ts_type and ts > 0 else 0,
             arrival_ms=arrival_ms,
         )
@@ -94,6 +97,16 @@ class LibrdkafkaLog:
 
     def log(self, level: int, msg: str, *args: Any, **kwargs: Any) -> None:
         self._target.log(min(level, logging.WARNING), msg, *args, **kwargs)
+
+
+class _NotSubscribed:
+    """The listener before ``subscribe``: no rebalance can happen yet."""
+
+    def on_assigned(self, partitions: Sequence[TopicPartition]) -> None:
+        pass
+
+    def on_revoked(self, partitions: Sequence[TopicPartition], lost: bool) -> None:
+        pass
 
 
 class FatalKafkaError(RuntimeError):
@@ -136,16 +149,18 @@ def consumer_config(settings: Settings, group_id: str | None = None,
 class EventConsumer:
     """A confluent-kafka consumer that hands out ``RawRecord`` lists and tracks lag."""
 
-    def __init__(self, settings: Settings, listener: RebalanceListener, *,
+    def __init__(self, settings: Settings, *,
                  group_id: str | None = None, topic: str | None = None, instance_id: str | None = None):
         self.topic = topic or settings.topics.events
-        self._listener = listener
+        self._listener: RebalanceListener = _NotSubscribed()
         self._consumer = Consumer(consumer_config(settings, group_id, instance_id), logger=LibrdkafkaLog(log))
         self._assigned: set[tuple[str, int]] = set()
 
     # -- group membership ---------------------------------------------------------------
 
-    def subscribe(self) -> None:
+    def subscribe(self, listener: RebalanceListener) -> None:
+        """Join the group; ``listener`` (the worker) hears of every assignment and revocation."""
+        self._listener = listener
         self._consumer.subscribe([self.topic], on_assign=self._on_assign,
                                  on_revoke=self._on_revoke, on_lost=self._on_lost)
 

@@ -34,7 +34,7 @@ reason to let something through nor to decline a customer outright.
 >>> d = decide(ScoreRow((0.46, 0.08, 0.46), risk=0.5), None, p)
 >>> d.verdict, [r.code for r in d.reasons]
 (<Decision.REVIEW: 'review'>, ['threshold_review', 'abstain', 'tie_margin'])
-"""
+"""  # noqa: E501 (a doctest line is the exception message as printed)
 
 from __future__ import annotations
 
@@ -48,12 +48,15 @@ DegradedMode = Literal["review", "model"]
 
 
 class DetectorLike(Protocol):
-    """What the policy reads from ``engine.detect.DetectorResult`` (duck-typed so the
+    """What the policy reads from ``engine.stages.detect.DetectorResult`` (duck-typed so the
     policy does not import the detector and its model)."""
 
-    score: float
-    flagged: bool
-    reasons: Sequence[Any]
+    @property
+    def score(self) -> float: ...
+    @property
+    def flagged(self) -> bool: ...
+    @property
+    def reasons(self) -> Sequence[Any]: ...
 
 
 @dataclass(slots=True, frozen=True)
@@ -80,7 +83,7 @@ class Policy:
     Traceback (most recent call last):
     ...
     ValueError: unknown policy key(s): tie_margn (known: reject_threshold, review_threshold, tie_margin, abstain_threshold, detector_floor, degraded_mode)
-    """
+    """  # noqa: E501 (a doctest line is the exception message as printed)
 
     reject_threshold: float = 0.5
     review_threshold: float = 0.5
@@ -100,19 +103,19 @@ class Policy:
             raise ValueError(f"policy degraded_mode must be 'review' or 'model', got {self.degraded_mode!r}")
 
     @classmethod
-    def from_settings(cls, policy_settings: Any) -> "Policy":
+    def from_settings(cls, policy_settings: Any) -> Policy:
         """From ``Settings().policy`` (any object with the same attribute names)."""
         return cls().with_overrides(policy_settings)
 
     @classmethod
-    def coerce(cls, value: Any) -> "Policy":
+    def coerce(cls, value: Any) -> Policy:
         """A ``Policy`` from a Policy, a mapping, a pydantic model or any object with
         policy attributes (e.g. ``Guard.policy`` loaded from ``rules/policy.yaml``)."""
         if isinstance(value, Policy):
             return value
         return cls().with_overrides(value)
 
-    def with_overrides(self, overrides: Any) -> "Policy":
+    def with_overrides(self, overrides: Any) -> Policy:
         """A copy with every key of ``overrides`` that is set (not None) applied."""
         if overrides is None:
             return self
@@ -241,7 +244,7 @@ def decide(row: ScoreRow, detector: DetectorLike | None, policy: Policy, degrade
         below = f" < threshold {float(threshold):.3f}" if threshold is not None else ""
         reasons.append(Reason(ReasonKind.DETECTOR, "injection_screened",
                               f"user text score {float(detector.score):.3f}{below}: not flagged"))
-    if flagged:
+    if detector is not None and flagged:
         floor = policy.detector_floor
         action = f"verdict at least {floor.value}"
         signals = [r for r in (detector.reasons or ()) if isinstance(r, Reason) and r.kind is ReasonKind.DETECTOR]

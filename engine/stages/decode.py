@@ -6,7 +6,7 @@ Why it looks like this:
   decodes but breaks the schema contract (a required field missing), or that is out
   of range (negative amount, year 2300) is an upstream bug, not a transient fault.
   Retrying it would block its partition forever, so it becomes a ``DeadLetter``
-  (``engine.codec``) that the emit stage writes to ``tx.events.dlq`` *in the same
+  (``engine.wire.codec``) that the emit stage writes to ``tx.events.dlq`` *in the same
   transaction* as the batch's verdicts and offsets: a dead letter is exactly-once too,
   and the worker keeps going.
 * The codec raises ``DecodeError`` carrying the raw value, key, headers and position;
@@ -15,8 +15,8 @@ Why it looks like this:
 * Only ``DecodeError`` is dead-lettered. Anything else (a bug in this process)
   propagates: dead-lettering it would silently discard good events.
 
->>> from engine.codec import Codec
->>> from engine.consume import RawRecord
+>>> from engine.wire.codec import Codec
+>>> from engine.stages.consume import RawRecord
 >>> rec = RawRecord("tx.events", 2, 41, b"k", b"\\x00junk", (), 0, 0.0)
 >>> out = DecodeStage(Codec())([rec])
 >>> out.events, out.dead_letters[0].stage, out.dead_letters[0].source_offset
@@ -26,16 +26,17 @@ Why it looks like this:
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Protocol
 
-from engine.codec import DeadLetter, DecodeError, Headers
-from engine.consume import RawRecord
 from engine.records import SourcePosition, TransactionEvent
+from engine.stages.consume import RawRecord
+from engine.wire.codec import DeadLetter, DecodeError, Headers
 
 
 class EventDecoder(Protocol):
-    """What the decode stage needs from ``engine.codec.Codec``."""
+    """What the decode stage needs from ``engine.wire.codec.Codec``."""
 
     def decode_event(self, value: bytes | None, headers: Headers = None,
                      source: SourcePosition | None = None, key: bytes | None = None) -> TransactionEvent: ...

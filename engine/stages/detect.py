@@ -8,7 +8,7 @@ floor) and the verdict can say why.
 
 Per text, in order:
 
-1. ``engine.textproc.clean_user_text`` — the same cleaning the encoder applies (NFKC,
+1. ``engine.text.textproc.clean_user_text`` — the same cleaning the encoder applies (NFKC,
    invisible characters removed, control characters dropped, length capped, invalid
    UTF-8 repaired). Whatever cleaning had to do becomes an ``input`` reason.
 2. ``engine.detector.features.extract`` — hashed n-grams of the cleaned text, named
@@ -36,9 +36,9 @@ from pathlib import Path
 
 from engine.detector.features import featurize_field
 from engine.detector.model import DetectorWeights
-from engine.detector.signals import OBFUSCATION_SIGNALS
+from engine.detector.obfuscation import OBFUSCATION_SIGNALS
 from engine.records import Reason, ReasonKind, TransactionEvent
-from engine.textproc import MAX_RAW_BYTES, CleanText
+from engine.text.textproc import MAX_RAW_BYTES, CleanText, clean_user_text
 
 #: The untrusted text fields of a ``TransactionEvent`` that are screened, in order.
 SCREENED_FIELDS: tuple[str, ...] = ("memo", "merchant_descriptor")
@@ -64,6 +64,20 @@ class DetectorResult:
     @property
     def input_reasons(self) -> tuple[Reason, ...]:
         return tuple(r for r in self.reasons if r.kind is ReasonKind.INPUT)
+
+
+def event_input_reasons(event: TransactionEvent, result: DetectorResult | None) -> tuple[Reason, ...]:
+    """What cleaning did to an event's user text (truncated, invisible characters, ...):
+    the detector's ``input`` reasons when it screened the event (same ``clean_user_text``),
+    else cleaned here."""
+    if result is not None:
+        return result.input_reasons
+    out: list[Reason] = []
+    for name, value in (("memo", event.memo), ("merchant_descriptor", event.merchant_descriptor)):
+        if value:
+            for issue in clean_user_text(value).issues:
+                out.append(Reason(ReasonKind.INPUT, f"{name}_{issue}", f"{name}: {issue.replace('_', ' ')}"))
+    return tuple(out)
 
 
 def verdict_reasons(result: DetectorResult | None) -> tuple[Reason, ...]:
@@ -111,12 +125,12 @@ class InjectionDetector:
         self._cached = lru_cache(maxsize=cache_size)(self._analyse) if cache_size > 0 else self._analyse
 
     @classmethod
-    def from_path(cls, directory: Path | None = None, threshold: float | None = None) -> "InjectionDetector":
+    def from_path(cls, directory: Path | None = None, threshold: float | None = None) -> InjectionDetector:
         """Load a trained artifact (``None``: the one shipped in the package)."""
         return cls(DetectorWeights.load(directory), threshold)
 
     @classmethod
-    def default(cls) -> "InjectionDetector":
+    def default(cls) -> InjectionDetector:
         """The shipped detector, loaded once per process."""
         return _default_detector()
 

@@ -21,7 +21,7 @@ Why it looks like this (the shape of confluent-kafka-python's ``eos_transactions
   queue while a commit is in flight), which amortises the commit at saturation.
 * Every call that waits on the broker is bounded twice: the timeout librdkafka is
   given (``settings.worker.kafka_call_timeout_s``) and a watchdog
-  (``settings.worker.kafka_call_bound_s``, ``engine.watchdog.BoundedCaller``), because
+  (``settings.worker.kafka_call_bound_s``, ``engine.worker.watchdog.BoundedCaller``), because
   some calls ignore their timeout (librdkafka #5456, #5511). A call that overruns the
   watchdog raises ``CallOverran`` (fatal): the worker exits and is restarted.
 * The worker runs ``commit_batch`` on a thread of its own and decides the next batch
@@ -33,15 +33,16 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NoReturn, cast
 
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
-from engine.consume import FatalKafkaError, LibrdkafkaLog
-from engine.codec import DeadLetter
 from engine.records import Verdict
 from engine.settings import Settings
-from engine.watchdog import BoundedCaller
+from engine.stages.consume import FatalKafkaError, LibrdkafkaLog
+from engine.wire.codec import DeadLetter
+from engine.worker.watchdog import BoundedCaller
 
 log = logging.getLogger("tollgate.emit")
 
@@ -122,7 +123,8 @@ class TransactionalEmitter:
         """The records of one transaction, encoded: verdicts (key = customer id), then dead
         letters. Pure; the worker calls it on its main thread, so the commit thread only
         waits on the broker instead of competing for the GIL."""
-        out = [(self.verdicts_topic, v.customer_id.encode(), self._encode_verdict(v), None) for v in verdicts]
+        out: list[OutgoingRecord] = [(self.verdicts_topic, v.customer_id.encode(), self._encode_verdict(v), None)
+                                     for v in verdicts]
         out += [(self.dead_letters_topic, dl.original_key, self._encode_dead_letter(dl), dead_letter_headers(dl))
                 for dl in dead_letters]
         return out
@@ -186,7 +188,9 @@ class TransactionalEmitter:
                  headers: list[tuple[str, bytes]] | None) -> None:
         while True:
             try:
-                self._producer.produce(topic, value=value, key=key, headers=headers)
+                # list is invariant: our bytes-only headers are what produce's wider type accepts
+                self._producer.produce(topic, value=value, key=key,
+                                       headers=cast("list[tuple[str, str | bytes | None]] | None", headers))
                 return
             except BufferError:
                 self._producer.poll(0.05)  # local queue full: let deliveries drain
@@ -201,8 +205,7 @@ class TransactionalEmitter:
                 return self._bounded(what, fn)
             except KafkaException as exc:
                 err = _kafka_error(exc)
-                retriable = err is not None and err.retriable() and not err.fatal() and not err.txn_requires_abort()
-                if not retriable:
+                if err is None or not err.retriable() or err.fatal() or err.txn_requires_abort():
                     self._raise_classified(what, exc)
                 if time.monotonic() >= give_up_at:
                     raise _Abortable(f"{what}: still failing after {self._retry_for_s:g} s: {err.str()}") from exc
@@ -213,7 +216,7 @@ class TransactionalEmitter:
                 delay = min(delay * 2, 2.0)
 
     @staticmethod
-    def _raise_classified(what: str, exc: KafkaException) -> None:
+    def _raise_classified(what: str, exc: KafkaException) -> NoReturn:
         err = _kafka_error(exc)
         if err is None or err.fatal():
             raise FatalKafkaError(f"{what}: {exc}") from exc

@@ -11,7 +11,7 @@ string ever carries a control field. The batch has three kinds of segments:
 * **history** (trusted): the customer's last N events as a sequence
   (``history_numeric``, ``history_categorical``, ``history_mask``), most recent first;
 * **text** (untrusted): memo and merchant descriptor, cleaned by ``clean_user_text`` and
-  tokenised by ``engine.tokenizer`` into fixed positions of ``text_ids``. That
+  tokenised by ``engine.text.tokenizer`` into fixed positions of ``text_ids``. That
   vocabulary has no field marker and no control token (only ``[PAD]``/``[UNK]``) and the
   ids index their own embedding table, so text can only ever be text.
 
@@ -31,8 +31,9 @@ from __future__ import annotations
 import hashlib
 import json
 import zlib
-from dataclasses import dataclass, field, fields
-from typing import Any, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 import torch
@@ -41,9 +42,14 @@ from torch import Tensor
 from engine.features.snapshot import ContextSnapshot
 from engine.features.spec import CONTEXT_FEATURES, FEATURE_SCALING, HISTORY_LEN, SPEC_FINGERPRINT
 from engine.records import (
-    MAX_AMOUNT, MAX_EVENT_TIME_MS, MIN_EVENT_TIME_MS, EventValidationError, TransactionEvent,
+    MAX_AMOUNT,
+    MAX_EVENT_TIME_MS,
+    MIN_EVENT_TIME_MS,
+    EventValidationError,
+    TransactionEvent,
 )
-from engine.textproc import clean_user_text
+from engine.text.textproc import clean_user_text
+from engine.text.tokenizer import load_text_tokenizer
 
 #: Categorical control fields and their id-range sizes (slot 0 of each range = missing).
 CATEGORICAL_FIELDS: tuple[tuple[str, int], ...] = (
@@ -121,9 +127,10 @@ class FeatureSchema:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "FeatureSchema":
-        conv = {k: (tuple(tuple(x) if isinstance(x, list) else x for x in v) if isinstance(v, list) else v)
-                for k, v in data.items()}
+    def from_dict(cls, data: dict[str, Any]) -> FeatureSchema:
+        conv: dict[str, Any] = {
+            k: (tuple(tuple(x) if isinstance(x, list) else x for x in v) if isinstance(v, list) else v)
+            for k, v in data.items()}
         return cls(**conv)
 
     def schema_hash(self) -> str:
@@ -132,9 +139,7 @@ class FeatureSchema:
         return hashlib.sha256(blob).hexdigest()[:16]
 
     @classmethod
-    def default(cls) -> "FeatureSchema":
-        from engine.tokenizer import load_text_tokenizer
-
+    def default(cls) -> FeatureSchema:
         tok = load_text_tokenizer()
         offs = _offsets()
         return cls(
@@ -175,7 +180,7 @@ class EncodedBatch:
     def batch_size(self) -> int:
         return len(self)
 
-    def __getitem__(self, index: int | slice | Tensor | Sequence[int]) -> "EncodedBatch":
+    def __getitem__(self, index: int | slice | Tensor | Sequence[int]) -> EncodedBatch:
         """Rows of the batch; an int keeps the batch dimension (a batch of one)."""
         if isinstance(index, int):
             index = slice(index, index + 1) if index != -1 else slice(-1, None)
@@ -183,20 +188,20 @@ class EncodedBatch:
             index = torch.as_tensor(list(index), dtype=torch.long)
         return EncodedBatch(*(getattr(self, n)[index] for n in _TENSORS))
 
-    def to(self, device: torch.device | str, non_blocking: bool = False) -> "EncodedBatch":
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> EncodedBatch:
         return EncodedBatch(*(getattr(self, n).to(device, non_blocking=non_blocking) for n in _TENSORS))
 
     def tensors(self) -> dict[str, Tensor]:
         return {n: getattr(self, n) for n in _TENSORS}
 
     @staticmethod
-    def concat(batches: Sequence["EncodedBatch"]) -> "EncodedBatch":
+    def concat(batches: Sequence[EncodedBatch]) -> EncodedBatch:
         if not batches:
             raise ValueError("concat needs at least one batch")
         return EncodedBatch(*(torch.cat([getattr(b, n) for b in batches]) for n in _TENSORS))
 
     @classmethod
-    def empty(cls, schema: FeatureSchema, batch_size: int = 0) -> "EncodedBatch":
+    def empty(cls, schema: FeatureSchema, batch_size: int = 0) -> EncodedBatch:
         """All-padding batch of the right shapes (warm-up, degraded paths, tests)."""
         B, N, T = batch_size, schema.history_len, schema.text_len
         return cls(
@@ -260,8 +265,6 @@ class FieldIsolatedEncoder:
     """Events + their snapshots → ``EncodedBatch``. Stateless apart from the hash cache."""
 
     def __init__(self, schema: FeatureSchema | None = None):
-        from engine.tokenizer import load_text_tokenizer
-
         self.schema = schema or FeatureSchema.default()
         self.tokenizer = load_text_tokenizer()
         if self.tokenizer.sha256 != self.schema.tokenizer_sha256:
@@ -321,10 +324,16 @@ class FieldIsolatedEncoder:
         batch.assert_finite()
         return batch
 
-    def _history(self, events, snapshots, times) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _history(self, events: Sequence[TransactionEvent], snapshots: Sequence[ContextSnapshot],
+                 times: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         B, N = len(events), self.schema.history_len
-        rows, cols, amts, ts, same, terms = [], [], [], [], [], []
-        prev = []
+        rows: list[int] = []
+        cols: list[int] = []
+        amts: list[float] = []
+        ts: list[int] = []
+        same: list[float] = []
+        terms: list[int] = []
+        prev: list[int] = []
         for i, (e, s) in enumerate(zip(events, snapshots)):
             k = min(N, len(s.history_amounts))
             if not k:
@@ -336,9 +345,9 @@ class FieldIsolatedEncoder:
             ts.extend(ht)
             # gap to the next-older entry; the oldest kept one has no known predecessor
             prev.extend(ht[1:k] + ((ht[k - 1] - int(_UNKNOWN_GAP_S * 1000)),) if k else ())
-            for t in s.history_terminals[:k]:
-                same.append(1.0 if t == e.terminal_id else 0.0)
-                terms.append(self.category_id("terminal", t))
+            for terminal in s.history_terminals[:k]:
+                same.append(1.0 if terminal == e.terminal_id else 0.0)
+                terms.append(self.category_id("terminal", terminal))
         h_num = np.zeros((B, N, self.schema.n_history_numeric), dtype=np.float32)
         h_cat = np.zeros((B, N, self.schema.n_history_categorical), dtype=np.int64)
         h_mask = np.zeros((B, N), dtype=bool)
@@ -355,7 +364,7 @@ class FieldIsolatedEncoder:
             h_mask[r, c] = True
         return h_num, h_cat, h_mask
 
-    def _text(self, events) -> tuple[np.ndarray, np.ndarray]:
+    def _text(self, events: Sequence[TransactionEvent]) -> tuple[np.ndarray, np.ndarray]:
         """Clean → tokenise → fixed positions per text field. Results are cached per raw
         string (descriptors and many memos repeat), bounded like the hash cache."""
         B = len(events)

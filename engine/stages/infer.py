@@ -19,18 +19,21 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Literal, cast
 
 import torch
 from torch import Tensor
 
-from engine.model.card import LoadedModel, ModelCard, load_model_dir
+from engine.model.card import LoadedModel, ModelCard, ModelLoadError, load_model_dir
 from engine.model.decision import DecisionModel
 from engine.model.inputs import ModelInputs, as_inputs, inputs_to, take_rows
-from engine.infer_layers import with_serving_layers
+from engine.model.portable import GraphRunner, load_runner, select_early_exit
 from engine.model.quantize import quantize_int8
+from engine.model.serving_layers import with_serving_layers
+from engine.stages.decide import ScoreRow
 
 
 @dataclass(slots=True, frozen=True)
@@ -51,23 +54,34 @@ class ModelOutputs:
         """Top calibrated verdict probability per row."""
         return self.probs.max(dim=-1).values
 
+    def score_rows(self) -> list[ScoreRow]:
+        """One ``ScoreRow`` per row: what the policy (``engine.stages.decide``) reads."""
+        probs, risk, exits = self.probs.detach().cpu(), self.risk.detach().cpu(), self.exit_layer.detach().cpu()
+        return [ScoreRow((float(p[0]), float(p[1]), float(p[2])), float(r), int(e))
+                for p, r, e in zip(probs.tolist(), risk.tolist(), exits.tolist(), strict=True)]
+
 
 class Inference:
     """Callable infer stage around one loaded model (fp32 or int8)."""
 
     def __init__(self, model: DecisionModel, card: ModelCard, *, int8: bool = False,
                  early_exit_threshold: float | None = None, device: str | torch.device = "cpu",
-                 serving_layers: bool = True):
+                 serving_layers: bool = True, graph: GraphRunner | None = None):
         model = model.eval()
         self.card = card
         self.device = torch.device(device)
+        #: An exported graph (``engine.model.portable``) that runs instead of the module.
+        self.graph = graph
+        if graph is not None and (int8 or self.device.type != "cpu"):
+            raise ValueError("an exported graph runs on the CPU as exported; int8 is chosen at export")
         if int8 and self.device.type != "cpu":
             # Dynamic int8 quantisation is a CPU kernel; on CUDA use bf16 or bitsandbytes (hf_bits).
             raise ValueError(f"int8 dynamic quantisation runs on the CPU only, not on {self.device}")
-        self.model = quantize_int8(model) if int8 else model.to(self.device)
+        # quantize_int8 and with_serving_layers return copies of the same DecisionModel class
+        self.model: DecisionModel = cast(DecisionModel, quantize_int8(model) if int8 else model.to(self.device))
         if serving_layers and not int8 and self.device.type == "cpu":
-            # A copy with cheaper attention, same arithmetic (engine.infer_layers).
-            self.model = with_serving_layers(self.model)
+            # A copy with cheaper attention, same arithmetic (engine.model.serving_layers).
+            self.model = cast(DecisionModel, with_serving_layers(self.model))
         self.int8 = int8
         self.early_exit_threshold = (early_exit_threshold if early_exit_threshold is not None
                                      else card.early_exit_threshold)
@@ -75,12 +89,23 @@ class Inference:
         self._extra_kinds = {h.name: h.kind for h in model.config.extra_heads}
 
     @classmethod
-    def from_loaded(cls, loaded: LoadedModel, **kwargs: Any) -> "Inference":
+    def from_loaded(cls, loaded: LoadedModel, **kwargs: Any) -> Inference:
         return cls(loaded.model, loaded.card, **kwargs)
 
     @classmethod
-    def from_dir(cls, path: str | Path, expected_schema_hash: str | None = None, **kwargs: Any) -> "Inference":
-        return cls.from_loaded(load_model_dir(path, expected_schema_hash), **kwargs)
+    def from_dir(cls, path: str | Path, expected_schema_hash: str | None = None, *,
+                 runtime: Runtime | None = None, card: ModelCard | None = None, **kwargs: Any) -> Inference:
+        """Load a model directory, served by ``runtime`` (default: the ``model.runtime``
+        setting; ``auto`` serves the exported graph the card names, if any)."""
+        loaded = load_model_dir(path, expected_schema_hash)
+        if card is not None:  # the export checks its graph before the card that names it is written
+            loaded = LoadedModel(loaded.model, card, loaded.path)
+        if runtime is None:
+            from engine.settings import get_settings  # local: settings are read only when no runtime is given
+
+            runtime = get_settings().model.runtime
+        graph = _graph_for(loaded, Path(path), runtime)
+        return cls.from_loaded(loaded, graph=graph, **kwargs)
 
     @property
     def version(self) -> str:
@@ -104,7 +129,12 @@ class Inference:
         return ModelOutputs(probs, risk, exit_layer, self.card.version, extra)
 
     def _forward(self, inputs: ModelInputs, t_verdict: float) -> tuple[dict[str, Tensor], Tensor]:
-        if self._use_exit:
+        if self.graph is not None:
+            raw = self.graph(inputs)
+            if self._use_exit and self.early_exit_threshold is not None:
+                return select_early_exit(raw, self.model.config, float(self.early_exit_threshold), t_verdict)
+            return raw, torch.full((inputs.batch_size,), self.model.config.n_layers, dtype=torch.long)
+        if self._use_exit and self.early_exit_threshold is not None:
             return self.model.forward_early_exit(inputs, float(self.early_exit_threshold), t_verdict)
         raw = self.model(inputs)
         return raw, torch.full((inputs.batch_size,), self.model.config.n_layers, dtype=torch.long)
@@ -122,6 +152,25 @@ class Inference:
         inverse[order] = torch.arange(n)
         raw = {name: torch.cat([p[0][name] for p in parts])[inverse] for name in parts[0][0]}
         return raw, torch.cat([p[1] for p in parts])[inverse]
+
+
+Runtime = Literal["auto", "torch", "onnx", "torchscript"]
+
+
+def _graph_for(loaded: LoadedModel, root: Path, runtime: Runtime) -> GraphRunner | None:
+    """The exported graph ``runtime`` asks for, or None for the PyTorch module."""
+    serving = loaded.card.serving
+    if runtime == "torch" or (runtime == "auto" and serving is None):
+        return None
+    if serving is None or (runtime != "auto" and serving.format != runtime):
+        raise ModelLoadError(f"runtime {runtime} asked for, but {root} holds "
+                             f"{'no exported graph' if serving is None else 'a ' + serving.format + ' graph'}: "
+                             f"run `tollgate model export {root} --format {runtime}` or set "
+                             "TOLLGATE_MODEL__RUNTIME=auto")
+    graph_file = root / serving.file
+    if not graph_file.is_file():
+        raise ModelLoadError(f"{graph_file} not found, though the card names it")
+    return load_runner(graph_file, serving.format, loaded.model.config)
 
 
 #: Rows per model call on the CPU. A worker batch (events plus the text-blind twins of

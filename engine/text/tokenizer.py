@@ -14,7 +14,7 @@ padding id, so the text mask (``ids != 0``) is exact.
 
 Retrain (deterministic for a given corpus)::
 
-    python -m engine.tokenizer --out engine/assets/text_tokenizer.json
+    python -m engine.text.tokenizer --out engine/assets/text_tokenizer.json
 
 >>> tok = load_text_tokenizer()
 >>> ids, mask = tok.encode(["rent June", None, "[PAD] [CLS]"], max_len=8)
@@ -27,14 +27,15 @@ from __future__ import annotations
 import argparse
 import csv
 import hashlib
+import json
 import random
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import numpy as np
 
-ASSET = Path(__file__).resolve().parent / "assets" / "text_tokenizer.json"
+ASSET = Path(__file__).resolve().parent.parent / "assets" / "text_tokenizer.json"
 PAD_ID, UNK_ID = 0, 1
 SPECIALS = ("[PAD]", "[UNK]")
 #: Strings that must never be a vocabulary entry (checked when loading).
@@ -46,6 +47,7 @@ class TextTokenizer:
     """Thin wrapper: padded id/mask arrays from a list of (already cleaned) texts."""
 
     def __init__(self, path: Path = ASSET):
+        # local: tokenizers loads only to build or load the tokenizer
         from tokenizers import Tokenizer
 
         raw = path.read_bytes()
@@ -142,8 +144,7 @@ def training_corpus(seed: int = 7, n_synthetic: int = 20_000,
 def train_text_tokenizer(out: Path = ASSET, vocab_size: int = 3000, seed: int = 7,
                          n_synthetic: int = 20_000) -> Path:
     """Train the byte-level BPE and write it with NO added tokens (see module docstring)."""
-    import json
-
+    # local: tokenizers loads only to build or load the tokenizer
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE(unk_token="[UNK]"))

@@ -4,7 +4,7 @@ Avro messages are framed the Confluent way — magic byte ``0``, a 4-byte big-en
 schema id, then the Avro binary body (fastavro, schemaless) — so a reader resolves
 *whichever* schema wrote a message to the current reader schema: an old producer
 still publishing the v0 event layout is read with defaults for the newer fields.
-Ids come from ``engine.schema_catalog``: a Schema Registry when
+Ids come from ``engine.wire.schema_catalog``: a Schema Registry when
 ``TOLLGATE_SCHEMA_REGISTRY_URL`` is set, otherwise the fixed ids in ``schemas/``.
 
 Many upstream services publish JSON, so a message whose header ``content-type`` is
@@ -35,8 +35,8 @@ True
 >>> codec.decode_event(b"garbage")
 Traceback (most recent call last):
 ...
-engine.codec.DecodeError: decode failed at ?: ValueError: not Confluent Avro framing (magic byte 0x67, expected 0x00); JSON needs the header content-type: application/json
-"""
+engine.wire.codec.DecodeError: decode failed at ?: ValueError: not Confluent Avro framing (magic byte 0x67, expected 0x00); JSON needs the header content-type: application/json
+"""  # noqa: E501 (a doctest line is the exception message as printed)
 
 from __future__ import annotations
 
@@ -55,14 +55,14 @@ from engine.records import (
     Verdict,
     event_from_json,
 )
-from engine.schema_catalog import (
+from engine.settings import Settings, get_settings
+from engine.wire.schema_catalog import (
     RegistryUnavailable,
     SchemaCatalog,
     catalog_from_settings,
     load_schema_file,
     parse_plain,
 )
-from engine.settings import Settings, get_settings
 
 MAGIC_BYTE = 0
 CONTENT_TYPE = "content-type"
@@ -108,7 +108,7 @@ class DeadLetter:
     @classmethod
     def from_error(cls, error: BaseException, failed_at_ms: int, *, value: bytes | None = None,
                    key: bytes | None = None, source: SourcePosition | None = None,
-                   stage: str = "decode") -> "DeadLetter":
+                   stage: str = "decode") -> DeadLetter:
         """Build from a ``DecodeError`` (which knows everything) or any other stage's error."""
         if isinstance(error, DecodeError):
             value, key, source, stage = error.raw_value, error.raw_key, error.source, error.stage
@@ -135,7 +135,7 @@ class DeadLetter:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "DeadLetter":
+    def from_dict(cls, data: Mapping[str, Any]) -> DeadLetter:
         return cls(**{f.name: data[f.name] for f in fields(cls)})
 
 

@@ -16,6 +16,10 @@ False
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import redis
@@ -26,6 +30,52 @@ CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster")
 #: What every Tollgate Redis client may be. Code that needs to know which one it holds
 #: asks ``isinstance(client, RedisCluster)``.
 AnyRedis = redis.Redis | RedisCluster
+
+
+log = logging.getLogger("tollgate.redis")
+
+#: A reply slower than this is logged with the thread that waited for it: a Redis read
+#: that times out inside the worker while Redis answers others in time is otherwise
+#: invisible (ops/bench/hotswap.py reads these lines from the worker log).
+SLOW_REPLY_MS = 200.0
+
+
+class TimedConnection(redis.Connection):
+    """A single-server connection that logs a slow or timed-out reply (``SLOW_REPLY_MS``)
+    with the waiting thread's name, and how long since the command was sent."""
+
+    _sent_at: float = 0.0
+    _command: str = "pipeline"
+    _last: str = ""
+
+    def send_command(self, *args: Any, **kwargs: Any) -> None:
+        name = args[0] if args else b"?"
+        self._command = name.decode(errors="replace") if isinstance(name, bytes) else str(name)
+        super().send_command(*args, **kwargs)  # type: ignore[no-untyped-call]  # redis-py is untyped here
+        self._command = "pipeline"  # a pipeline sends packed commands without this call
+
+    def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        self._sent_at = time.perf_counter()
+        self._last = self._command
+        super().send_packed_command(command, check_health)  # type: ignore[no-untyped-call]  # redis-py is untyped here
+
+    def read_response(self, *args: Any, **kwargs: Any) -> Any:
+        if "timeout" in kwargs:  # a pub/sub poll: waiting is its purpose
+            return super().read_response(*args, **kwargs)
+        started = time.perf_counter()
+        outcome = "ok"
+        try:
+            return super().read_response(*args, **kwargs)
+        except redis.exceptions.TimeoutError:
+            outcome = "timeout"
+            raise
+        finally:
+            waited_ms = (time.perf_counter() - started) * 1000
+            if waited_ms >= SLOW_REPLY_MS or outcome != "ok":
+                sent_at = self._sent_at or started
+                log.warning("slow Redis reply", extra={
+                    "waiting_thread": threading.current_thread().name, "outcome": outcome, "command": self._last,
+                    "read_ms": round(waited_ms, 1), "since_send_ms": round((time.perf_counter() - sent_at) * 1000, 1)})
 
 
 def is_cluster_url(url: str) -> bool:
@@ -48,6 +98,8 @@ def connect(url: str, socket_timeout_s: float | None = 0.5, **kwargs) -> AnyRedi
     """A client for ``url``; the timeouts bound every command and connection attempt."""
     timeouts = {"socket_timeout": socket_timeout_s, "socket_connect_timeout": socket_timeout_s}
     if not is_cluster_url(url):
+        if url.split("://", 1)[0].lower() == "redis":
+            kwargs.setdefault("connection_class", TimedConnection)
         return redis.Redis.from_url(url, **timeouts, **kwargs)
     # urlsplit reads the credentials of the first "host" only; the netloc holds them once.
     auth = urlsplit(url.split(",", 1)[0])

@@ -141,6 +141,7 @@ class RegistryCatalog:
     def __init__(self, url: str, basic_auth: str | None = None, schema_dir: Path = SCHEMA_DIR,
                  client_conf: dict[str, Any] | None = None):
         # Imported here: the registry client pulls in an HTTP stack the local mode never needs.
+        # local: a Kafka client only on this path (no broker needed elsewhere)
         from confluent_kafka.schema_registry import SchemaRegistryClient
 
         conf: dict[str, Any] = {"url": url, **(client_conf or {})}
@@ -157,6 +158,7 @@ class RegistryCatalog:
         found = self._ids.get(key)
         if found is not None:
             return found
+        # local: a Kafka client only on this path (no broker needed elsewhere)
         from confluent_kafka.schema_registry import Schema
 
         text = json.dumps(load_schema_file(kind, self._schema_dir))
@@ -170,6 +172,7 @@ class RegistryCatalog:
         found = self._schemas.get(schema_id)
         if found is not None:
             return found
+        # local: a Kafka client only on this path (no broker needed elsewhere)
         from confluent_kafka.schema_registry.error import SchemaRegistryError
 
         try:

@@ -1,4 +1,4 @@
-"""Create Tollgate's four topics on the broker, idempotently; count what is in them.
+"""Create Tollgate's topics on the broker, idempotently; count what is in them.
 
 The broker runs with automatic topic creation off (a typo in a topic name must fail
 loudly, not silently create an empty topic), so every topic is created here, with
@@ -7,7 +7,7 @@ the partition counts from ``settings.topics``. A topic that already exists is fi
 worker group can never run more consumers than ``tx.events`` has partitions.
 
 >>> [spec.name for spec in topic_specs(Settings())]
-['tx.events', 'tx.verdicts', 'tx.outcomes', 'tx.events.dlq']
+['tx.events', 'tx.verdicts', 'tx.outcomes', 'tx.events.dlq', 'tx.outcomes.trusted']
 """
 
 from __future__ import annotations
@@ -49,7 +49,8 @@ _DAY_MS = 86_400_000
 
 
 def topic_specs(settings: Settings) -> list[TopicSpec]:
-    """The four topics with partition counts from settings."""
+    """The topics with partition counts from settings: four, and the trusted outcome
+    topic when one is set (``feedback.trust.trusted_topic``)."""
     t = settings.topics
     rf = t.replication_factor
     # Set on the topic, not left to the broker default, so a topic keeps its guarantee
@@ -58,12 +59,30 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
     # Outcomes arrive up to ~30 days after the event; the DLQ must outlive a long
     # weekend of nobody looking. Events and verdicts keep the broker default (7 days).
     long_retention = (("retention.ms", str(45 * _DAY_MS)),)
-    return [
+    specs = [
         TopicSpec(t.events, t.events_partitions, rf, isr),
         TopicSpec(t.verdicts, t.verdicts_partitions, rf, isr),
         TopicSpec(t.outcomes, t.outcomes_partitions, rf, isr + long_retention),
         TopicSpec(t.dead_letters, t.dead_letters_partitions, rf, isr + long_retention),
     ]
+    trusted = settings.feedback.trust.trusted_topic
+    if trusted:
+        specs.append(TopicSpec(trusted, t.outcomes_partitions, rf, isr + long_retention))
+    return specs
+
+
+def outcome_topic(settings: Settings, source: str, default: str | None = None) -> str:
+    """Where an outcome from ``source`` is published: the ACL-protected trusted topic for
+    a trusted source (analysts' reviews by default), else ``default`` or ``tx.outcomes``.
+    The feedback worker trusts a source's name only on that topic (``feedback.trust``).
+
+    >>> outcome_topic(Settings(), "review_queue"), outcome_topic(Settings(), "issuer_chargeback")
+    ('tx.outcomes.trusted', 'tx.outcomes')
+    """
+    trust = settings.feedback.trust
+    if trust.trusted_topic and source in trust.trusted_sources:
+        return trust.trusted_topic
+    return default or settings.topics.outcomes
 
 
 #: librdkafka logs every failed connection attempt (20 lines a second while a broker is

@@ -3,7 +3,7 @@
 ``BatchCommitter`` holds the transaction in flight, if any. The worker calls
 ``begin`` for a decided batch only after ``reap(block=True)`` has settled the
 previous one, so transactions never overlap and commit in the order the batches were
-read (``engine.worker`` describes the whole protocol; ``engine.emit`` one transaction).
+read (``engine.worker.loop`` describes the whole protocol; ``engine.stages.emit`` one transaction).
 
 A batch that closed while records were still arriving (``InFlight.overlap_commit``)
 commits on the commit thread, which mostly waits for the broker, while the main thread
@@ -21,14 +21,17 @@ worker exits to be restarted.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-from engine.emit import BatchAborted, TransactionalEmitter
-from engine.inflight import InFlight, run_now
-from engine.metrics import EngineMetrics
-from engine.watchdog import CallOverran
+from engine.observe.metrics import EngineMetrics
+from engine.records import Verdict
+from engine.stages.emit import BatchAborted, OutgoingRecord, TransactionalEmitter
+from engine.wire.codec import DeadLetter
+from engine.worker.inflight import InFlight, run_now
+from engine.worker.watchdog import CallOverran
 
 
 class TransactionFailed(Exception):
@@ -109,11 +112,12 @@ class BatchCommitter:
     def shutdown(self) -> None:
         self._thread.shutdown(wait=True)
 
-    def _result(self, committing: Future) -> tuple[float, float]:
+    def _result(self, committing: Future[tuple[float, float]]) -> tuple[float, float]:
         """The commit thread's answer, waited for at most as long as a transaction can take."""
         bound_s = self.emitter.longest_commit_s
         try:
-            return committing.result(timeout=bound_s)
+            result: tuple[float, float] = committing.result(timeout=bound_s)
+            return result
         except FutureTimeout as exc:
             raise CallOverran(f"the commit thread gave no answer within {bound_s:g} s") from exc
 
@@ -124,7 +128,9 @@ class BatchCommitter:
         for dl in batch.dead_letters:
             self.metrics.dead_letters.labels(dl.stage, dl.error_class).inc()
 
-    def _commit(self, verdicts, dead_letters, offsets, meta, encoded) -> tuple[float, float]:
+    def _commit(self, verdicts: Sequence[Verdict], dead_letters: Sequence[DeadLetter],
+                offsets: Mapping[tuple[str, int], int], meta: Any,
+                encoded: Sequence[OutgoingRecord] | None) -> tuple[float, float]:
         """One transaction (on the commit thread, or in line). Returns (its seconds,
         commit wall-clock ms)."""
         t0 = time.perf_counter()

@@ -21,9 +21,11 @@ its data, is decided again.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import redis
+from redis.cluster import RedisCluster
 
 from engine.features.store import ContextUnavailable
 from engine.records import TransactionEvent
@@ -40,7 +42,7 @@ def position_of(event: TransactionEvent) -> str:
 class ReSendFilter:
     """Which events of a batch own their id (keep) and which are re-sends (drop)."""
 
-    def __init__(self, client: redis.Redis, key_prefix: str, horizon_s: int):
+    def __init__(self, client: redis.Redis | RedisCluster, key_prefix: str, horizon_s: int):
         if horizon_s <= 0:
             raise ValueError("horizon_s must be positive (0 means: build no filter)")
         self._client = client

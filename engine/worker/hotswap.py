@@ -4,17 +4,17 @@ swap between batches.
 Why it looks like this:
 
 * The serving pointer is one Redis string, ``<prefix>:model:serving``, and every change
-  is published on ``<prefix>:model:events`` (``feedback.registry``). Pub/sub is fast but
+  is published on ``<prefix>:model:events`` (``engine.model.registry``). Pub/sub is fast but
   lossy (a message sent while we reconnect is gone), so the watcher also re-reads the
   key every ``check_every_s``: pub/sub gives seconds, the periodic check gives
   certainty.
 * Loading and warming a model takes long enough to hurt p99, so it happens on a
   background thread at low priority (the thread makes itself ``LOADER_NICE`` nicer; a
-  new model process loads that much nicer too: ``engine.infer_process``), warmed at
+  new model process loads that much nicer too: ``engine.worker.infer_process``), warmed at
   the batch sizes the stream uses, so that its first real batch is not its first large
   one. The old model process is stopped without waiting on the loop (its stdin is
-  closed; it is reaped on a thread of its own: ``engine.infer_process._stop``). The hot loop only calls ``apply_ready`` between batches, which is
-  one reference swap (``DecisionPipeline.swap``): no batch is ever half old model,
+  closed; it is reaped on a thread of its own: ``engine.worker.infer_process._stop``).
+  The hot loop only calls ``apply_ready`` between batches, which is one reference swap (``DecisionPipeline.swap``): no batch is ever half old model,
   half new, and no batch waits for a load.
 * A version that fails to load or to decide synthetic events is *refused*: it is
   logged, counted, remembered (so it is not retried every few seconds), and the old
@@ -29,21 +29,13 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from engine.warmup import synthetic_events
-
-
-def serving_key(key_prefix: str) -> str:
-    """The Redis string naming the serving model version (written by ``feedback.registry``)."""
-    return f"{key_prefix}:model:serving"
-
-
-def events_channel(key_prefix: str) -> str:
-    """The pub/sub channel on which every promotion and rollback is announced."""
-    return f"{key_prefix}:model:events"
+from engine.worker.infer_process import may_return_to, process_nice
+from engine.worker.warmup import synthetic_events
 
 log = logging.getLogger("tollgate.hotswap")
 
@@ -70,6 +62,10 @@ class ModelWatcher:
                  warmup_sizes: tuple[int, ...] = (1, 16), check_every_s: float = 5.0,
                  metrics: Any | None = None):
         self.redis = redis_client
+        # Here, not at module level: engine.model imports PyTorch, and the worker must start
+        # its model process before it imports PyTorch itself (engine.assemble.load_model_components).
+        from engine.model.registry import events_channel, serving_key  # local: see above
+
         self.serving_key = serving_key(key_prefix)
         self.events_channel = events_channel(key_prefix)
         self.models_dir = Path(models_dir)
@@ -89,7 +85,7 @@ class ModelWatcher:
 
     # -- lifecycle -----------------------------------------------------------------------
 
-    def start(self) -> "ModelWatcher":
+    def start(self) -> ModelWatcher:
         for target, name in ((self._poll_loop, "tollgate-hotswap"), (self._listen_loop, "tollgate-hotswap-sub")):
             t = threading.Thread(target=target, name=name, daemon=True)
             t.start()
@@ -195,6 +191,11 @@ class ModelWatcher:
 def _lower_this_thread(increment: int) -> None:
     """Make the calling thread ``increment`` nicer (Linux schedules threads one by one);
     it only loads and warms models, so it never needs its priority back."""
+    if not may_return_to(process_nice()):
+        # A model process started from this thread inherits its nice level and could not
+        # return to the worker's priority to serve (engine.worker.infer_process._nice_while).
+        log.info("model loader runs at normal priority", extra={"error": "may not renice back"})
+        return
     try:
         tid = threading.get_native_id()
         os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + increment))

@@ -1,5 +1,5 @@
 """The infer stage in a child process: ``ProcessInference`` is called exactly like
-``engine.infer.Inference`` and returns the same ``ModelOutputs``, but the forward pass
+``engine.stages.infer.Inference`` and returns the same ``ModelOutputs``, but the forward pass
 runs in a process of its own.
 
 Why: the worker's Python stages (poll, decode, enrich, encode, detect, decide, guard,
@@ -13,7 +13,7 @@ by default) makes the worker's model a ``SplitInference``: large batches go to t
 child, small ones stay here; ``python ops/bench/engine.py --modes`` measures it against
 one process and against a thread (figures in docs/performance.md).
 
-Protocol (the child is ``python -m engine.infer_process``, talking over its stdin/stdout):
+Protocol (the child is ``python -m engine.worker.infer_process``, talking over its stdin/stdout):
 length-prefixed pickled frames. The parent's first frame names the model directory,
 the expected schema hash and the PyTorch threads; the child loads the model with
 ``Inference.from_dir`` — the same loading, schema check and serving layers as in
@@ -45,7 +45,7 @@ import sys
 import threading
 import weakref
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 # engine.model.inputs (and so PyTorch) is imported where it is used: the worker spawns
 # its model process before it imports PyTorch itself, so both imports run at once
@@ -66,7 +66,7 @@ class ProcessInference:
     """Callable infer stage (``EncodedBatch`` -> ``ModelOutputs``) backed by a child process."""
 
     def __init__(self, model_dir: str | Path, *, expected_schema_hash: str | None = None,
-                 torch_threads: int = 1, load_nice: int = 0, spawned: subprocess.Popen | None = None,
+                 torch_threads: int = 1, load_nice: int = 0, spawned: subprocess.Popen[bytes] | None = None,
                  **inference_kwargs: Any):
         self.model_dir = Path(model_dir)
         #: ``load_nice``: the child imports PyTorch and loads the model this much nicer (a
@@ -75,14 +75,15 @@ class ProcessInference:
         self._args = {"model_dir": str(self.model_dir), "expected_schema_hash": expected_schema_hash,
                       "torch_threads": torch_threads, "load_nice": load_nice, "inference": inference_kwargs}
         self._lock = threading.Lock()  # one batch in the pipe at a time
-        self._child: subprocess.Popen | None = None
-        self._finalizer: weakref.finalize | None = None
+        self._child: subprocess.Popen[bytes] | None = None
+        self._finalizer: weakref.finalize[[subprocess.Popen[bytes]], ProcessInference] | None = None
         #: ``spawned``: a child already started with these arguments (``spawn_model_process``).
         self.version = self._start(spawned)
 
     # -- the stage -------------------------------------------------------------------------
 
     def __call__(self, batch: Any) -> Any:
+        # local: `python -m engine.worker.infer_process` runs this module first; torch and the model load later, niced
         from engine.model.inputs import TENSOR_FIELDS, as_inputs
 
         inputs = as_inputs(batch)
@@ -91,9 +92,11 @@ class ProcessInference:
             if self._child is None:
                 self._start()
             child = self._child
+            if child is None:  # _start sets it or raises
+                raise InferenceProcessLost("model process did not start")
             try:
-                _write(child.stdin, arrays)
-                reply = _read(child.stdout)
+                _write(_stdin(child), arrays)
+                reply = _read(_stdout(child))
             except (OSError, EOFError, pickle.UnpicklingError) as exc:
                 code = child.poll()
                 self._stop_child()
@@ -109,7 +112,7 @@ class ProcessInference:
 
     # -- the child's lifecycle -------------------------------------------------------------
 
-    def _start(self, spawned: subprocess.Popen | None = None) -> str:
+    def _start(self, spawned: subprocess.Popen[bytes] | None = None) -> str:
         child = spawned if spawned is not None else _spawn(self._args)
         try:
             reply = _read_with_timeout(child, START_TIMEOUT_S)
@@ -123,7 +126,7 @@ class ProcessInference:
         self._child = child
         self._finalizer = weakref.finalize(self, _stop, child)
         log.info("model process started", extra={"pid": child.pid, "model_version": reply[1]})
-        return reply[1]
+        return str(reply[1])
 
     def _stop_child(self) -> None:
         if self._finalizer is not None:
@@ -152,6 +155,7 @@ class SplitInference:
         return rows >= self.remote_min_rows
 
     def __call__(self, batch: Any) -> Any:
+        # local: `python -m engine.worker.infer_process` runs this module first; torch and the model load later, niced
         from engine.model.inputs import as_inputs
 
         rows = as_inputs(batch).batch_size
@@ -162,7 +166,7 @@ class SplitInference:
 
 
 def spawn_model_process(model_dir: str | Path, *, torch_threads: int = 1, load_nice: int = 0,
-                        **inference_kwargs: Any) -> subprocess.Popen:
+                        **inference_kwargs: Any) -> subprocess.Popen[bytes]:
     """Start a model process now and return it, to be handed to ``ProcessInference``
     (``spawned=``) once this process has loaded what it needs: the child's start
     (importing PyTorch, loading the model) then overlaps ours. It does not check the
@@ -171,11 +175,15 @@ def spawn_model_process(model_dir: str | Path, *, torch_threads: int = 1, load_n
                    "torch_threads": torch_threads, "load_nice": load_nice, "inference": inference_kwargs})
 
 
-def _spawn(args: dict[str, Any]) -> subprocess.Popen:
-    child = subprocess.Popen([sys.executable, "-m", "engine.infer_process"], stdin=subprocess.PIPE,
+def _spawn(args: dict[str, Any]) -> subprocess.Popen[bytes]:
+    # A child inherits the nice level of the *thread* that starts it, and a hot swap starts
+    # it from the loader thread, which runs LOADER_NICE nicer (engine.worker.hotswap): the
+    # child must serve at the worker's own priority, not the loader's.
+    args = {**args, "serve_nice": process_nice()}
+    child = subprocess.Popen([sys.executable, "-m", "engine.worker.infer_process"], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, env=os.environ.copy())
     try:
-        _write(child.stdin, args)
+        _write(_stdin(child), args)
     except BaseException:
         child.kill()
         child.wait()
@@ -183,30 +191,39 @@ def _spawn(args: dict[str, Any]) -> subprocess.Popen:
     return child
 
 
-def _stop(child: subprocess.Popen) -> None:
+def _stdin(child: subprocess.Popen[bytes]) -> BinaryIO:
+    return cast(BinaryIO, child.stdin)  # always a pipe: the child is started with stdin=PIPE
+
+
+def _stdout(child: subprocess.Popen[bytes]) -> BinaryIO:
+    return cast(BinaryIO, child.stdout)  # always a pipe: the child is started with stdout=PIPE
+
+
+def _stop(child: subprocess.Popen[bytes]) -> None:
     """Close the child's stdin (it exits on end-of-file); reap it, or kill it if it
     lingers, on a thread of its own: this runs wherever the last reference to a model
     is dropped — after a hot swap, on the worker's loop — which must not wait for it."""
     try:
-        child.stdin.close()
+        _stdin(child).close()
     except OSError:
         pass
     threading.Thread(target=_reap, args=(child,), name="tollgate-model-reap", daemon=True).start()
 
 
-def _reap(child: subprocess.Popen) -> None:
+def _reap(child: subprocess.Popen[bytes]) -> None:
     try:
         child.wait(5)
     except subprocess.TimeoutExpired:
         child.kill()
         child.wait()
-    child.stdout.close()
+    _stdout(child).close()
 
 
 def _outputs(fields: dict[str, Any]) -> Any:
+    # local: `python -m engine.worker.infer_process` runs this module first; torch and the model load later, niced
     import torch
 
-    from engine.infer import ModelOutputs
+    from engine.stages.infer import ModelOutputs
 
     return ModelOutputs(torch.from_numpy(fields["probs"]), torch.from_numpy(fields["risk"]),
                         torch.from_numpy(fields["exit_layer"]), fields["model_version"],
@@ -233,10 +250,10 @@ def _read(stream: BinaryIO) -> Any:
     return pickle.loads(data)
 
 
-def _read_with_timeout(child: subprocess.Popen, timeout_s: float) -> Any:
+def _read_with_timeout(child: subprocess.Popen[bytes], timeout_s: float) -> Any:
     """The child's first reply, or an error if it has none within ``timeout_s``."""
     result: list[Any] = []
-    reader = threading.Thread(target=lambda: result.append(_read(child.stdout)), daemon=True)
+    reader = threading.Thread(target=lambda: result.append(_read(_stdout(child))), daemon=True)
     reader.start()
     reader.join(timeout_s)
     if not result:
@@ -246,26 +263,40 @@ def _read_with_timeout(child: subprocess.Popen, timeout_s: float) -> Any:
 
 # -- the child -----------------------------------------------------------------------------
 
+def process_nice() -> int:
+    """This process's own priority: its main thread's nice level (on Linux each thread has
+    one, and ``getpriority(PRIO_PROCESS, 0)`` answers for the calling thread only)."""
+    return os.getpriority(os.PRIO_PROCESS, os.getpid())
+
+
+def may_return_to(nice: int) -> bool:
+    """Whether this process may lower its nice level back to ``nice`` (root, or
+    ``RLIMIT_NICE`` allows it: an unprivileged process may go down to 20 - soft)."""
+    # local: resource is POSIX-only and needed only to renice
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NICE)
+    return os.geteuid() == 0 or soft == resource.RLIM_INFINITY or 20 - soft <= nice
+
+
 class _nice_while:
-    """Run the block ``increment`` nicer, then return to the priority we had — but only
-    if this process may return to it (root, or ``RLIMIT_NICE`` allows it); otherwise do
+    """Run the block ``increment`` nicer than ``serve_nice`` (the worker's priority), then
+    serve at ``serve_nice`` — but only if this process may return to it; otherwise do
     nothing, since a model process stuck at low priority would slow every batch after."""
 
-    def __init__(self, increment: int):
-        self.increment, self.original = increment, None
+    def __init__(self, increment: int, serve_nice: int | None = None):
+        self.increment = increment
+        self.serve_nice = serve_nice
+        self.original: int | None = None
 
     def __enter__(self) -> None:
-        if self.increment <= 0:
+        current = os.getpriority(os.PRIO_PROCESS, 0)
+        serve = current if self.serve_nice is None else self.serve_nice
+        if not may_return_to(serve):
             return
-        import resource
-
-        original = os.getpriority(os.PRIO_PROCESS, 0)
-        soft, _ = resource.getrlimit(resource.RLIMIT_NICE)
-        # RLIMIT_NICE lets an unprivileged process go down to nice 20 - soft (infinity: any).
-        may_return = os.geteuid() == 0 or soft == resource.RLIM_INFINITY or 20 - soft <= original
-        if may_return:
-            os.setpriority(os.PRIO_PROCESS, 0, min(19, original + self.increment))
-            self.original = original
+        self.original = serve
+        if self.increment > 0 or serve != current:
+            os.setpriority(os.PRIO_PROCESS, 0, min(19, serve + max(0, self.increment)))
 
     def __exit__(self, *exc: Any) -> None:
         if self.original is not None:
@@ -276,11 +307,14 @@ def _serve(inp: BinaryIO, out: BinaryIO) -> None:
     """Load the model, then answer batches until end-of-file on ``inp``."""
     args = _read(inp)
     try:
-        with _nice_while(args.get("load_nice", 0)):
+        with _nice_while(args.get("load_nice", 0), args.get("serve_nice")):
+            # local: `python -m engine.worker.infer_process` runs this module first; torch and the model load later, niced
             import torch
 
-            from engine.infer import Inference
             from engine.model.inputs import ModelInputs
+
+            # local: `python -m engine.worker.infer_process` runs this module first; torch and the model load later, niced
+            from engine.stages.infer import Inference
 
             if args["torch_threads"]:
                 torch.set_num_threads(args["torch_threads"])
@@ -297,7 +331,7 @@ def _serve(inp: BinaryIO, out: BinaryIO) -> None:
         try:
             batch = ModelInputs(**{k: torch.from_numpy(v) for k, v in arrays.items()})
             o = inference(batch)
-            reply: tuple = ("ok", {"probs": o.probs.numpy(), "risk": o.risk.numpy(),
+            reply: tuple[Any, ...] = ("ok", {"probs": o.probs.numpy(), "risk": o.risk.numpy(),
                                    "exit_layer": o.exit_layer.numpy(), "model_version": o.model_version,
                                    "extra": {k: v.numpy() for k, v in o.extra.items()}})
         except Exception as exc:  # noqa: BLE001 - the parent raises it for this batch

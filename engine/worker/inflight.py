@@ -1,7 +1,7 @@
 """``InFlight``: one micro-batch on its way from poll to commit, and what its
 transaction holds.
 
-The worker (``engine.worker``) keeps several batches in flight — being prepared and
+The worker (``engine.worker.loop``) keeps several batches in flight — being prepared and
 scored on its threads (``Started``), finished on its main thread, in a Kafka
 transaction on the commit thread — and commits them strictly in order. This module is the
 bookkeeping that makes that safe: which records a batch holds, which of its
@@ -9,8 +9,8 @@ partitions were revoked while it was in flight (their records are then neither
 emitted nor committed by it: the new owner re-reads them from the committed offset),
 and where to rewind when a batch and everything after it must be redone.
 
->>> from engine.consume import RawRecord
->>> from engine.decode import Decoded
+>>> from engine.stages.consume import RawRecord
+>>> from engine.stages.decode import Decoded
 >>> recs = [RawRecord("t", p, o, None, b"", (), 0, 0.0) for p, o in ((0, 5), (1, 7), (0, 6))]
 >>> b = InFlight(recs, Decoded([], [], []))
 >>> b.next_offsets()
@@ -24,14 +24,15 @@ and where to rewind when a batch and everything after it must be redone.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any
 
-from engine.codec import DeadLetter
-from engine.consume import RawRecord
-from engine.decode import Decoded
 from engine.records import Verdict
+from engine.stages.consume import RawRecord
+from engine.stages.decode import Decoded
+from engine.wire.codec import DeadLetter
 
 Partition = tuple[str, int]
 
@@ -41,10 +42,10 @@ class InFlight:
     records: list[RawRecord]
     decoded: Decoded
     #: ``DecisionPipeline.prepare`` running on the prepare thread (a backlog's batch).
-    preparing: Future | None = None
+    preparing: Future[Any] | None = None
     #: The batch's ``ScoredBatch``: ``DecisionPipeline.score`` on the infer thread, or done
     #: in line (``run_now``); None when there is nothing to finish.
-    scoring: Future | None = None
+    scoring: Future[Any] | None = None
     verdicts: list[Verdict] = field(default_factory=list)
     #: Arrival time of each verdict's event, and its source partition (aligned with ``verdicts``).
     arrivals: list[float] = field(default_factory=list)
@@ -53,7 +54,7 @@ class InFlight:
     #: Partitions taken from this worker while the batch was in flight.
     revoked: set[Partition] = field(default_factory=set)
     #: ``TransactionalEmitter.commit_batch`` running on the commit thread (or done in line).
-    committing: Future | None = None
+    committing: Future[Any] | None = None
     #: Commit on the commit thread while the next batch is decided (records were still
     #: arriving when this batch closed); otherwise in line, at once.
     overlap_commit: bool = False
@@ -135,10 +136,10 @@ def first_offsets(record_lists: Iterable[Sequence[RawRecord]]) -> dict[Partition
     return out
 
 
-def run_now(fn: Callable[[Any], Any], arg: Any) -> Future:
+def run_now(fn: Callable[[Any], Any], arg: Any) -> Future[Any]:
     """``fn(arg)`` on this thread, as a finished future: a batch scored in line takes the
     same path (and error path, at ``result()``) as one scored on the infer thread."""
-    future: Future = Future()
+    future: Future[Any] = Future()
     try:
         future.set_result(fn(arg))
     except Exception as exc:  # noqa: BLE001 - re-raised by result(), as the thread's would be
@@ -146,7 +147,7 @@ def run_now(fn: Callable[[Any], Any], arg: Any) -> Future:
     return future
 
 
-def score_when_prepared(pipeline: Any, preparing: Future) -> Any:
+def score_when_prepared(pipeline: Any, preparing: Future[Any]) -> Any:
     """The infer thread's task for a backlog's batch: its forward pass once the prepare
     thread has enriched and encoded it (a prepare error is raised from here)."""
     return pipeline.score(preparing.result())

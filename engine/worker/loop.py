@@ -10,11 +10,11 @@ One batch, in order — the commit protocol:
    first record, or (``settings.batch.close_when_idle``, the default) the consumer has
    nothing more fetched: a quiet stream then waits for no company, and under load
    batches fill by themselves while the previous ones are being decided
-   (``engine.batch``).
+   (``engine.stages.batch``).
 2. **Decode.** Undecodable, schema-invalid or out-of-range records become dead
-   letters; the rest become events (``engine.decode``). Re-sent event ids (another
-   record owns the id) are dropped and counted (``engine.dedupe``); their offsets
-   still commit. Redis down: held like enrich (``engine.redis_hold``).
+   letters; the rest become events (``engine.stages.decode``). Re-sent event ids (another
+   record owns the id) are dropped and counted (``engine.worker.dedupe``); their offsets
+   still commit. Redis down: held like enrich (``engine.worker.redis_hold``).
 3. **Decide**, in three phases (``DecisionPipeline.prepare`` / ``score`` /
    ``finish``): enrich from Redis (idempotent per event id, so a redone batch never
    counts twice; Redis down → degraded verdicts, not errors) and encode; one forward
@@ -24,7 +24,7 @@ One batch, in order — the commit protocol:
 5. **Send offsets**: last offset + 1 of every partition in the batch — dead-lettered
    records included — with the consumer's group metadata, into the transaction.
 6. **Produce** every verdict to ``tx.verdicts`` (key = customer id) and every dead
-   letter to ``tx.events.dlq``. (Offsets first: ``engine.emit`` says why.)
+   letter to ``tx.events.dlq``. (Offsets first: ``engine.stages.emit`` says why.)
 7. **Commit** the transaction. Verdicts, dead letters and offsets become visible to
    read_committed readers together, or not at all.
 8. **Account**: metrics, lag, health beat; between batches, apply a ready hot-swapped
@@ -33,9 +33,9 @@ One batch, in order — the commit protocol:
 **Overlap.** When a batch closes with records still arriving (a backlog), it is
 prepared (enrich, encode) on a prepare thread and scored on an infer thread — the
 forward pass in a model process by default (``settings.batch.infer_process``,
-``engine.infer_process``) — while the main thread finishes older batches, and its
+``engine.worker.infer_process``) — while the main thread finishes older batches, and its
 transaction (4–7) runs on a commit thread while the main thread goes on
-(``engine.commit``). With ``settings.batch.backlog_depth`` = 2, batch N commits while
+(``engine.worker.commit``). With ``settings.batch.backlog_depth`` = 2, batch N commits while
 N+1 is finished, N+2 scored and N+3 prepared: Redis round trips and the model process
 never wait for the main thread, which holds the GIL for decode, detect, decide, guard
 and encoding verdicts and is the bottleneck at saturation. A quiet stream's batch is
@@ -62,8 +62,8 @@ SIGTERM/SIGINT set a flag: the open batch is closed at once, everything in fligh
 committed, and the consumer leaves the group before the process exits — within
 ``settings.worker.stop_timeout_s``, or the ``ExitDeadline`` ends the process anyway.
 
-**Bounds.** Every wait on the commit path is bounded (``engine.emit``,
-``engine.commit``, ``engine.watchdog``); a librdkafka call that overruns its watchdog
+**Bounds.** Every wait on the commit path is bounded (``engine.stages.emit``,
+``engine.worker.commit``, ``engine.worker.watchdog``); a librdkafka call that overruns its watchdog
 is fatal, and the worker exits non-zero for its supervisor to restart it (the restarted
 worker's ``init_transactions`` aborts what this one left open). The loop reports
 progress — a committed transaction, or a poll with nothing to do and no lag — to
@@ -77,29 +77,32 @@ import gc
 import logging
 import signal
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import redis.exceptions
 from confluent_kafka import TopicPartition
 
-from engine.batch import MicroBatcher
-from engine.codec import Codec, DeadLetter
-from engine.consume import EventConsumer, FatalKafkaError, RawRecord
-from engine.decode import Decoded, DecodeStage
-from engine.dedupe import ReSendFilter
+from engine.features.memory import MemoryFeatureStore
+from engine.features.spec import DAY_MS
 from engine.features.store import ContextUnavailable
-from engine.commit import BatchCommitter, TransactionFailed
-from engine.emit import TransactionalEmitter
-from engine.health import HealthState
-from engine.inflight import InFlight, Started, first_offsets, run_now, score_when_prepared, worth_a_thread
-from engine.metrics import EngineMetrics
+from engine.observe.health import HealthState
+from engine.observe.metrics import EngineMetrics
 from engine.pipeline import DecisionPipeline
-from engine.redis_hold import HOLD_RETRY_MAX_S, ContextHeld, RedisHold
 from engine.settings import Settings
-from engine.warmup import warm_up
-from engine.watchdog import EXIT_FATAL_KAFKA, EXIT_STOP_OVERRAN, ExitDeadline
+from engine.stages.batch import MicroBatcher
+from engine.stages.consume import EventConsumer, FatalKafkaError, RawRecord
+from engine.stages.decode import Decoded, DecodeStage
+from engine.wire.codec import Codec, DeadLetter
+from engine.worker.commit import BatchCommitter, TransactionFailed
+from engine.worker.dedupe import ReSendFilter
+from engine.worker.hotswap import ModelWatcher
+from engine.worker.inflight import InFlight, Started, first_offsets, run_now, score_when_prepared, worth_a_thread
+from engine.worker.redis_hold import HOLD_RETRY_MAX_S, ContextHeld, RedisHold
+from engine.worker.warmup import warm_up
+from engine.worker.watchdog import EXIT_FATAL_KAFKA, EXIT_STOP_OVERRAN, ExitDeadline
 
 log = logging.getLogger("tollgate.worker")
 
@@ -124,17 +127,18 @@ class Worker:
     """One engine worker: a group member with one transactional producer."""
 
     def __init__(self, settings: Settings, pipeline: DecisionPipeline, options: WorkerOptions, *,
-                 codec: Codec | None = None, metrics: EngineMetrics | None = None,
-                 health: HealthState | None = None, hotswap: Any | None = None,
+                 consumer: EventConsumer, committer: BatchCommitter, codec: Codec, metrics: EngineMetrics,
+                 health: HealthState, hotswap: ModelWatcher | None = None,
                  exit_deadline: ExitDeadline | None = None,
                  resends: ReSendFilter | None = None, hold: RedisHold | None = None):
+        """Collaborators come from the composition root (``engine.worker.main.build_worker``)."""
         self.settings = settings
         self.pipeline = pipeline
         self.options = options
-        self.codec = codec or Codec(settings)
-        self.metrics = metrics or EngineMetrics()
-        self.health = health or HealthState()
-        self.hotswap = hotswap  # engine.hotswap.ModelWatcher or None
+        self.codec = codec
+        self.metrics = metrics
+        self.health = health
+        self.hotswap = hotswap
         #: Ends the process if a stop (or the clean-up after a failure) overruns
         #: ``settings.worker.stop_timeout_s``; None in library use and unit tests.
         self.exit_deadline = exit_deadline
@@ -144,13 +148,10 @@ class Worker:
         self.batcher: MicroBatcher[RawRecord] = MicroBatcher(settings.batch.max_events,
                                                              settings.batch.max_wait_ms)
         self.close_when_idle = settings.batch.close_when_idle
-        # A model in a child process is waited for on the infer thread (engine.infer_process).
+        # A model in a child process is waited for on the infer thread (engine.worker.infer_process).
         self.infer_thread = settings.batch.infer_thread or settings.batch.infer_process
-        self.consumer = EventConsumer(settings, self, group_id=options.group_id,
-                                      instance_id=options.worker_id if settings.worker.static_membership else None)
-        self.committer = BatchCommitter(TransactionalEmitter(
-            settings, options.worker_id,
-            encode_verdict=self.codec.encode_verdict, encode_dead_letter=self.codec.encode_dead_letter), self.metrics)
+        self.consumer = consumer
+        self.committer = committer
         self._infer_thread = ThreadPoolExecutor(1, thread_name_prefix="tollgate-infer")
         self._prepare_thread = ThreadPoolExecutor(1, thread_name_prefix="tollgate-prepare")
         self.backlog_depth = settings.batch.backlog_depth
@@ -186,7 +187,7 @@ class Worker:
         self._startup["init_transactions_s"] = time.perf_counter() - t0
         # Join first, warm up meanwhile: librdkafka's own threads find the coordinator
         # and join while the warm-up batches run (ops/bench/restart.py times both).
-        self.consumer.subscribe()
+        self.consumer.subscribe(self)
         t0 = time.perf_counter()
         self.warm_up()
         self._startup["warmup_s"] = time.perf_counter() - t0
@@ -234,9 +235,16 @@ class Worker:
         self._startup[phase] = seconds
 
     def warm_up(self) -> float:
+        """Synthetic batches through the whole path, enriched from a throwaway in-memory
+        store: warm-up never writes the live context store (no ``__warmup__`` keys in
+        Redis) and never waits on it (a start while Redis is down still warms up)."""
         sizes = sorted({1, max(1, self.settings.batch.max_events // 2), self.settings.batch.max_events})
-        seconds = warm_up(self._decide_on_threads, self.codec, sizes, decode=self.decode,
-                          rounds=self.options.warmup_rounds)
+        live_store = self.pipeline.swap(store=MemoryFeatureStore(snapshot_retention_ms=DAY_MS)).store
+        try:
+            seconds = warm_up(self._decide_on_threads, self.codec, sizes, decode=self.decode,
+                              rounds=self.options.warmup_rounds)
+        finally:
+            self.pipeline.swap(store=live_store)
         self.metrics.observe_stage("warmup", seconds)
         return seconds
 
@@ -482,11 +490,3 @@ class Worker:
             log.info("dropped buffered records of revoked partitions",
                      extra={"records": dropped, "lost": lost})
 
-
-if __name__ == "__main__":  # ``python -m engine.worker [options]`` == ``tollgate run [options]``
-    import sys
-
-    from engine.cli import main
-
-    sys.argv = ["tollgate", "run", *sys.argv[1:]]
-    main()

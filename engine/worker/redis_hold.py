@@ -7,7 +7,7 @@ sent 6,590 events to review. So the worker's feature store is wrapped in
 ``HoldingStore``: when Redis fails and some event of the batch has waited less than
 ``settings.worker.redis_hold_s`` since this worker first failed to fetch its context,
 it raises ``ContextHeld`` — a transient error, so the worker rewinds the batch and
-retries it with back-off (``engine.worker``, at most ``HOLD_RETRY_MAX_S`` apart).
+retries it with back-off (``engine.worker.loop``, at most ``HOLD_RETRY_MAX_S`` apart).
 Once the budget of the batch's *oldest* event has run out, ``ContextUnavailable`` goes
 through and the batch is decided in degraded mode. Under a backlog the events of a
 batch start waiting together, so each was held its full budget; on a live stream a
@@ -31,7 +31,7 @@ says nothing about how long a catch-up may take), so a restarted worker starts a
 from __future__ import annotations
 
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from engine.features.snapshot import ContextSnapshot
 from engine.features.store import ContextUnavailable, FeatureStore, LabelArrival

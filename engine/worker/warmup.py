@@ -8,8 +8,9 @@ first decides synthetic events at each batch size it will see, and only then rep
 ready.
 
 Synthetic events use customer, account and terminal ids under the reserved prefix
-``__warmup__`` so their context never mixes with a real customer's, and their
-verdicts are encoded but never produced to Kafka.
+``__warmup__``; the worker enriches them from a throwaway in-memory store
+(``WorkerLoop.warm_up``), so they never reach the live Redis, and their verdicts are
+encoded but never produced to Kafka.
 
 >>> evs = synthetic_events(3, now_ms=1_700_000_000_000)
 >>> len(evs), evs[0].customer_id.startswith(WARMUP_PREFIX)
@@ -22,10 +23,11 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
-from engine.consume import RawRecord
 from engine.records import WARMUP_PREFIX, TransactionEvent, Verdict
+from engine.stages.consume import RawRecord
 
 log = logging.getLogger("tollgate.warmup")
 

@@ -30,9 +30,10 @@ import logging
 import os
 import sys
 import threading
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
-from engine.consume import FatalKafkaError
+from engine.stages.consume import FatalKafkaError
 
 log = logging.getLogger("tollgate.watchdog")
 
@@ -147,7 +148,7 @@ class StallWatchdog:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="tollgate-stall-watchdog", daemon=True)
 
-    def start(self) -> "StallWatchdog":
+    def start(self) -> StallWatchdog:
         self._thread.start()
         return self
 

@@ -1,7 +1,7 @@
 """Stored rows → the exact model inputs, and models → gate scores.
 
 A labelled example or decision row keeps the event and the context snapshot the engine
-used, so re-encoding them with ``engine.encode`` gives the very tensors the serving
+used, so re-encoding them with ``engine.stages.encode`` gives the very tensors the serving
 model saw (the encoder is deterministic: crc32 category ids, a pinned tokenizer).
 Rows without them — a decision log that expired, a degraded-mode decision — cannot be
 re-encoded and are dropped, with a count, rather than guessed.
@@ -10,16 +10,20 @@ re-encoded and are dropped, with a count, rather than guessed.
 from __future__ import annotations
 
 import json
+import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
 
-from engine.records import DECISIONS
-
-from .gate import Scores
+from engine.features.snapshot import ContextSnapshot
+from engine.model.inputs import take_rows
+from engine.records import DECISIONS, TransactionEvent
+from engine.stages.decide import Policy, ScoreRow, decide
+from feedback.learn.gate import Scores
 
 
 @dataclass(slots=True)
@@ -31,9 +35,6 @@ class EncodedRows:
 
 def encode_rows(df: pd.DataFrame, encoder: Any) -> EncodedRows:
     """Rebuild ``TransactionEvent`` + ``ContextSnapshot`` per row and encode them."""
-    from engine.features.snapshot import ContextSnapshot
-    from engine.records import TransactionEvent
-
     usable = df[df["event_json"].notna() & df["snapshot_json"].notna()].reset_index(drop=True)
     events = [TransactionEvent.from_dict(json.loads(s)) for s in usable["event_json"]]
     snaps = [ContextSnapshot.from_dict(json.loads(s)) for s in usable["snapshot_json"]]
@@ -42,13 +43,9 @@ def encode_rows(df: pd.DataFrame, encoder: Any) -> EncodedRows:
 
 
 def score(model: Any, card: Any, batch: Any, policy: Any | None = None, *, chunk: int = 2048) -> Scores:
-    """Calibrated probabilities and risk (the card's temperatures, as ``engine.infer``
+    """Calibrated probabilities and risk (the card's temperatures, as ``engine.stages.infer``
     applies them) and the policy's verdict for every row; no early exit, no int8, so old
     and new are compared on the same footing."""
-    from engine.decide import Policy, ScoreRow, decide
-
-    from engine.model.inputs import take_rows
-
     n = len(batch) if hasattr(batch, "__len__") else batch.batch_size
     probs_parts, risk_parts = [], []
     model = model.eval()
@@ -81,7 +78,5 @@ def held_out(event_ids: Sequence[str], share: float) -> np.ndarray:
     >>> held_out(["a", "b", "c", "d"], 0.5).tolist()
     [False, False, True, False]
     """
-    import zlib
-
     cut = int(share * 10_000)
     return np.array([zlib.crc32(e.encode()) % 10_000 < cut for e in event_ids], dtype=bool)

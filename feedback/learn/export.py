@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from feedback.store import DecisionStore, LabelStore
+
 _DECISION_COLS = ["event_id", "event_time_ms", "customer_id", "verdict", "p_pass", "p_review",
                   "p_reject", "risk_score", "model_version", "rules_version", "decided_at_ms"]
 _OUTCOME_COLS = ["event_id", "outcome_kind", "outcome_source", "outcome_time_ms", "outcome_rev", "is_bad"]
@@ -50,8 +52,6 @@ def export_table(decisions_root: str | Path, labels_root: str | Path, out: str |
                  since_ms: int | None = None, until_ms: int | None = None,
                  labelled_only: bool = False) -> tuple[Path, int]:
     """Write the table to ``out`` (``.parquet`` or ``.csv``); returns (path, rows)."""
-    from .store import DecisionStore, LabelStore
-
     decisions = DecisionStore(decisions_root).read(since_ms, until_ms)
     labels = LabelStore(labels_root).read()
     table = training_table(decisions, labels)

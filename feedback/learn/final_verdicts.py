@@ -7,7 +7,7 @@ rule set that decided it (its ``rules_version``), from a model's calibrated scor
 
 1. **detect**: the shipped injection detector on each event's untrusted text (run once
    per row set: it does not depend on the model);
-2. **decide**: ``engine.decide.decide`` with the base policy overridden by *that* rule
+2. **decide**: ``engine.stages.decide.decide`` with the base policy overridden by *that* rule
    set's ``policy.yaml``, and the detector's result;
 3. **guard**: that rule set's hard rules, on the event and the context snapshot the
    engine recorded.
@@ -21,32 +21,30 @@ only add suspicion" step) and degraded mode; both are rare and model-independent
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
-from engine.decide import Policy, ScoreRow, decide
+from engine.features.snapshot import ContextSnapshot
+from engine.pipeline import detect_events, guard_batch, rule_contexts
 from engine.records import DECISIONS, TransactionEvent
-
-from .gate import Scores
+from engine.stages.contracts import Detector
+from engine.stages.contracts import RuleGuard as GuardStage
+from engine.stages.decide import Policy, ScoreRow, decide
+from feedback.learn.gate import Scores
 
 _INDEX = {d: i for i, d in enumerate(DECISIONS)}
 
 
-class RuleGuard(Protocol):
-    """What the replay needs of ``engine.guard.Guard``."""
-
-    @property
-    def version(self) -> str: ...
+class RuleGuard(GuardStage, Protocol):
+    """What the replay needs of ``engine.stages.guard.Guard``: the guard stage's contract
+    and the rule set's policy overrides."""
 
     @property
     def policy(self) -> Mapping[str, Any]: ...
-
-    def apply_batch(self, events: Sequence[TransactionEvent], contexts: Sequence[Mapping[str, float]],
-                    model_views: Sequence[Mapping[str, Any]], proposals: Sequence[Any]) -> list[Any]: ...
 
 
 @dataclass(slots=True, frozen=True)
@@ -69,7 +67,7 @@ class FinalReplay:
     """Final verdicts of a model's scores on stored rows, rule set by rule set."""
 
     def __init__(self, base_policy: Policy, guards: Mapping[str, RuleGuard], current: RuleGuard | None,
-                 detector: Any | None):
+                 detector: Detector | None):
         self.base_policy = base_policy
         self.guards = dict(guards)
         self.current = current
@@ -83,18 +81,13 @@ class FinalReplay:
     def prepare(self, rows: pd.DataFrame) -> ReplayRows:
         """Events, rule contexts and detector results of the rows (``event_json``,
         ``snapshot_json``, ``rules_version`` columns, as the stores keep them)."""
-        from engine import stage_adapters as adapt
-        from engine.features.snapshot import ContextSnapshot
-
         events = [TransactionEvent.from_dict(json.loads(s)) for s in rows["event_json"]]
         snaps = [ContextSnapshot.from_dict(json.loads(s)) for s in rows["snapshot_json"]]
-        contexts = adapt.rule_contexts(self.current, snaps) if self.current is not None else [{} for _ in snaps]
+        contexts = rule_contexts(self.current, snaps) if self.current is not None else [{} for _ in snaps]
         return ReplayRows(events, contexts, [str(v) for v in rows["rules_version"]],
-                          adapt.detect(self.detector, events))
+                          detect_events(self.detector, events))
 
     def verdicts(self, prepared: ReplayRows, scores: Scores) -> FinalVerdicts:
-        from engine import stage_adapters as adapt
-
         n = len(prepared.events)
         out = np.zeros(n, dtype=int)
         missing = 0
@@ -109,8 +102,8 @@ class FinalReplay:
             policy = self.policy_for(guard)
             proposals = [decide(ScoreRow(tuple(float(p) for p in scores.probs[i]), float(scores.risk[i])),
                                 prepared.detections[i], policy) for i in idx]
-            finals = adapt.guard(guard, [prepared.events[i] for i in idx], [prepared.contexts[i] for i in idx],
+            finals = guard_batch(guard, [prepared.events[i] for i in idx], [prepared.contexts[i] for i in idx],
                                  proposals)
-            for i, (verdict, _, _) in zip(idx, finals):
-                out[i] = _INDEX[verdict]
+            for i, final in zip(idx, finals):
+                out[i] = _INDEX[final.verdict]
         return FinalVerdicts(out, missing)

@@ -1,7 +1,7 @@
 """Fine-tune a candidate from the serving model on new labelled examples.
 
 The candidate starts as an exact copy of the serving model, which also stays frozen as
-the DPO reference (``feedback.preference``). The update is kept small on purpose —
+the DPO reference (``feedback.learn.preference``). The update is kept small on purpose —
 a fine-tune every four hours must refine the serving model, not replace it:
 
 * small learning rate, a hard cap on optimiser steps, gradient-norm clipping;
@@ -36,15 +36,23 @@ from __future__ import annotations
 import copy
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from .preference import (class_weights, kl_to_reference, preference_loss, ranked_pair_loss, risk_loss,
-                         stop_budget_penalty)
+from engine.model.inputs import take_rows
+from feedback.learn.preference import (
+    class_weights,
+    kl_to_reference,
+    preference_loss,
+    ranked_pair_loss,
+    risk_loss,
+    stop_budget_penalty,
+)
 
 
 @dataclass(slots=True, frozen=True)
@@ -88,14 +96,29 @@ class FineTuneConfig:
     #: goods crossing the review threshold: on the development world it promoted two
     #: cycles of three where 1.0 promoted one (docs/feedback.md).
     budget_temperature: float = 0.25
+    #: Checkpoint selection (``select`` in ``fine_tune``): every ``select_every`` steps the
+    #: candidate's own verdicts are judged: recall on a slice of the cycle's *training*
+    #: outcomes set aside for it (``select_share``), stop share on the stream's decisions
+    #: before the gate's replay window (``FineTuneScheduler._selection``); the kept
+    #: checkpoint stops the most bad ones while its stop share rises at most
+    #: ``good_stop_allowance`` over the serving model's (half the gate's 0.02 bars).
+    #: Without it, cycles after the first overshot: a model that already stops
+    #: some fraud moves further per step, and the gate refused it (docs/feedback.md).
+    select_share: float = 0.2
+    select_every: int = 10
+    good_stop_allowance: float = 0.01
+    #: After fine-tuning, shift the risk logit so its mean on the stream's recent
+    #: decisions stays the serving model's (``match_risk_level``, done by the scheduler).
+    match_risk_level: bool = True
     seed: int = 0
 
     @classmethod
-    def seed_loop(cls) -> "FineTuneConfig":
+    def seed_loop(cls) -> FineTuneConfig:
         """The objective the loop shipped with: per-decision DPO only, unbalanced, four
         passes at lr 1e-3 — it never moved a verdict (issue #21)."""
         return cls(lr=1e-3, epochs=4, balance=False, outcome_weight=1.0, pair_weight=0.0, stop_budget=None,
-                   budget_temperature=1.0)
+                   budget_temperature=1.0, select_share=0.0,
+                   match_risk_level=False)
 
 
 @dataclass(slots=True)
@@ -111,6 +134,10 @@ class FineTuneReport:
     risk_loss_last: float
     weight_drift: float  # ||θ_cand − θ_ref|| / ||θ_ref||
     config: dict[str, Any] = field(default_factory=dict)
+    #: Checkpoint selection: the step kept (None: no selection, the last step) and every
+    #: judged checkpoint as (step, recall of bad, good->stop share) on the selection slice.
+    selected_step: int | None = None
+    selection: list[tuple[int, float, float]] = field(default_factory=list)
     losses: list[float] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -119,7 +146,9 @@ class FineTuneReport:
 
 def fine_tune(reference: nn.Module, inputs: Any, is_bad: Tensor, config: FineTuneConfig = FineTuneConfig(),
               *, to_batch: Callable[[Any], Any] | None = None, take: Callable[[Any, Tensor], Any] | None = None,
-              progress: bool = True, example_weights: Tensor | None = None) -> tuple[nn.Module, FineTuneReport]:
+              progress: bool = True, example_weights: Tensor | None = None,
+              select: Callable[[nn.Module], tuple[float, float]] | None = None,
+              risk_offset: float = 0.0) -> tuple[nn.Module, FineTuneReport]:
     """Return ``(candidate, report)``; ``reference`` is left untouched.
 
     ``inputs`` is an ``EncodedBatch``/``ModelInputs`` (rows = examples); ``take(inputs, idx)``
@@ -127,6 +156,13 @@ def fine_tune(reference: nn.Module, inputs: Any, is_bad: Tensor, config: FineTun
     tensor) and ``to_batch`` wraps the selection for the model, if it needs wrapping.
     ``example_weights`` (e.g. ``feedback.trust.influence_weights``) scale every loss
     term of their row: the cap on what one customer or one source can teach.
+    ``select(model) -> (recall of bad, good->stop share)`` judges a model's own verdicts
+    on outcomes kept out of ``inputs``; with it, the checkpoint returned is the one with
+    the highest recall whose good->stop share stays within ``good_stop_allowance`` of
+    the reference's (step 0, the reference itself, when none does).
+    ``risk_offset`` is added to the risk logits in the risk BCE only: the log-odds by
+    which the labelled outcomes' bad rate exceeds the stream's, so the head learns the
+    ranking from a class-skewed label set without being dragged to its level.
     """
     started = time.perf_counter()
     n = int(is_bad.shape[0])
@@ -156,6 +192,22 @@ def fine_tune(reference: nn.Module, inputs: Any, is_bad: Tensor, config: FineTun
     last_risk = float("nan")
     candidate.train()
     order = torch.randperm(n, generator=gen)
+    judged: list[tuple[int, float, float]] = []
+    best: tuple[tuple[float, float], int, dict[str, Tensor] | None] | None = None
+    if select is not None:
+        recall0, stop0 = select(candidate)
+        judged.append((0, recall0, stop0))
+        best = ((recall0, -stop0), 0, None)
+        candidate.train()
+
+    def judge(step: int) -> None:
+        nonlocal best
+        recall, stop = select(candidate)  # type: ignore[misc]
+        candidate.train()
+        judged.append((step, recall, stop))
+        if stop <= judged[0][2] + config.good_stop_allowance and best is not None and (recall, -stop) > best[0]:
+            best = ((recall, -stop), step, {k: v.detach().clone() for k, v in candidate.state_dict().items()})
+
     bar = tqdm(range(steps), desc="fine-tune", unit="step", disable=not progress, leave=False)
     for step in bar:
         pos = (step % per_epoch) * config.batch_size
@@ -167,7 +219,8 @@ def fine_tune(reference: nn.Module, inputs: Any, is_bad: Tensor, config: FineTun
         with torch.no_grad():
             ref_out = reference(batch)
         out = candidate(batch)
-        loss, acc, r_loss = _objective(out, ref_out, y, w, config, None if example_weights is None else influence[idx])
+        loss, acc, r_loss = _objective(out, ref_out, y, w, config, None if example_weights is None else influence[idx],
+                                       risk_offset)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
@@ -177,7 +230,16 @@ def fine_tune(reference: nn.Module, inputs: Any, is_bad: Tensor, config: FineTun
             accs.append(acc)
         last_risk = r_loss
         bar.set_postfix(loss=f"{losses[-1]:.4f}", pref_acc=f"{acc:.2f}")
+        if select is not None and ((step + 1) % config.select_every == 0 or step + 1 == steps):
+            judge(step + 1)
     bar.close()
+    selected = None
+    if best is not None:
+        selected = best[1]
+        if best[2] is None:  # no checkpoint kept good customers within the allowance
+            candidate.load_state_dict(_reference_state(reference, candidate))
+        else:
+            candidate.load_state_dict(best[2])
     _merge_adapters(candidate, adapters)
     candidate.eval()
     for p in candidate.parameters():
@@ -187,22 +249,24 @@ def fine_tune(reference: nn.Module, inputs: Any, is_bad: Tensor, config: FineTun
         seconds=round(time.perf_counter() - started, 3), loss_first=losses[0], loss_last=losses[-1],
         preference_accuracy=float(sum(accs) / max(1, len(accs))), risk_loss_last=last_risk,
         weight_drift=_drift(reference, candidate), config=asdict(config), losses=losses,
+        selected_step=selected, selection=judged,
     )
     return candidate, report
 
 
 def _objective(out: dict[str, Tensor], ref: dict[str, Tensor], y: Tensor, w: Tensor,
-               cfg: FineTuneConfig, influence: Tensor | None = None) -> tuple[Tensor, float, float]:
+               cfg: FineTuneConfig, influence: Tensor | None = None,
+               risk_offset: float = 0.0) -> tuple[Tensor, float, float]:
     main, acc = _verdict_loss(out["verdict"], ref["verdict"], y, w, cfg)
     # The risk head is NOT re-weighted: it must stay a calibrated P(bad outcome), and
     # the gate's ECE bar would (rightly) refuse a candidate whose risk inflated. Influence
     # caps apply: they bound what a source or a customer teaches, not a class prior.
-    r_loss = risk_loss(out["risk"], y, influence)
+    r_loss = risk_loss(out["risk"] + risk_offset, y, influence)
     loss = main + cfg.risk_weight * r_loss
     exits = [k[: -len(".verdict")] for k in out if k.endswith(".verdict") and k in ref]
     for prefix in exits:
         pl, _ = _verdict_loss(out[f"{prefix}.verdict"], ref[f"{prefix}.verdict"], y, w, cfg)
-        rl = risk_loss(out[f"{prefix}.risk"], y, influence) if f"{prefix}.risk" in out else 0.0
+        rl = risk_loss(out[f"{prefix}.risk"] + risk_offset, y, influence) if f"{prefix}.risk" in out else 0.0
         loss = loss + cfg.exit_weight * (pl + cfg.risk_weight * rl) / len(exits)
     return loss, acc, float(r_loss.detach())
 
@@ -226,11 +290,64 @@ def _verdict_loss(logits: Tensor, ref_logits: Tensor, y: Tensor, w: Tensor,
     return loss, acc
 
 
+def match_risk_level(candidate: nn.Module, inputs: Any, target_mean: float, temperature: float = 1.0,
+                     *, iters: int = 40) -> float:
+    """Shift the candidate's risk logits (the bias of every ``*.risk`` linear head) so its
+    mean calibrated risk on ``inputs`` — the stream's own recent decisions, unlabelled —
+    equals ``target_mean``, the serving model's on the same rows. Returns the shift.
+
+    Why: labelled outcomes are a class-skewed sample of the stream (frauds are reported,
+    few good payments are confirmed), so the risk BCE pulls the risk *level* towards the
+    labels' bad rate; on a held-out set drawn differently (analysts' reviews) the ECE bar
+    then refuses a candidate whose *ranking* is far better. Outcomes missing by class is
+    a prior shift, and a prior shift is a constant in log-odds: one bias, ranking kept.
+
+    >>> import torch
+    >>> from torch import nn
+    >>> class M(nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__(); self.risk = nn.Linear(1, 1)
+    ...     def forward(self, x): return {"risk": self.risk(x).squeeze(-1)}
+    >>> m = M(); x = torch.randn(500, 1)
+    >>> _ = match_risk_level(m, x, 0.05)
+    >>> round(float(torch.sigmoid(m(x)["risk"]).mean()), 3)
+    0.05
+    """
+    with torch.inference_mode():
+        logits = candidate.eval()(inputs)["risk"].float() / temperature
+    lo, hi = -30.0, 30.0
+    for _ in range(iters):  # the mean of sigmoid(logit + d) rises with d: bisect
+        mid = (lo + hi) / 2
+        if float(torch.sigmoid(logits + mid).mean()) < target_mean:
+            lo = mid
+        else:
+            hi = mid
+    shift = (lo + hi) / 2
+    with torch.no_grad():
+        for name, module in candidate.named_modules():
+            if name.split(".")[-1] == "risk" and isinstance(module, nn.Linear) and module.bias is not None:
+                module.bias += shift * temperature
+    return shift
+
+
+def _reference_state(reference: nn.Module, candidate: nn.Module) -> dict[str, Tensor]:
+    """The reference's weights in the candidate's layout (LoRA adapters at zero)."""
+    ref = reference.state_dict()
+    out = {}
+    for k, v in candidate.state_dict().items():
+        base = k if k in ref else k.replace(".base.", ".")
+        if k.endswith("lora_b"):
+            out[k] = torch.zeros_like(v)
+        elif base in ref:
+            out[k] = ref[base].detach().clone()
+        else:
+            out[k] = v
+    return out
+
+
 def _default_take(inputs: Any) -> Callable[[Any, Tensor], Any]:
     if isinstance(inputs, Tensor):
         return lambda x, idx: x[idx]
-    from engine.model.inputs import take_rows
-
     return take_rows
 
 

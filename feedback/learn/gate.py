@@ -14,7 +14,7 @@ Two checks, both against the serving model, both in event time:
    traffic is a production incident, not an improvement.
    Two matrices are reported: **model + policy** (each model and the policy on the
    decisions' recorded inputs) and, given ``FinalPair`` verdicts from
-   ``feedback.final_verdicts``, the **final verdict** (detector, policy and hard rules,
+   ``feedback.learn.final_verdicts``, the **final verdict** (detector, policy and hard rules,
    each decision with its own rule set) — what downstream consumers act on. The
    recall, F1 and migration bars apply to the final one when it is given and
    ``judge`` is ``"final"`` (the default); ``judge="model"`` judges the model's own.
@@ -33,9 +33,10 @@ matrix and the reliability diagrams beside it.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 from sklearn.metrics import average_precision_score
@@ -157,11 +158,12 @@ def _with_verdicts(scores: Scores, verdicts: np.ndarray) -> Scores:
 
 
 def evaluate(serving_held: Scores, candidate_held: Scores, is_bad: np.ndarray,
-             serving_replay: Scores, candidate_replay: Scores, config: GateConfig = GateConfig(),
+             serving_replay: Scores, candidate_replay: Scores, config: GateConfig | None = None,
              final: FinalPair | None = None) -> GateResult:
     """Run both checks; ``passed`` only if every check passed. With ``final``, the
-    verdict bars judge final verdicts unless ``config.judge`` is ``"model"``."""
-    cfg = config
+    verdict bars judge final verdicts unless ``config.judge`` is ``"model"``. ``config``:
+    the default bars if None."""
+    cfg = config if config is not None else GateConfig()
     model_matrix = migration_matrix(serving_replay.verdicts, candidate_replay.verdicts)
     final_metrics: tuple[dict[str, float], dict[str, float]] | None = None
     final_matrix = None
@@ -250,9 +252,11 @@ def _json_default(o: Any) -> Any:
 
 
 def _plot_migration(matrix: np.ndarray, path: Path, title: str = "24 h replay: label migration") -> None:
+    # local: matplotlib loads only when a picture is drawn
     import matplotlib
 
     matplotlib.use("Agg")
+    # local: matplotlib loads only when a picture is drawn
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(4.2, 3.6), dpi=110)
@@ -272,9 +276,11 @@ def _plot_migration(matrix: np.ndarray, path: Path, title: str = "24 h replay: l
 
 
 def _plot_reliability(risks: Mapping[str, np.ndarray], y: np.ndarray, path: Path, bins: int = 10) -> None:
+    # local: matplotlib loads only when a picture is drawn
     import matplotlib
 
     matplotlib.use("Agg")
+    # local: matplotlib loads only when a picture is drawn
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(4.2, 4.0), dpi=110)

@@ -4,7 +4,7 @@ What the engine and the feedback worker would write, written straight into the r
 stores (``LabelStore``, ``DecisionStore``) in event time, so the real scheduler — its
 Redis lock and state, registry, fine-tune, final-verdict gate — runs cycles on it:
 
-1. ``build_world``: a seeded simulated stream (``engine.simulate``), every event's
+1. ``build_world``: a seeded simulated stream (``engine.offline.simulate.simulator``), every event's
    context snapshot from the in-memory feature store (history features; no
    delayed-label features, which the stores do not need), ground truth kept aside;
 2. ``train_initial``: a deliberately weak first model (one epoch on the first days'
@@ -28,10 +28,19 @@ from typing import Any
 import numpy as np
 import torch
 
+from engine.features.memory import MemoryFeatureStore
+from engine.features.snapshot import ContextSnapshot
+from engine.model import InputSpec, ModelConfig, load_model_dir
+from engine.offline.simulate.frames import events_from_frame, outcomes_from_frame
+from engine.offline.simulate.simulator import Simulator
+from engine.offline.train.fit import train_model
+from engine.offline.train.sets import LabelledSet, TrainConfig
 from engine.records import Outcome, TransactionEvent
-
-from .join import preferred_verdict
-from .store import DecisionRow, LabelledExample
+from engine.stages.encode import FeatureSchema
+from feedback.learn.dataset import score
+from feedback.learn.gate import heldout_metrics
+from feedback.store import DecisionRow, LabelledExample
+from feedback.stream.join import preferred_verdict
 
 DAY_MS = 86_400_000
 
@@ -50,11 +59,7 @@ class World:
 
 
 def build_world(config: Any) -> World:
-    """``config``: an ``engine.simulate.SimConfig``."""
-    from engine.features.memory import MemoryFeatureStore
-    from engine.simulate import Simulator
-    from engine.simulate_frames import events_from_frame, outcomes_from_frame
-
+    """``config``: an ``engine.offline.simulate.simulator.SimConfig``."""
     sim = Simulator(config)
     events: list[TransactionEvent] = []
     fraud: dict[str, int] = {}
@@ -77,8 +82,6 @@ def build_world(config: Any) -> World:
 
 
 def encode(world: World, idx: np.ndarray, encoder: Any) -> Any:
-    from engine.features.snapshot import ContextSnapshot
-
     return encoder.encode([world.events[i] for i in idx],
                           [ContextSnapshot.from_dict(world.snapshots[i]) for i in idx])
 
@@ -86,10 +89,6 @@ def encode(world: World, idx: np.ndarray, encoder: Any) -> Any:
 def train_initial(world: World, until_ms: int, registry: Any, encoder: Any, *, epochs: int = 1,
                   seed: int = 0) -> str:
     """A weak first model on ground truth before ``until_ms``; registered and promoted."""
-    from engine.encode import FeatureSchema
-    from engine.model import InputSpec, ModelConfig
-    from engine.train import LabelledSet, TrainConfig, train_model
-
     idx = np.array([i for i, e in enumerate(world.events) if e.event_time_ms < until_ms])
     data = LabelledSet(encode(world, idx, encoder), torch.tensor(world.fraud[idx], dtype=torch.float32),
                        torch.tensor([world.events[i].amount for i in idx], dtype=torch.float32),
@@ -121,10 +120,6 @@ class LoopRehearsal:
         return decided, labelled
 
     def _decide_until(self, t_ms: int) -> int:
-        from engine.model import load_model_dir
-
-        from .dataset import score
-
         w = self.world
         end = self._ei
         while end < len(w.events) and w.events[end].event_time_ms < t_ms:
@@ -180,11 +175,6 @@ class LoopRehearsal:
 def future_metrics(world: World, model_dir: Any, encoder: Any, policy: Any, lo_ms: int, hi_ms: int) -> dict[str, float]:
     """Model + policy verdicts on *every* event in ``[lo_ms, hi_ms)`` against ground truth
     (not only the outcomes that got reported): the yardstick no outcome stream can bend."""
-    from engine.model import load_model_dir
-
-    from .dataset import score
-    from .gate import heldout_metrics
-
     idx = np.array([i for i, e in enumerate(world.events) if lo_ms <= e.event_time_ms < hi_ms])
     loaded = load_model_dir(model_dir)
     s = score(loaded.model, loaded.card, encode(world, idx, encoder), policy)

@@ -6,14 +6,15 @@ One cycle, at (event-time or wall-clock) ``now``:
 1. take a Redis lock so two schedulers never fine-tune at once;
 2. read the labelled examples that arrived since the last promoted cycle (at most
    ``max_train_window``), minus the held-out events (the trusted sources' outcomes,
-   ``feedback.trust``; without trusted sources, a fixed hash share of event ids) —
-   never trained on, in any cycle; if their bad rate, or one source's, moved beyond
-   the label-shift bound against the recent past, stop here ("halted", with why);
-3. fine-tune a candidate from the serving model (``feedback.finetune``), each row
+   ``feedback.trust``; without trusted sources, a fixed hash share of event ids, and
+   then nothing is promoted unless settings opt in) — never trained on, in any cycle;
+   if their bad rate, or one source's, moved beyond the label-shift bound against the
+   recent past (the ``shift_past_days`` before the window), stop here ("halted", with why);
+3. fine-tune a candidate from the serving model (``feedback.learn.finetune``), each row
    weighted by the per-customer and per-source influence caps;
 4. score serving and candidate on the held-out outcomes of the last
    ``heldout_window`` and on a replay of the last 24 h of decisions;
-5. run the gate on final verdicts (``feedback.final_verdicts``), write the report (JSON + PNGs) under ``reports_dir/cycle-<stamp>/``;
+5. run the gate on final verdicts (``feedback.learn.final_verdicts``), write the report (JSON + PNGs) under ``reports_dir/cycle-<stamp>/``;
 6. promote through the registry (pointer + pub/sub + audit) if it passed; otherwise
    keep the candidate's weights in the report directory for the post-mortem.
 
@@ -27,24 +28,30 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
 
+from engine.model import load_model_dir, save_model_dir
+from engine.model.inputs import take_rows
+from engine.model.registry import ModelRegistry
 from engine.settings import Settings
-
-from . import gate as gate_mod
-from .dataset import encode_rows, held_out, score
-from .final_verdicts import FinalReplay
-from .finetune import FineTuneConfig, fine_tune
-from .registry import ModelRegistry
-from .store import DecisionStore, LabelStore
-from .trust import influence_weights, label_shift, split_trusted
+from engine.stages.decide import Policy
+from engine.stages.detect import InjectionDetector
+from engine.stages.encode import FieldIsolatedEncoder
+from feedback.learn import gate as gate_mod
+from feedback.learn.dataset import EncodedRows, encode_rows, held_out, score
+from feedback.learn.final_verdicts import FinalReplay
+from feedback.learn.finetune import FineTuneConfig, fine_tune, match_risk_level
+from feedback.store import DecisionStore, LabelStore
+from feedback.trust import influence_weights, label_shift, recent_past, split_trusted
 
 log = logging.getLogger(__name__)
 HOUR_MS = 3_600_000
@@ -60,11 +67,13 @@ class SchedulerConfig:
     max_train_window_ms: int = 7 * DAY_MS
     min_train_examples: int = 50
     min_train_bad: int = 5
+    #: Most recent decisions the checkpoint selection judges the stop share on.
+    select_stream_rows: int = 4000
     finetune: FineTuneConfig = field(default_factory=FineTuneConfig)
     gate: gate_mod.GateConfig = field(default_factory=gate_mod.GateConfig)
 
     @classmethod
-    def from_settings(cls, settings: Settings, **overrides: Any) -> "SchedulerConfig":
+    def from_settings(cls, settings: Settings, **overrides: Any) -> SchedulerConfig:
         values: dict[str, Any] = {"interval_ms": int(settings.feedback.fine_tune_interval_hours * HOUR_MS),
                                   "gate": settings.feedback.gate}
         values.update(overrides)
@@ -109,8 +118,6 @@ class FineTuneScheduler:
     @property
     def encoder(self) -> Any:
         if self._encoder is None:
-            from engine.encode import FieldIsolatedEncoder
-
             self._encoder = FieldIsolatedEncoder()
         return self._encoder
 
@@ -191,10 +198,18 @@ class FineTuneScheduler:
             return split_trusted(rows, trusted)[1]
         return held_out(list(rows["event_id"]), self.config.heldout_share)
 
+    def _untrusted_refusal(self) -> str | None:
+        """Why nothing may be promoted: no trusted source, and no explicit opt-in to the
+        hash share. A bar, however strict, measured on outcomes the poisoner writes is
+        the poisoner's bar: a 30 % flip lands in the yardstick too (docs/feedback.md)."""
+        trust = self.settings.feedback.trust
+        if trust.trusted_sources or trust.allow_untrusted_heldout:
+            return None
+        return ("held-out set untrusted: no trusted source configured "
+                "(TOLLGATE_FEEDBACK__TRUST__TRUSTED_SOURCES; or opt in with ALLOW_UNTRUSTED_HELDOUT)")
+
     def _cycle(self, now_ms: int, who: str, corrupt: Callable | None, train_since_ms: int | None,
                poison: Callable | None = None, dry_run: bool = False) -> CycleResult:
-        from engine.model import load_model_dir, save_model_dir
-
         cfg = self.config
         trust = self.settings.feedback.trust
         serving = self.registry.serving_version()
@@ -206,7 +221,7 @@ class FineTuneScheduler:
 
         new = self._read_labels(since, now_ms, poison)
         new = new[~self._heldout_mask(new)] if len(new) else new
-        past = self.labels.read(since_ms=since - cfg.max_train_window_ms, until_ms=since)
+        past = recent_past(lambda lo, hi: self.labels.read(since_ms=lo, until_ms=hi), since, trust)
         past = past[~self._heldout_mask(past)] if len(past) else past
         alarms = label_shift(new, past, trust)
         if alarms:
@@ -226,16 +241,24 @@ class FineTuneScheduler:
         held = encode_rows(recent, self.encoder)
         replay = encode_rows(self.decisions.read(since_ms=now_ms - cfg.replay_window_ms, until_ms=now_ms),
                              self.encoder)
-        influence = torch.tensor(influence_weights(train.rows, trust), dtype=torch.float32)
-
-        is_bad = torch.tensor(train.rows["is_bad"].to_numpy(), dtype=torch.float32)
-        if corrupt is not None:
-            is_bad = corrupt(is_bad)
-        candidate, ft_report = fine_tune(loaded.model, train.batch, is_bad, cfg.finetune,
-                                         progress=self.progress, example_weights=influence)
-
         policy = self._policy()
         card = loaded.card
+        fit, select = self._selection(train, card, policy, now_ms)
+        influence = torch.tensor(influence_weights(fit.rows, trust), dtype=torch.float32)
+
+        is_bad = torch.tensor(fit.rows["is_bad"].to_numpy(), dtype=torch.float32)
+        if corrupt is not None:
+            is_bad = corrupt(is_bad)
+        stream = self._stream_sample(now_ms) if cfg.finetune.match_risk_level else None
+        stream_risk = None if stream is None else float(np.mean(score(loaded.model, card, stream).risk))
+        offset = 0.0 if stream_risk is None else _log_odds_gap(float((influence * is_bad).sum() / influence.sum()),
+                                                              stream_risk)
+        candidate, ft_report = fine_tune(loaded.model, fit.batch, is_bad, cfg.finetune,
+                                         progress=self.progress, example_weights=influence, select=select,
+                                         risk_offset=offset)
+        risk_shift = (None if stream_risk is None else
+                      match_risk_level(candidate, stream, stream_risk, card.temperature.risk))
+
         y_held = held.rows["is_bad"].to_numpy(dtype=int) if len(held.rows) else np.zeros(0, dtype=int)
         s_held, c_held = (score(m, card, held.batch, policy) for m in (loaded.model, candidate))
         s_rep, c_rep = (score(m, card, replay.batch, policy) for m in (loaded.model, candidate))
@@ -245,7 +268,7 @@ class FineTuneScheduler:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now_ms / 1000))
         report_dir = Path(self.settings.paths.reports_dir) / f"cycle-{stamp}"
         extra = {"now_ms": now_ms, "serving": serving, "fine_tune": ft_report.to_dict(),
-                 "train_window_ms": [since, now_ms],
+                 "train_window_ms": [since, now_ms], "risk_level_shift": risk_shift, "risk_offset": offset,
                  "heldout": {"trusted": bool(trust.trusted_sources), "sources": list(trust.trusted_sources),
                              "by_source": recent["outcome_source"].value_counts().to_dict() if len(recent) else {}},
                  "influence": {"min_weight": float(influence.min()), "total": float(influence.sum()),
@@ -255,9 +278,11 @@ class FineTuneScheduler:
         gate_mod.write_report(verdict, report_dir, serving_held=s_held, candidate_held=c_held,
                               is_bad=y_held, extra=extra)
         _plot_losses(ft_report.losses, report_dir / "fine_tune_loss.png")
+        refusals = [r for r in (self._untrusted_refusal(), _nothing_learned(ft_report)) if r]
+        passed = verdict.passed and not refusals
         result = replace(result, report_dir=str(report_dir), n_heldout=verdict.n_heldout,
                          n_replay=verdict.n_replay, serving_metrics=verdict.serving_metrics,
-                         candidate_metrics=verdict.candidate_metrics, reasons=list(verdict.reasons))
+                         candidate_metrics=verdict.candidate_metrics, reasons=list(verdict.reasons) + refusals)
         times = train.rows["event_time_ms"]
         new_card = card.model_copy(update={
             "version": f"{serving}-ft", "parent_version": serving, "created_at_ms": now_ms,
@@ -267,9 +292,9 @@ class FineTuneScheduler:
                          "bad_examples": ft_report.bad_examples, "steps": ft_report.steps,
                          "config": ft_report.config, "report_dir": str(report_dir)},
         })
-        if not verdict.passed or dry_run:
+        if not passed or dry_run:
             save_model_dir(candidate, new_card, report_dir / "candidate")
-            result.status = "refused" if not verdict.passed else "would-promote"
+            result.status = "refused" if not passed else "would-promote"
             (report_dir / "cycle.json").write_text(json.dumps(result.to_dict(), indent=2, default=str))
             return result
         version = self.registry.register(candidate, new_card, now_ms=now_ms)
@@ -283,6 +308,43 @@ class FineTuneScheduler:
         return result
 
 
+    def _selection(self, train: Any, card: Any, policy: Any, now_ms: int) -> tuple[Any, Callable | None]:
+        """What picks the fine-tune's checkpoint (``FineTuneConfig.select_share``): a slice
+        of the cycle's training outcomes (by a hash of event ids), not fitted, for recall
+        of bad; and the stream's own decisions of the day *before* the gate's replay
+        window, for the stop share (~99 % of a stream is good customers, and thousands of
+        decisions resolve a 1 % rise that a few dozen confirmed goods cannot). Never the
+        gate's held-out outcomes nor its replay. Too few bad in the slice: no selection."""
+        share = self.config.finetune.select_share
+        rows = train.rows
+        if share <= 0 or not len(rows):
+            return train, None
+        mask = held_out([f"select:{e}" for e in rows["event_id"]], share)
+        y = rows["is_bad"].to_numpy(dtype=int)
+        if int(y[mask].sum()) < 5 or (~mask).sum() < self.config.min_train_examples:
+            return train, None
+        stream_batch = self._stream_sample(now_ms)
+        if stream_batch is None:
+            return train, None
+        keep = torch.from_numpy(np.flatnonzero(~mask))
+        fit = EncodedRows(rows[~mask].reset_index(drop=True), take_rows(train.batch, keep), train.dropped)
+        bad_batch = take_rows(train.batch, torch.from_numpy(np.flatnonzero(mask & (y == 1))))
+
+        def select(model: Any) -> tuple[float, float]:
+            recall = float(np.mean(score(model, card, bad_batch, policy).verdicts != 0))
+            return recall, float(np.mean(score(model, card, stream_batch, policy).verdicts != 0))
+
+        return fit, select
+
+    def _stream_sample(self, now_ms: int) -> Any | None:
+        """The stream's own decisions of the day before the gate's replay window (not the
+        replay itself), encoded: what selection and the risk level are judged on."""
+        window = self.config.replay_window_ms
+        stream = self.decisions.read(since_ms=now_ms - 2 * window, until_ms=now_ms - window)
+        if len(stream) < 200:
+            return None
+        return encode_rows(stream.tail(self.config.select_stream_rows), self.encoder).batch
+
     def _final_pair(self, held_rows: Any, replay_rows: Any, s_held: Any, c_held: Any, s_rep: Any,
                     c_rep: Any) -> gate_mod.FinalPair:
         """Final verdicts (detector → policy → hard rules, each decision with its rule
@@ -295,11 +357,9 @@ class FineTuneScheduler:
                                   missing_rules=parts[0].missing_rules + parts[2].missing_rules)
 
     def _final_replay(self) -> FinalReplay:
-        from engine.decide import Policy
-        from engine.detect import InjectionDetector
-
         base = Policy.from_settings(self.settings.policy)
         try:
+            # local: engine.assemble (model, rules, detector) loads only when a cycle judges final verdicts
             from engine.assemble import load_guard
 
             guard = load_guard(self.settings)
@@ -311,10 +371,9 @@ class FineTuneScheduler:
     def _policy(self) -> Any:
         """The engine's policy: settings, overridden by the rule set's ``policy.yaml`` —
         the gate must judge verdicts as the stream would produce them."""
-        from engine.decide import Policy
-
         base = Policy.from_settings(self.settings.policy)
         try:
+            # local: engine.assemble (model, rules, detector) loads only when a cycle judges final verdicts
             from engine.assemble import load_guard
 
             return base.with_overrides(dict(getattr(load_guard(self.settings), "policy", None) or {}))
@@ -323,10 +382,32 @@ class FineTuneScheduler:
             return base
 
 
+def _log_odds_gap(p_labels: float, p_stream: float) -> float:
+    """logit(p_labels) - logit(p_stream), clipped away from 0 and 1."""
+    def logit(p: float) -> float:
+        p = min(max(p, 1e-4), 1 - 1e-4)
+        return math.log(p / (1 - p))
+
+    return logit(p_labels) - logit(p_stream)
+
+
+def _nothing_learned(report: Any) -> str | None:
+    """A candidate whose checkpoint selection kept step 0 is the serving model (its risk
+    level re-matched): promoting it would record a cycle that learned nothing. Poisoned
+    labels end here too: flipped outcomes in the selection slice leave no step that
+    stops more of them (``ops/bench/feedback_loop.py --flip 0.3``)."""
+    if report.selected_step != 0:
+        return None
+    return ("the fine-tune kept no step: none stopped more bad outcomes of its selection slice "
+            "without raising the stream's stop share beyond the allowance")
+
+
 def _plot_losses(losses: list[float], path: Path) -> None:
+    # local: matplotlib loads only when a picture is drawn
     import matplotlib
 
     matplotlib.use("Agg")
+    # local: matplotlib loads only when a picture is drawn
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(4.5, 3.0), dpi=110)

@@ -1,12 +1,12 @@
 """The feedback worker: a faust-streaming app over ``tx.verdicts`` and ``tx.outcomes``.
 
 faust gives us the consumer group, rebalancing, batching and offset commits; the join
-itself is in Redis (``feedback.joinstate``), because faust has no stream-to-stream
+itself is in Redis (``feedback.stream.joinstate``), because faust has no stream-to-stream
 ``join()`` and our inputs are keyed differently. Each agent:
 
 1. takes a batch of messages (``take_events``: at most ``batch_size`` or ``within``
    seconds, whichever first);
-2. decodes them with ``engine.codec`` (Avro or JSON); an undecodable message is logged
+2. decodes them with ``engine.wire.codec`` (Avro or JSON); an undecodable message is logged
    with its position and skipped — the engine already dead-letters bad *events*, and a
    bad verdict or outcome cannot be repaired here;
 3. hands the batch to ``FeedbackProcessor.on_batch`` in a thread (blocking Redis calls
@@ -28,17 +28,17 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import faust
 
-from engine.codec import Codec, DecodeError
 from engine.settings import Settings
-
-from .metrics import FeedbackMetrics
-from .process import FeedbackProcessor
-from .trust import stamp_source
+from engine.wire.codec import Codec, DecodeError
+from feedback.stream.feedback_metrics import FeedbackMetrics
+from feedback.stream.process import FeedbackProcessor
+from feedback.trust import stamp_source
 
 log = logging.getLogger(__name__)
 
@@ -150,6 +150,7 @@ def _make_agent(kind: str, record_codec: Any, processor: FeedbackProcessor, batc
 
 def run_worker(settings: Settings, processor: FeedbackProcessor, **kwargs: Any) -> None:
     """Run the worker until SIGTERM/SIGINT (faust installs the handlers)."""
+    # local: faust loads only in the feedback worker
     from faust.worker import Worker
 
     app = build_app(settings, processor, **kwargs)

@@ -3,7 +3,7 @@
 faust-streaming has no stream-to-stream ``join()``, and the three inputs are keyed
 differently (events and verdicts by customer, outcomes by event), so the join state is
 one record per ``event_id`` that each input updates in place. The record lives in
-Redis (``feedback.joinstate``); everything here is pure so it can be tested without a
+Redis (``feedback.stream.joinstate``); everything here is pure so it can be tested without a
 server and reasoned about one message at a time.
 
 Rules, in the order the issue asks for them:
@@ -38,8 +38,9 @@ True
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from typing import Any
 
 from engine.records import Decision, OutcomeKind
 
@@ -68,7 +69,7 @@ class JoinRecord:
         return out
 
     @classmethod
-    def from_redis(cls, event_id: str, fields: Mapping[Any, Any]) -> "JoinRecord":
+    def from_redis(cls, event_id: str, fields: Mapping[Any, Any]) -> JoinRecord:
         """Inverse of ``to_redis``; an empty hash is a fresh record."""
         f = {(k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
              for k, v in fields.items()}

@@ -19,11 +19,12 @@ with the decision-log retention), ``<p>:fb:pending:labels`` and
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import redis as redis_lib
 
-from .join import JoinRecord, apply_event, apply_outcome, apply_verdict, needs_emit
+from feedback.stream.join import JoinRecord, apply_event, apply_outcome, apply_verdict, needs_emit
 
 APPLY: dict[str, Callable[[JoinRecord, Mapping[str, Any]], JoinRecord]] = {
     "event": apply_event, "verdict": apply_verdict, "outcome": apply_outcome,

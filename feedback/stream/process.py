@@ -1,6 +1,6 @@
 """What the feedback worker does with a batch, independent of faust.
 
-The faust agents (``feedback.app``) only decode and call ``on_batch``; tests and the
+The faust agents (``feedback.stream.app``) only decode and call ``on_batch``; tests and the
 end-to-end run drive ``FeedbackProcessor`` the same way, so the join, the delayed-label
 update and the flush are exercised without a worker process.
 
@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from .join import JoinRecord, label_arrival_fields, needs_emit
-from .joinstate import RedisJoinState
-from .store import DecisionRow, DecisionStore, LabelledExample, LabelStore
+from engine.features.store import LabelArrival
+from engine.records import OutcomeKind
+from feedback.store import DecisionRow, DecisionStore, LabelledExample, LabelStore
+from feedback.stream.join import JoinRecord, label_arrival_fields, needs_emit
+from feedback.stream.joinstate import RedisJoinState
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +49,7 @@ class FeedbackProcessor:
         self.flush_batch = flush_batch
 
     @classmethod
-    def from_settings(cls, settings: Any, redis_client: Any, feature_store: Any | None = None) -> "FeedbackProcessor":
+    def from_settings(cls, settings: Any, redis_client: Any, feature_store: Any | None = None) -> FeedbackProcessor:
         retention_ms = settings.redis.decision_log_retention_days * 86_400_000
         examples = settings.paths.examples_dir
         return cls(RedisJoinState(redis_client, settings.redis.key_prefix, retention_ms),
@@ -64,8 +67,6 @@ class FeedbackProcessor:
     def _record_labels(self, records: Sequence[JoinRecord]) -> None:
         if self.features is None or not records:
             return
-        from engine.features.store import LabelArrival
-
         arrivals: list[LabelArrival] = []
         missing: list[JoinRecord] = []
         for rec in records:
@@ -125,6 +126,4 @@ class FeedbackProcessor:
 
 
 def _is_bad(kind: str) -> bool:
-    from engine.records import OutcomeKind
-
     return OutcomeKind(kind).is_bad

@@ -55,3 +55,12 @@ def timed_ms(fn: Callable[[], object], repeat: int, warmup: int = 5,
             sync()
         out.append((time.perf_counter() - t0) * 1000.0)
     return out
+
+
+def tree_cli(tree: Path) -> list[str]:
+    """``tollgate`` of the source tree ``tree``, whatever its layout (run it with ``cwd=tree``:
+    the model process is ``python -m``, which finds the package in the working directory
+    first). Not the shared venv's script: it tries the new module path first, which its
+    editable install finds in another checkout."""
+    module = "engine.interfaces.cli" if (tree / "engine" / "interfaces" / "cli.py").exists() else "engine.cli"
+    return [sys.executable, "-c", f"import sys; from {module} import main; sys.argv[0] = 'tollgate'; sys.exit(main())"]

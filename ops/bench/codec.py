@@ -18,21 +18,20 @@ Run:  nice python ops/bench/codec.py [--n 20000] [--rounds 5]
 
 from __future__ import annotations
 
-import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
-
 import argparse
 import io
 import json
 import platform
 import time
 
+import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
 from fastavro import schemaless_reader, schemaless_writer
 
-from engine.codec import JSON_HEADERS, Codec
-from engine.schema_catalog import SCHEMA_DIR, load_schema_file, parse_plain, strip_timestamp_types
+from engine.offline.simulate.frames import events_from_frame
+from engine.offline.simulate.simulator import SimConfig, Simulator
 from engine.settings import Settings
-from engine.simulate import SimConfig, Simulator
-from engine.simulate_frames import events_from_frame
+from engine.wire.codec import JSON_HEADERS, Codec
+from engine.wire.schema_catalog import SCHEMA_DIR, load_schema_file, parse_plain, strip_timestamp_types
 
 
 def timed_us(fn, items) -> float:

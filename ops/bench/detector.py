@@ -22,13 +22,12 @@ import random
 import time
 
 import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
-
 import numpy as np  # noqa: E402
 
-from engine.detect import InjectionDetector  # noqa: E402
-from engine.detector.corpus import benign_memos  # noqa: E402
+from engine.offline.detector_corpus.corpus import benign_memos  # noqa: E402
 from engine.records import TransactionEvent  # noqa: E402
-from engine.textproc import clean_user_text  # noqa: E402
+from engine.stages.detect import InjectionDetector  # noqa: E402
+from engine.text.textproc import clean_user_text  # noqa: E402
 
 TARGET_MS = 0.5
 _BASE = ("Rent for June and the utilities split with Anna, thanks for sorting the internet bill last month. "
@@ -42,8 +41,8 @@ def distinct_memos(n: int, length: int = 256, seed: int = 11, attack_every: int 
     memos and business sentences (mixed languages, emoji); with ``attack_every`` = k, a
     generated attack is inserted into every text at a random place (k is ignored
     otherwise)."""
-    from engine.detector.business import business_texts
-    from engine.detector.corpus import benign_memos, injection_memos
+    from engine.offline.detector_corpus.business import business_texts
+    from engine.offline.detector_corpus.corpus import benign_memos, injection_memos
 
     rng = random.Random(seed)
     pool = benign_memos(4000, seed=seed) + business_texts(2000, seed=seed)

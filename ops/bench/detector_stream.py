@@ -13,13 +13,12 @@ import argparse
 from pathlib import Path
 
 import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
-
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from engine.detect import InjectionDetector  # noqa: E402
-from engine.simulate import SimConfig, Simulator  # noqa: E402
-from engine.simulate_frames import events_from_frame  # noqa: E402
+from engine.offline.simulate.frames import events_from_frame  # noqa: E402
+from engine.offline.simulate.simulator import SimConfig, Simulator  # noqa: E402
+from engine.stages.detect import InjectionDetector  # noqa: E402
 
 
 def main() -> None:

@@ -10,6 +10,17 @@
     python ops/bench/engine.py --rates 500 1000 --duration 20 --saturation-events 20000
     python ops/bench/engine.py --rates 1000 --floor-ab 3   # the relay only: the transaction as
                                                     # committed now against before
+    python ops/bench/engine.py --event-mix legacy   # the events before #19 (the test factory's)
+    python ops/bench/engine.py --old-pipeline ops.bench.engine_old:old_pipeline
+                                                    # also the path before a change, same run
+
+What is sent (``ops/bench/engine_events.py``, ``--event-mix users``, the default): what
+users send — JSON and Avro (``--json-share``), about 5 % memos of realistic lengths
+(most a few words, a long tail), returning customers with skewed activity and new ones.
+The model is made the way users get one (``--model-source bootstrap``, the default):
+``tollgate model bootstrap`` (fewer simulated days and epochs than its defaults, so the
+benchmark starts in minutes; the architecture, and so the serving cost, is the same)
+into this run's own registry; ``--model-dir`` reuses a model directory instead.
 
 What is measured, and how:
 
@@ -27,7 +38,7 @@ What is measured, and how:
   decided), so they do not add up to the time per batch.
 * **Worker CPU per event** (``cpu/ev``): user + system CPU of the worker process (and
   of its model process, in that mode) over the run (``/proc``), divided by the events
-  it decided. On a machine whose cores are
+  it decided; ``main`` and ``model`` give the two processes apart. On a machine whose cores are
   shared with the broker, Redis, this load generator and anything else, events/s
   swing with the neighbours; CPU per event is what the worker itself costs.
 * **Where the cores went**: every process's CPU from ``/proc`` over each run, grouped
@@ -66,14 +77,27 @@ import os
 import statistics
 import time
 import uuid
-from typing import Sequence
+from collections.abc import Sequence
 
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from engine.codec import Codec  # noqa: E402
-from ops.bench.engine_io import VerdictReader, machine_cpu, produce_timed, scrape  # noqa: E402
-from ops.bench.engine_report import (LEGEND, STAGES, RunResult, core_shares, latencies_and_throughput,  # noqa: E402
-                                     plot, print_machine, print_table, recommend, worker_result)
+from engine.wire.codec import Codec  # noqa: E402
+from ops.bench.engine_events import describe, make_bench_events  # noqa: E402
+from ops.bench.engine_io import VerdictReader, machine_cpu, produce_backlog, produce_timed, scrape  # noqa: E402
+from ops.bench.engine_report import (  # noqa: E402
+    LEGEND,
+    STAGES,
+    RunResult,
+    core_shares,
+    latencies_and_throughput,
+    plot,
+    print_machine,
+    print_old_vs_new,
+    print_table,
+    print_targets,
+    recommend,
+    worker_result,
+)
 
 #: The label of ``Bench.run_relay``'s rows: an exactly-once relay that decides nothing.
 RELAY = "floor: EOS relay"
@@ -89,14 +113,14 @@ MODES = {"fixed-W": {"TOLLGATE_BATCH__CLOSE_WHEN_IDLE": "false"},
 # -- the model-removed pipeline (loaded by the worker subprocess via --pipeline) ----------
 
 class ConstantInference:
-    """Same output shapes as ``engine.infer.Inference``, no model: what the loop costs alone."""
+    """Same output shapes as ``engine.stages.infer.Inference``, no model: what the loop costs alone."""
 
     version = "no-model"
 
     def __call__(self, batch):
         import torch
 
-        from engine.infer import ModelOutputs
+        from engine.stages.infer import ModelOutputs
 
         n = int(batch.control_numeric.shape[0])
         probs = torch.tensor([[0.9, 0.07, 0.03]]).expand(n, 3)
@@ -104,7 +128,7 @@ class ConstantInference:
 
 
 def no_model_pipeline(settings, *, model=None):
-    from engine.commands.run import build_worker_pipeline
+    from engine.worker.main import build_worker_pipeline
 
     pipeline = build_worker_pipeline(settings, model=model)
     pipeline.swap(inference=ConstantInference(), model_version="no-model")
@@ -112,7 +136,7 @@ def no_model_pipeline(settings, *, model=None):
 
 
 def model_pipeline(settings, *, model=None):
-    from engine.commands.run import build_worker_pipeline
+    from engine.worker.main import build_worker_pipeline
 
     return build_worker_pipeline(settings, model=model)
 
@@ -131,13 +155,51 @@ class Bench:
         self.models_dir = self.workdir / "models"
         # Made again on every run: a model kept from an older checkout would have that
         # checkout's architecture (say, before PLE numeric embeddings), not today's.
-        from tests.integration.worker_support import save_fresh_model
+        self.model_dir = self._model(args)
+        self._described = False
 
-        save_fresh_model(self.models_dir, "bench-v1")
+    def _model(self, args: argparse.Namespace) -> Path:
+        import shutil
+        import subprocess
+
+        if args.model_dir:
+            return Path(args.model_dir)
+        shutil.rmtree(self.models_dir, ignore_errors=True)
+        if args.model_source == "fresh":  # an untrained model of the serving architecture
+            from tests.support.worker_support import save_fresh_model
+
+            return save_fresh_model(self.models_dir, "bench-v1")
+        # What a user runs: `tollgate model bootstrap`, into this run's own registry (its
+        # serving pointer under a key prefix of its own, deleted after).
+        prefix = f"tg-bench-{uuid.uuid4().hex[:8]}"
+        env = {**os.environ, "TOLLGATE_PATHS__MODELS_DIR": str(self.models_dir),
+               "TOLLGATE_REDIS__KEY_PREFIX": prefix, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+        print("model: tollgate model bootstrap --history-days 7 --epochs 2 ...", flush=True)
+        subprocess.run([str(Path(sys.executable).with_name("tollgate")), "model", "bootstrap", "--history-days", "7",
+                        "--epochs", "2"], env=env, cwd=str(REPO), check=True, timeout=1800,
+                       stdout=subprocess.DEVNULL)
+        import redis
+
+        r = redis.Redis.from_url(self.redis_url)
+        for key in r.scan_iter(f"{prefix}:*", count=1000):
+            r.delete(key)
+        found = sorted(self.models_dir.glob("bootstrap-*/"))
+        if not found:
+            raise RuntimeError(f"tollgate model bootstrap left no model under {self.models_dir}")
+        return found[-1]
+
+    def events(self, u: str, n: int):
+        events = make_bench_events(self.args.event_mix, u, n, self.args.json_share)
+        if not self._described:
+            print(f"events ({self.args.event_mix}): {describe(events)}", flush=True)
+            self._described = True
+        return events
 
     def run(self, label: str, pipeline: str, batch: tuple[int, float], rate: float | None,
-            env: dict[str, str] | None = None, duration: float | None = None) -> RunResult:
-        from tests.integration.worker_support import WorkerEnv, WorkerProcess, make_events, produce_events
+            env: dict[str, str] | None = None, duration: float | None = None,
+            tree: Path | None = None) -> RunResult:
+        """``tree``: the worker runs that source tree's code (``ops/bench/engine_ab.py``)."""
+        from tests.support.worker_support import WorkerEnv, WorkerProcess
 
         u = uuid.uuid4().hex[:8]
         topics = self._create_topics(u)
@@ -145,11 +207,12 @@ class Bench:
                          self.models_dir, extra={"TOLLGATE_BATCH__MAX_EVENTS": str(batch[0]),
                                                  "TOLLGATE_BATCH__MAX_WAIT_MS": str(batch[1]), **(env or {})})
         n = self.args.saturation_events if rate is None else int(rate * (duration or self.args.duration))
-        events = make_events(u, n)
+        events = self.events(u, n)
         if rate is None:  # pre-fill: the worker starts with a full backlog
-            produce_events(self.bootstrap, topics["events"], events, self.codec)
+            produce_backlog(self.bootstrap, topics["events"], events, self.codec)
+        where = {} if tree is None else {"command": _common.tree_cli(tree), "cwd": tree}
         worker = WorkerProcess(wenv, label.replace(" ", "_"), self.workdir, "--model",
-                               str(self.models_dir / "bench-v1"), "--no-hot-swap", "--pipeline", pipeline)
+                               str(self.model_dir), "--no-hot-swap", "--pipeline", pipeline, **where)
         reader = VerdictReader(self.bootstrap, topics["verdicts"], n)
         try:
             worker.wait_for("worker ready", timeout=180)
@@ -157,6 +220,7 @@ class Bench:
             before = scrape(port)
             machine_before, t_before = machine_cpu(worker.proc.pid), time.monotonic()
             before[("cpu_seconds", "")] = machine_before["worker"]  # with its model process
+            before[("cpu_main", "")], before[("cpu_model", "")] = machine_before["worker_main"], machine_before["worker_model"]
             reader.start()
             if rate is not None:
                 produce_timed(self.bootstrap, topics["events"], events, self.codec, rate)
@@ -164,6 +228,7 @@ class Bench:
             after = scrape(port)
             machine_after, span = machine_cpu(worker.proc.pid), time.monotonic() - t_before
             after[("cpu_seconds", "")] = machine_after["worker"]
+            after[("cpu_main", "")], after[("cpu_model", "")] = machine_after["worker_main"], machine_after["worker_model"]
         finally:
             worker.terminate()
             reader.stop()
@@ -192,14 +257,14 @@ class Bench:
         nothing decided) at ``rate``, with the same load generator and reader as ``run``."""
         import subprocess
 
-        from tests.integration.worker_support import WorkerEnv, make_events
+        from tests.support.worker_support import WorkerEnv
 
         u = uuid.uuid4().hex[:8]
         topics = self._create_topics(u)
         wenv = WorkerEnv(self.bootstrap, self.redis_url, u, topics["events"], topics["verdicts"], topics["dlq"],
                          self.models_dir, extra=env or {})
         n = int(rate * self.args.duration)
-        events = make_events(u, n)
+        events = self.events(u, n)
         relay = subprocess.Popen([sys.executable, "-m", "ops.bench.engine_relay", *relay_args], env=wenv.env(),
                                  cwd=str(REPO), stdout=subprocess.PIPE, text=True)
         reader = VerdictReader(self.bootstrap, topics["verdicts"], n, relayed=True)
@@ -224,7 +289,8 @@ class Bench:
         cpu_s = machine_after["worker"] - machine_before["worker"]
         result = RunResult(label or RELAY, rate, len(got), throughput, lat, dict.fromkeys(STAGES, float("nan")),
                            float("nan"),
-                           cpu_us_per_event=cpu_s * 1e6 / len(got) if got else float("nan"))
+                           cpu_us_per_event=cpu_s * 1e6 / len(got) if got else float("nan"),
+                           cpu_us_main=cpu_s * 1e6 / len(got) if got else float("nan"), cpu_us_model=0.0)
         result.machine_pct = core_shares(machine_before, machine_after, span)
         return result
 
@@ -235,7 +301,7 @@ class Bench:
 SWEEP = ((128, 5.0), (256, 5.0), (512, 5.0), (1024, 5.0), (512, 2.0), (512, 10.0))
 
 
-def _sweep(bench: "Bench", model: str, default: tuple[int, float], rounds: int) -> list[RunResult]:
+def _sweep(bench: Bench, model: str, default: tuple[int, float], rounds: int) -> list[RunResult]:
     """Every candidate at 1,000 events/s and at saturation, ``rounds`` times, interleaved
     (the order reverses every round), so that a noisy neighbour hits all of them alike."""
     candidates = list(dict.fromkeys([default, *SWEEP]))
@@ -249,12 +315,12 @@ def _sweep(bench: "Bench", model: str, default: tuple[int, float], rounds: int) 
 
 
 #: ``--floor-ab``: the relay's transaction as the worker commits it against the order and
-#: retry backoff it used before (``engine.emit``): (label, environment, relay arguments).
+#: retry backoff it used before (``engine.stages.emit``): (label, environment, relay arguments).
 FLOOR_AB = (("floor: offsets 1st, 1 ms", {}, ()),
             ("floor: records 1st, 5 ms", {"TOLLGATE_KAFKA__PRODUCER_RETRY_BACKOFF_MS": "5"}, ("--records-first",)))
 
 
-def _floor_ab(bench: "Bench", rate: float, rounds: int) -> list[RunResult]:
+def _floor_ab(bench: Bench, rate: float, rounds: int) -> list[RunResult]:
     """``FLOOR_AB`` at ``rate``, ``rounds`` times, interleaved (the order reverses every
     round); prints each run and the medians."""
     results = []
@@ -287,6 +353,16 @@ def main() -> None:
                          "default threads (one per core) instead of one; one backlog batch on the threads "
                          "instead of two")
     ap.add_argument("--no-model-baseline", dest="baseline", action="store_false")
+    ap.add_argument("--event-mix", default="users", choices=("users", "legacy"),
+                    help="users: JSON and Avro, ~5 %% memos, returning and new customers "
+                         "(ops/bench/engine_events.py); legacy: the test factory's events, as before #19")
+    ap.add_argument("--json-share", type=float, default=0.5, help="--event-mix users: share of JSON events")
+    ap.add_argument("--model-source", default="bootstrap", choices=("bootstrap", "fresh"),
+                    help="bootstrap: `tollgate model bootstrap` (what users run); fresh: an untrained model")
+    ap.add_argument("--model-dir", default=None, help="serve this model directory instead")
+    ap.add_argument("--old-pipeline", default=None, metavar="MODULE:FUNCTION",
+                    help="also run this pipeline factory (the path before a change) at every rate and at "
+                         "saturation, interleaved with the default, and print new / old")
     ap.add_argument("--floor-ab", type=int, default=0, metavar="ROUNDS",
                     help="only compare the relay's transaction as the worker commits it (offsets first, "
                          "1 ms retry backoff) with the order and backoff before (records first, 5 ms) at "
@@ -325,14 +401,16 @@ def main() -> None:
         warm = bench.run("broker warm-up", model, default, 1000.0, duration=args.warmup)
         print(f"broker warm-up, discarded: {args.warmup:g} s at 1,000 events/s, broker "
               f"{warm.machine_pct.get('broker', float('nan')):.0f} % of a core")
-    for rate in args.rates:
+    old_label = f"old {tag}"
+    for rate in [*args.rates, None]:
         results.append(bench.run(f"model {tag}", model, default, rate))
         print_table(results[-1:])
-        if args.floor:
+        if args.old_pipeline:
+            results.append(bench.run(old_label, args.old_pipeline, default, rate))
+            print_table(results[-1:])
+        if args.floor and rate is not None:
             results.append(bench.run_relay(rate))
             print_table(results[-1:])
-    results.append(bench.run(f"model {tag}", model, default, None))
-    print_table(results[-1:])
     if args.baseline:
         nm = "ops.bench.engine:no_model_pipeline"
         base_rate = max(args.rates) if args.rates else None
@@ -365,6 +443,11 @@ def main() -> None:
               f"{fixed[RELAY].pct(99):.1f} ms for a relay that decides nothing (the floor)")
     if args.sweep:
         recommend(results)
+    if args.floor:
+        print_targets(results, f"model {tag}", RELAY)
+    if args.old_pipeline:
+        print_targets(results, old_label, RELAY)
+        print_old_vs_new(results, f"model {tag}", old_label)
     fixed_runs = [r for r in results if r.offered is not None and r.latencies_ms]
     if args.plot and fixed_runs:  # none with --rates and nothing after it: saturation only
         plot(fixed_runs, Path(args.plot))
@@ -372,6 +455,7 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(json.dumps([{
             "label": r.label, "offered": r.offered, "events": r.events, "throughput": r.throughput,
+            "cpu_us_per_event": r.cpu_us_per_event, "cpu_us_main": r.cpu_us_main, "cpu_us_model": r.cpu_us_model,
             "p50": r.pct(50), "p95": r.pct(95), "p99": r.pct(99), "mean_batch": r.mean_batch,
             "stage_ms_per_batch": r.stage_ms_per_batch} for r in results], indent=2))
 

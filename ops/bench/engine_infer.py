@@ -1,5 +1,5 @@
 """The worker's infer stage on a real-shaped batch: one model call or length-sorted
-chunks, with PyTorch's encoder layers or the serving layers (``engine.infer_layers``).
+chunks, with PyTorch's encoder layers or the serving layers (``engine.model.serving_layers``).
 
     python ops/bench/engine_infer.py [--batch 128] [--reps 40] [--threads 1] [--model-dir DIR]
 
@@ -10,7 +10,9 @@ one model call (``Inference._forward``) or length-sorted chunks of at most
 ``CPU_CHUNK_ROWS`` (``_forward_in_chunks``), each with the stock
 ``nn.TransformerEncoderLayer`` and with ``ServingEncoderLayer``, and chunks of serving
 layers whose last layer computes every position rather than the CLS token alone
-(``with_serving_layers(first_only=False)``). ``Inference`` on the CPU does the last
+(``with_serving_layers(first_only=False)``), and ``Inference`` itself, on all rows and with
+the rows that carry text scored apart from those that do not (``--mix users``: does a
+batch pay for its longest memo?). ``Inference`` on the CPU does the last
 (chunks, serving layers, CLS-only last layer); the first is what it did before. Variants
 run in shuffled order and this thread's CPU time is measured (less sensitive than wall
 time to other processes on a shared machine). Prints medians, ratios to the first, and
@@ -20,15 +22,14 @@ small batches (``Inference`` makes one call up to ``CPU_CHUNK_ROWS`` rows).
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
-
 import argparse  # noqa: E402
 import random  # noqa: E402
 import statistics  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+from pathlib import Path
+
+import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
 
 
 def main() -> None:
@@ -37,17 +38,19 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=40)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--model-dir", default=None, help="a model directory (default: a fresh model)")
+    ap.add_argument("--mix", default="legacy", choices=("users", "legacy"),
+                    help="events: ops/bench/engine_events.py's users mix, or the test factory's (legacy)")
     args = ap.parse_args()
 
     import torch
 
-    from engine.encode import EncodedBatch, FieldIsolatedEncoder
     from engine.features.memory import MemoryFeatureStore
-    from engine.infer import CPU_CHUNK_ROWS, Inference
-    from engine.infer_layers import with_serving_layers
-    from engine.model.inputs import as_inputs
-    from engine.stage_adapters import text_twins
-    from tests.integration.worker_support import make_events, save_fresh_model
+    from engine.model.inputs import as_inputs, take_rows
+    from engine.model.serving_layers import with_serving_layers
+    from engine.stages.encode import EncodedBatch, FieldIsolatedEncoder
+    from engine.stages.infer import CPU_CHUNK_ROWS, Inference
+    from engine.text_twins import text_twins
+    from tests.support.worker_support import save_fresh_model
 
     torch.set_num_threads(args.threads)
     model_dir = args.model_dir
@@ -58,7 +61,9 @@ def main() -> None:
     served_full_last.model = with_serving_layers(served_full_last.model, first_only=False)
     encoder, store = FieldIsolatedEncoder(), MemoryFeatureStore()
     warm = 30  # batches of history first, so every customer has a full window
-    events = make_events("bench", args.batch * (warm + 1))
+    from ops.bench.engine_events import make_bench_events
+
+    events = [b.event for b in make_bench_events(args.mix, "bench", args.batch * (warm + 1))]
     for i in range(warm):
         store.enrich(events[i * args.batch:(i + 1) * args.batch])
     last = events[warm * args.batch:]
@@ -77,14 +82,31 @@ def main() -> None:
             return raw[0]["verdict"]
         return run
 
+    def text_apart():
+        # #19's suspicion: a batch is padded to its longest memo. Rows without text in
+        # one call and rows with text in another (each as Inference does it) instead.
+        has_text = inputs.text_mask.any(dim=1)
+        out = torch.empty(inputs.batch_size, 3)
+        for rows in (torch.nonzero(~has_text).squeeze(1), torch.nonzero(has_text).squeeze(1)):
+            if len(rows):
+                out[rows] = served(take_rows(inputs, rows)).probs
+        return out
+
+    def served_probs():
+        return served(inputs).probs
+
     variants = {"one call, stock layers": variant(stock, False),
                 f"chunks <= {CPU_CHUNK_ROWS}, stock layers": variant(stock, True),
                 "one call, serving layers": variant(served, False),
                 f"chunks <= {CPU_CHUNK_ROWS}, serving, full last": variant(served_full_last, True),
-                f"chunks <= {CPU_CHUNK_ROWS}, serving layers": variant(served, True)}
+                f"chunks <= {CPU_CHUNK_ROWS}, serving layers": variant(served, True),
+                "Inference (as served)": served_probs,
+                "Inference, text rows apart": text_apart}
     first = next(iter(variants))
     reference = variants[first]()
-    diffs = {name: float((fn() - reference).abs().max()) for name, fn in variants.items()}
+    reference_probs = served_probs()
+    diffs = {name: float((fn() - (reference_probs if name.startswith("Inference") else reference)).abs().max())
+             for name, fn in variants.items()}
     times: dict[str, list[float]] = {k: [] for k in variants}
     names = list(variants)
     for _ in range(3):

@@ -11,11 +11,14 @@ import threading
 import time
 import urllib.request
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-from engine.codec import Codec
+from engine.records import TransactionEvent
+from engine.wire.codec import JSON_HEADERS, Codec
+from ops.bench.engine_events import BenchEvent
 
 
 class VerdictReader(threading.Thread):
@@ -45,7 +48,7 @@ class VerdictReader(threading.Thread):
             now = time.time() * 1000.0
             for m in [first, *self.consumer.consume(1000, 0)]:
                 if m.error() is None:
-                    self.received.append((now, float(self._decode(m.value()).event_time_ms)))
+                    self.received.append((now, float(self._decode(m.value(), m.headers()).event_time_ms)))
 
     def stop(self) -> None:
         self._halt.set()
@@ -54,7 +57,14 @@ class VerdictReader(threading.Thread):
         self.consumer.close()
 
 
-def produce_timed(bootstrap, topic, events, codec, rate):
+def _wire(codec: Codec, b: BenchEvent, event: TransactionEvent) -> tuple[bytes, list | None]:
+    """The value and headers ``b`` is sent with: JSON with its content-type header, or Avro."""
+    if b.json:
+        return codec.events.encode_json(event), list(JSON_HEADERS)
+    return codec.encode_event(event), None
+
+
+def produce_timed(bootstrap: str, topic: str, events: Sequence[BenchEvent], codec: Codec, rate: float) -> None:
     """Paced produce; each event's time is stamped at the moment it is sent."""
     import dataclasses
 
@@ -62,14 +72,33 @@ def produce_timed(bootstrap, topic, events, codec, rate):
 
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "enable.idempotence": True})
     t0 = time.monotonic()
-    for i, e in enumerate(events):
+    for i, b in enumerate(events):
         ahead = t0 + i / rate - time.monotonic()
         if ahead > 0:
             time.sleep(ahead)
-        e = dataclasses.replace(e, event_time_ms=int(time.time() * 1000))
-        p.produce(topic, value=codec.encode_event(e), key=e.customer_id.encode())
+        e = dataclasses.replace(b.event, event_time_ms=int(time.time() * 1000))
+        value, headers = _wire(codec, b, e)
+        p.produce(topic, value=value, key=e.customer_id.encode(), headers=headers)
         p.poll(0)
     p.flush(60)
+
+
+def produce_backlog(bootstrap: str, topic: str, events: Sequence[BenchEvent], codec: Codec) -> None:
+    """Produce all of ``events`` as fast as the broker takes them (a saturation backlog)."""
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True})
+    for b in events:
+        value, headers = _wire(codec, b, b.event)
+        while True:
+            try:
+                p.produce(topic, value=value, key=b.event.customer_id.encode(), headers=headers)
+                break
+            except BufferError:
+                p.poll(0.05)
+        p.poll(0)
+    if p.flush(120) != 0:
+        raise RuntimeError("the backlog could not be flushed within 120 s")
 
 
 def _proc_cpu_ticks(entry: Path) -> tuple[int, int, int] | None:
@@ -83,12 +112,13 @@ def _proc_cpu_ticks(entry: Path) -> tuple[int, int, int] | None:
 
 def machine_cpu(worker_pid: int) -> dict[str, float]:
     """CPU seconds so far of every process on the machine, grouped: the worker and its
-    live children (the model process with ``settings.batch.infer_process``), the broker
+    live children (the model process with ``settings.batch.infer_process``; also apart,
+    as ``worker_main`` and ``worker_model``), the broker
     (a JVM running ``kafka.Kafka``), Redis, this benchmark (load generator and verdict
     reader), everything else, and the machine's idle time (``/proc/stat``). Two
     snapshots give each group's share of the cores over a run (``core_shares``)."""
     tick = os.sysconf("SC_CLK_TCK")
-    out = dict.fromkeys(("worker", "broker", "redis", "bench", "other"), 0.0)
+    out = dict.fromkeys(("worker", "worker_main", "worker_model", "broker", "redis", "bench", "other"), 0.0)
     me = os.getpid()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -102,6 +132,7 @@ def machine_cpu(worker_pid: int) -> dict[str, float]:
         except OSError:
             continue
         if pid == worker_pid or ppid == worker_pid:
+            out["worker_main" if pid == worker_pid else "worker_model"] += ticks / tick
             group = "worker"
         elif pid == me:
             group = "bench"

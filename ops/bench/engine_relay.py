@@ -3,7 +3,7 @@
     python -m ops.bench.engine_relay [--records-first]   # settings from TOLLGATE_* (topics, group, ids)
 
 It consumes ``tx.events`` with the worker's consumer configuration
-(``engine.consume.consumer_config``: read_committed, the same fetch settings), and for
+(``engine.stages.consume.consumer_config``: read_committed, the same fetch settings), and for
 every poll's worth of records (up to ``settings.batch.max_events``) writes each event's
 bytes, unchanged, to ``tx.verdicts`` and commits them with the consumed offsets in one
 transaction through the worker's own ``TransactionalEmitter`` (same producer
@@ -25,13 +25,14 @@ import argparse
 import signal
 import sys
 import uuid
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
-from engine.consume import consumer_config
-from engine.emit import TransactionalEmitter
 from engine.settings import Settings
+from engine.stages.consume import consumer_config
+from engine.stages.emit import TransactionalEmitter
 
 READY = "relay ready"
 
@@ -77,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         for m in [first, *consumer.consume(room, 0)]:
             if m.error() is not None:
                 continue
-            records.append((verdicts, m.key(), m.value(), None))
+            records.append((verdicts, m.key(), m.value(), m.headers()))  # a JSON event keeps its content-type
             offsets[(m.topic(), m.partition())] = m.offset() + 1  # in order within a partition
         if records and args.records_first:
             commit_records_first(emitter, offsets, consumer.consumer_group_metadata(), records)

@@ -31,6 +31,10 @@ class RunResult:
     #: in µs: what the loop costs, less sensitive than events/s to other processes on
     #: the same cores.
     cpu_us_per_event: float = float("nan")
+    #: The same, apart: the worker's own process (consume, decode, enrich, encode, detect,
+    #: decide, guard, emit) and its model process (``settings.batch.infer_process``).
+    cpu_us_main: float = float("nan")
+    cpu_us_model: float = float("nan")
     #: Share of one core each process group used over the run (worker with its model
     #: process, broker, Redis, this benchmark, other), and the machine's idle share, in
     #: % of one core (the machine has ``os.cpu_count()`` × 100 %).
@@ -58,11 +62,13 @@ def worker_result(label: str, rate: float | None, n: int, got: list[tuple[float,
 
     if len(got) < n:
         print(f"  ! {label}: only {len(got)} of {n} verdicts arrived", file=sys.stderr)
-    cpu_s = after[("cpu_seconds", "")] - before[("cpu_seconds", "")]
+    def per_event(key: str) -> float:
+        return (after[(key, "")] - before[(key, "")]) * 1e6 / events if events else float("nan")
+
     return RunResult(label, rate, len(got), throughput, lat, stages, events / batches if batches else 0.0,
                      mean("tollgate_e2e_from_event_time_ms") if rate is not None else float("nan"),
                      mean("tollgate_e2e_from_arrival_ms"),
-                     cpu_s * 1e6 / events if events else float("nan"))
+                     per_event("cpu_seconds"), per_event("cpu_main"), per_event("cpu_model"))
 
 
 def core_shares(before: dict[str, float], after: dict[str, float], span_s: float) -> dict[str, float]:
@@ -83,21 +89,23 @@ def latencies_and_throughput(got: list[tuple[float, float]], fixed_rate: bool) -
 
 
 LEGEND = ("p50/p95/p99: produce -> verdict read by a read_committed consumer (ms); p2c / a2c: the worker's "
-          "mean produce -> commit / arrival -> commit (ms); cpu/ev: worker CPU µs per event (all threads); "
+          "mean produce -> commit / arrival -> commit (ms); cpu/ev: worker CPU µs per event (all threads), "
+          "= main: the worker's process + model: its model process; "
           "batch: mean events per batch; stages: mean wall ms per batch (stages of different batches overlap)")
 
 
 def print_table(results: list[RunResult]) -> None:
     print(f"{'run':22} {'offered':>7} {'ev/s':>6} {'p50':>7} {'p95':>7} {'p99':>7} {'p2c':>6} {'a2c':>6} "
-          f"{'cpu/ev':>6} {'batch':>5}  " + " ".join(f"{s:>6}" for s in STAGES))
+          f"{'cpu/ev':>6} {'main':>5} {'model':>5} {'batch':>5}  " + " ".join(f"{s:>6}" for s in STAGES))
     for r in results:
         offered = "sat" if r.offered is None else f"{r.offered:g}"
         print(f"{r.label:22} {offered:>7} {r.throughput:6.0f} {r.pct(50):7.1f} {r.pct(95):7.1f} {r.pct(99):7.1f} "
               f"{r.produce_to_commit_ms:6.1f} {r.arrival_to_commit_ms:6.1f} {r.cpu_us_per_event:6.0f} "
+              f"{r.cpu_us_main:5.0f} {r.cpu_us_model:5.0f} "
               f"{r.mean_batch:5.1f}  " + " ".join(f"{r.stage_ms_per_batch[s]:6.2f}" for s in STAGES))
 
 
-MACHINE = ("worker", "broker", "redis", "bench", "other", "idle")
+MACHINE = ("worker", "worker_main", "worker_model", "broker", "redis", "bench", "other", "idle")
 
 
 def print_machine(results: list[RunResult]) -> None:
@@ -105,7 +113,7 @@ def print_machine(results: list[RunResult]) -> None:
     waiting for something?"""
     print(f"\nmachine during each run, % of one core ({os.cpu_count()} cores = {100 * (os.cpu_count() or 1)} %; "
           "worker includes its model process, bench = load generator + verdict reader):")
-    print(f"{'run':40} {'offered':>7} " + " ".join(f"{m:>7}" for m in MACHINE))
+    print(f"{'run':40} {'offered':>7} " + " ".join(f"{m.replace('worker_', 'w.'):>7}" for m in MACHINE))
     for r in results:
         if r.machine_pct:
             offered = "sat" if r.offered is None else f"{r.offered:g}"
@@ -173,3 +181,49 @@ def plot(runs: list[RunResult], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+#: The targets of issue #19 against the exactly-once floor, per offered rate:
+#: (largest p50 − floor's p50 in ms, largest p99 / floor's p99); None: no bound there.
+FLOOR_TARGETS: dict[float, tuple[float | None, float]] = {250.0: (5.0, 1.5), 500.0: (5.0, 1.5), 1000.0: (None, 3.0)}
+#: Saturation events/s per worker process, and CPU µs per event (both processes).
+SATURATION_TARGET, CPU_TARGET_US = 5000.0, 250.0
+
+
+def print_targets(results: list[RunResult], label: str, floor_label: str) -> None:
+    """The issue's ratios for the runs called ``label`` against ``floor_label`` at the
+    same offered rate, and at saturation, each with its target and whether it holds."""
+    print(f"\n{label} against the exactly-once floor ({floor_label}), same run:")
+    for rate, (p50_gap, p99_ratio) in FLOOR_TARGETS.items():
+        worker = next((r for r in results if r.label == label and r.offered == rate), None)
+        floor = next((r for r in results if r.label == floor_label and r.offered == rate), None)
+        if worker is None or floor is None:
+            continue
+        gap, ratio = worker.pct(50) - floor.pct(50), worker.pct(99) / floor.pct(99)
+        gap_text = (f"p50 {worker.pct(50):.1f} vs {floor.pct(50):.1f} ms: +{gap:.1f} ms (target <= {p50_gap:g}: "
+                    f"{'met' if gap <= p50_gap else 'NOT met'}); " if p50_gap is not None else "")
+        print(f"  {rate:6g} ev/s: {gap_text}p99 {worker.pct(99):.1f} vs {floor.pct(99):.1f} ms: "
+              f"{ratio:.2f}x (target <= {p99_ratio:g}x: {'met' if ratio <= p99_ratio else 'NOT met'})")
+    sat = next((r for r in results if r.label == label and r.offered is None), None)
+    if sat is not None:
+        print(f"  saturation: {sat.throughput:.0f} events/s (target >= {SATURATION_TARGET:g}: "
+              f"{'met' if sat.throughput >= SATURATION_TARGET else 'NOT met'}); CPU {sat.cpu_us_per_event:.0f} µs/event "
+              f"= worker {sat.cpu_us_main:.0f} + model process {sat.cpu_us_model:.0f} (target <= {CPU_TARGET_US:g}: "
+              f"{'met' if sat.cpu_us_per_event <= CPU_TARGET_US else 'NOT met'})")
+
+
+def print_old_vs_new(results: list[RunResult], new_label: str, old_label: str) -> None:
+    """new / old for every offered rate both ran at, in this run."""
+    print(f"\n{new_label} / {old_label}, same run (below 1 is better, except events/s):")
+    for new in (r for r in results if r.label == new_label):
+        old = next((r for r in results if r.label == old_label and r.offered == new.offered), None)
+        if old is None:
+            continue
+        offered = "sat" if new.offered is None else f"{new.offered:g} ev/s"
+        if new.offered is None:
+            print(f"  {offered:>10}: events/s {new.throughput / old.throughput:.2f}x, CPU/event "
+                  f"{new.cpu_us_per_event / old.cpu_us_per_event:.2f}x (worker {new.cpu_us_main / old.cpu_us_main:.2f}x, "
+                  f"model process {new.cpu_us_model / old.cpu_us_model:.2f}x)")
+        else:
+            print(f"  {offered:>10}: p50 {new.pct(50) / old.pct(50):.2f}x, p99 {new.pct(99) / old.pct(99):.2f}x, "
+                  f"CPU/event {new.cpu_us_per_event / old.cpu_us_per_event:.2f}x")

@@ -22,16 +22,15 @@ from dataclasses import replace
 from pathlib import Path
 
 import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
-
 import torch  # noqa: E402
 
-from engine.encode import FieldIsolatedEncoder  # noqa: E402
 from engine.features.memory import MemoryFeatureStore  # noqa: E402
 from engine.features.spec import DAY_MS  # noqa: E402
 from engine.features.store import LabelArrival  # noqa: E402
-from engine.handbook import handbook_frame, read_handbook_raw  # noqa: E402
-from engine.shared_data import handbook_file  # noqa: E402
-from engine.simulate_frames import events_from_frame  # noqa: E402
+from engine.offline.handbook import handbook_frame, read_handbook_raw  # noqa: E402
+from engine.offline.shared_data import handbook_file  # noqa: E402
+from engine.offline.simulate.frames import events_from_frame  # noqa: E402
+from engine.stages.encode import FieldIsolatedEncoder  # noqa: E402
 
 HANDBOOK = handbook_file() or Path("../shared/data/handbook/transactions_2018-04-01_to_2018-08-07.parquet")
 MEMOS = ["rent June", "invoice 4411", "dinner with Anna", "loyer juin", "房租", "thanks!",

@@ -9,7 +9,7 @@ The world: 1,200 cards over 16 days (~37,000 events), outcomes about 3 days late
 first model (one epoch on days 0-5) serves from day 5; cycles run at days 10, 12 and 14
 through the real ``FineTuneScheduler`` (Redis lock and state, registry, fine-tune, gate
 on final verdicts), over the real stores, written in event time by
-``feedback.rehearse``. Each variant gets its own registry, stores and Redis prefix, and
+``feedback.learn.rehearse``. Each variant gets its own registry, stores and Redis prefix, and
 the same world.
 
 Printed per cycle, before (serving) and after (candidate):
@@ -22,7 +22,9 @@ Printed per cycle, before (serving) and after (candidate):
 Variants: ``seed`` is the objective the loop shipped with (``FineTuneConfig.seed_loop``),
 ``default`` today's ``FineTuneConfig()``; any other is ``name={json of FineTuneConfig
 fields}``. Settings were chosen on ``--seed 3``; report figures from another seed.
-``--trusted review_queue`` holds out analysts' reviews instead of a hash share.
+The held-out set is the settings' default: analysts' reviews (``review_queue``), never
+trained on; ``--untrusted`` opts in to the old hash share of event ids instead (nothing
+is promoted on it otherwise), ``--trusted a,b`` names other sources.
 ``--flip SHARE`` poisons that share of untrusted labels in every cycle (the drill).
 """
 
@@ -65,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cycles", default="10,12,14", help="event-time days of the cycles")
     ap.add_argument("--variants", default="seed;default",
                     help="';'-separated: seed, default, or name={FineTuneConfig fields as JSON}")
-    ap.add_argument("--trusted", default="", help="comma-separated trusted sources (held-out set)")
+    ap.add_argument("--trusted", default="", help="comma-separated trusted sources (default: settings')")
+    ap.add_argument("--untrusted", action="store_true", help="hash-share held-out set, opted into explicitly")
     ap.add_argument("--flip", type=float, default=0.0, help="share of untrusted labels to flip (drill)")
     ap.add_argument("--json-out", type=Path, default=None)
     ap.add_argument("--redis-url", default=os.environ.get("TOLLGATE_REDIS_URL", "redis://127.0.0.1:6379/0"))
@@ -75,18 +78,18 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
-    from engine.encode import FieldIsolatedEncoder
+    from engine.model.registry import ModelRegistry
+    from engine.offline.simulate.simulator import SimConfig
     from engine.settings import PathSettings, RedisSettings, Settings
-    from engine.simulate import SimConfig
-    from feedback.finetune import FineTuneConfig
-    from feedback.registry import ModelRegistry
-    from feedback.rehearse import (
+    from engine.stages.encode import FieldIsolatedEncoder
+    from feedback.learn.finetune import FineTuneConfig
+    from feedback.learn.rehearse import (
         LoopRehearsal,
         build_world,
         future_metrics,
         train_initial,
     )
-    from feedback.scheduler import FineTuneScheduler, SchedulerConfig
+    from feedback.learn.scheduler import FineTuneScheduler, SchedulerConfig
     from feedback.trust import flip_labels
 
     t0 = time.perf_counter()
@@ -111,9 +114,11 @@ def main(argv: list[str] | None = None) -> int:
                                examples_dir=base / "examples"),
             redis=RedisSettings(url=args.redis_url, key_prefix=f"fbloop-{uuid.uuid4().hex[:8]}"),
         ).model_copy(deep=True)
-        if trusted:
+        if trusted or args.untrusted:
+            trust = ({"trusted_sources": (), "allow_untrusted_heldout": True} if args.untrusted
+                     else {"trusted_sources": trusted})
             settings = settings.model_copy(update={"feedback": settings.feedback.model_copy(update={
-                "trust": settings.feedback.trust.model_copy(update={"trusted_sources": trusted})})})
+                "trust": settings.feedback.trust.model_copy(update=trust)})})
         registry = ModelRegistry(settings, client)
         if initial_dir is None:
             train_initial(world, world.start_ms + args.initial_days * DAY, registry, encoder)
@@ -126,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
                                                                        gate=settings.feedback.gate))
         loop = LoopRehearsal(world, sched, serve_from_ms=world.start_ms + args.initial_days * DAY,
                              rules_version=_rules_version(settings))
-        poison = flip_labels(args.flip, trusted) if args.flip else None
+        poison = flip_labels(args.flip, settings.feedback.trust.trusted_sources) if args.flip else None
         rows = []
         for day in cycles:
             now = world.start_ms + day * DAY
@@ -139,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
             fut_before = future_metrics(world, serving_dir, encoder, policy, now, now + 2 * DAY)
             fut_after = (future_metrics(world, cand_dir, encoder, policy, now, now + 2 * DAY)
                          if cand_dir is not None and cand_dir.is_dir() else None)
-            row = {"variant": name, "day": day, "status": res.status, "reasons": res.reasons,
+            sel = _selection(res.report_dir)
+            row = {"variant": name, "day": day, "status": res.status, "reasons": res.reasons, "selection": sel,
                    "n_train": res.n_train, "n_heldout": res.n_heldout,
                    "heldout_before": res.serving_metrics, "heldout_after": res.candidate_metrics,
                    "future_before": fut_before, "future_after": fut_after}
@@ -151,6 +157,17 @@ def main(argv: list[str] | None = None) -> int:
         args.json_out.write_text(json.dumps({"args": vars(args) | {"json_out": str(args.json_out)},
                                              "results": results}, indent=2, default=str))
     return 0
+
+
+def _selection(report_dir: str | None) -> dict | None:
+    """The fine-tune's checkpoint selection, from the cycle's gate report."""
+    if not report_dir:
+        return None
+    path = Path(report_dir) / "gate_report.json"
+    if not path.is_file():
+        return None
+    ft = json.loads(path.read_text()).get("fine_tune") or {}
+    return {"selected_step": ft.get("selected_step"), "steps": ft.get("steps"), "judged": ft.get("selection")}
 
 
 def _rules_version(settings) -> str:
@@ -173,6 +190,10 @@ def _print_row(row: dict) -> None:
         print(f"    held-out  after:  {_fmt(row['heldout_after'])}")
     print(f"    future    before: {_fmt(row['future_before'])}")
     print(f"    future    after:  {_fmt(row['future_after'])}")
+    if row.get("selection") and row["selection"]["judged"]:
+        sel = row["selection"]
+        print(f"    checkpoint: step {sel['selected_step']} of {sel['steps']}; judged (step, recall, g->stop): "
+              + " ".join(f"({s},{r:.2f},{g:.3f})" for s, r, g in sel["judged"]))
     for r in row["reasons"]:
         print(f"    reason: {r}")
     sys.stdout.flush()

@@ -6,7 +6,7 @@ never part of CI (CI machines have no GPU).
 
 Prints one report:
 
-1. The default decision model through ``engine.infer.Inference`` on the CPU (2 threads,
+1. The default decision model through ``engine.stages.infer.Inference`` on the CPU (2 threads,
    as the CPU benchmark) and on CUDA: batch-1 p50/p99 and events/s at larger batches,
    and the largest difference between CPU and CUDA probabilities (same weights).
 2. The ``backbone="hf"`` path (``engine.model.hf``) with a SmolLM2-135M-shaped Llama
@@ -32,13 +32,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import torch
-
 import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
-from _common import percentile as pct, timed_ms  # noqa: E402
+import torch
+from _common import percentile as pct  # noqa: E402
+from _common import timed_ms
 
-from engine.infer import Inference  # noqa: E402
 from engine.model import InputSpec, fresh_model, random_inputs  # noqa: E402
+from engine.stages.infer import Inference  # noqa: E402
 
 JSON_TOKENS = 14  # {"verdict":"review","risk":0.42} in JSON-piece tokens (as ops/bench/model.py)
 
@@ -49,7 +49,7 @@ SMOLLM2_135M = dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=3
 
 
 def default_spec() -> InputSpec:
-    from engine.encode import FeatureSchema
+    from engine.stages.encode import FeatureSchema
 
     return InputSpec.from_schema(FeatureSchema.default())
 
@@ -63,18 +63,19 @@ def bench_default_model(quick: bool) -> None:
     gpu = Inference(model_cuda, card_cuda, device="cuda")
     rep = 100 if quick else 400
     print(f"\n== 1. default decision model ({model.config.n_layers} layers, {model.config.d_model} wide): "
-          f"CPU (2 threads) vs CUDA, through engine.infer.Inference")
+          f"CPU (2 threads) vs CUDA, through engine.stages.infer.Inference")
     for fill, label in ((0.0, "no memo"), (1.0, "full memo")):
         one = random_inputs(spec, 1, seed=1, text_fill=fill)
-        c, g = timed_ms(lambda: cpu(one), rep), timed_ms(lambda: gpu(one), rep, sync=torch.cuda.synchronize)
+        c = timed_ms(lambda one=one: cpu(one), rep)
+        g = timed_ms(lambda one=one: gpu(one), rep, sync=torch.cuda.synchronize)
         print(f"batch 1 {label:9s}  CPU p50 {pct(c, 50):6.2f} p99 {pct(c, 99):6.2f} ms   "
               f"CUDA p50 {pct(g, 50):6.2f} p99 {pct(g, 99):6.2f} ms")
     print(f"{'batch':>6s} {'CPU ev/s':>10s} {'CUDA ev/s':>11s} {'CUDA/CPU':>9s}   (half with memo)")
     for bs in (32, 128, 1024, 8192):
         batch = random_inputs(spec, bs, seed=2, text_fill=0.5)
         n = max(10, rep // 10)
-        c_ms = statistics.median(timed_ms(lambda: cpu(batch), n if bs <= 1024 else 3, warmup=2))
-        g_ms = statistics.median(timed_ms(lambda: gpu(batch), n, warmup=3, sync=torch.cuda.synchronize))
+        c_ms = statistics.median(timed_ms(lambda batch=batch: cpu(batch), n if bs <= 1024 else 3, warmup=2))
+        g_ms = statistics.median(timed_ms(lambda batch=batch: gpu(batch), n, warmup=3, sync=torch.cuda.synchronize))
         print(f"{bs:6d} {bs / c_ms * 1000:10.0f} {bs / g_ms * 1000:11.0f} {c_ms / g_ms:8.1f}x")
     batch = random_inputs(spec, 512, seed=4, text_fill=0.5)
     diff = (cpu(batch).probs - gpu(batch).probs).abs().max().item()
@@ -113,8 +114,9 @@ def bench_hf_backbone(folder: Path, quick: bool) -> None:
         infer = Inference(model, card, device="cuda")
         load_s = time.perf_counter() - t0
         mib = (torch.cuda.memory_allocated() - before) / 2**20
-        b1 = timed_ms(lambda: infer(one), rep, sync=torch.cuda.synchronize)
-        b256 = statistics.median(timed_ms(lambda: infer(big), max(10, rep // 5), sync=torch.cuda.synchronize))
+        b1 = timed_ms(lambda infer=infer: infer(one), rep, sync=torch.cuda.synchronize)
+        b256 = statistics.median(timed_ms(lambda infer=infer: infer(big), max(10, rep // 5),
+                                          sync=torch.cuda.synchronize))
         probs = infer(big).probs
         if reference is None:
             reference, drift = probs, 0.0

@@ -4,10 +4,10 @@ tree models the decision model must beat.
     python ops/bench/handbook_baselines.py [--families lr rf xgboost lightgbm] [--seeds 0 1 2]
         [--transformer] [--json-out OUT.json]
 
-On the handbook file (``engine.shared_data.handbook_file``), with the book's 15 features
-(``engine.handbook_features``) and the book's protocol (7 training days, 7 delay days, 7
-assessed days; ``engine.backtest.assessed_mask`` removes known-compromised cards; metrics
-from ``engine.metrics_quality``), for each family:
+On the handbook file (``engine.offline.shared_data.handbook_file``), with the book's 15 features
+(``engine.offline.handbook_features``) and the book's protocol (7 training days, 7 delay days, 7
+assessed days; ``engine.offline.backtest.run.assessed_mask`` removes known-compromised cards; metrics
+from ``engine.offline.quality``), for each family:
 
 1. every configuration of the family's grid (the book's ch. 5.3 grids for logistic
    regression, random forest and XGBoost; a small one for LightGBM) is trained on each
@@ -35,14 +35,13 @@ from pathlib import Path
 from typing import Any
 
 import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
-
 import numpy as np
 import pandas as pd
 
-from engine.backtest import DAY_MS, Window, assessed_mask, read_handbook
-from engine.handbook_features import BOOK_FEATURES, book_features
-from engine.metrics_quality import quality_report
-from engine.shared_data import handbook_file
+from engine.offline.backtest.run import DAY_MS, Window, assessed_mask, read_handbook_frame
+from engine.offline.handbook_features import BOOK_FEATURES, book_features
+from engine.offline.quality import quality_report
+from engine.offline.shared_data import handbook_file
 
 VALIDATION = ("2018-06-20", "2018-06-27", "2018-07-04", "2018-07-11")
 TEST = "2018-07-18"
@@ -115,7 +114,7 @@ def fit_and_score(family: str, params: dict[str, Any], seed: int, fold: Fold) ->
 
 def transformer_scorer(frame: pd.DataFrame, cache_dir: str) -> Callable[[str, int], dict[str, Any]]:
     """Tollgate's default decision model on a fold, through ``tollgate backtest``'s code."""
-    from engine.backtest import run_backtest
+    from engine.offline.backtest.run import run_backtest
 
     def run(train_start: str, seed: int) -> dict[str, Any]:
         window = Window.from_date(train_start, 7, 7, 7, 30)
@@ -161,7 +160,7 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
-    frame = read_handbook(path)
+    frame = read_handbook_frame(path)
     t0 = time.perf_counter()
     features = book_features(frame)[BOOK_FEATURES].to_numpy()
     print(f"book features for {len(frame):,} rows in {time.perf_counter() - t0:.0f} s", flush=True)

@@ -17,8 +17,6 @@ the p99 (nearest rank) over swaps of the around-swap gap, and the baseline.
 
 from __future__ import annotations
 
-import _common  # noqa: F401  (first: the repository, not this folder, on sys.path)
-
 import argparse
 import itertools
 import json
@@ -31,12 +29,18 @@ import time
 import uuid
 from pathlib import Path
 
+import _common  # noqa: F401  (first: the repository, not this folder, on sys.path)
+from _common import percentile
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from _common import percentile
-from engine.codec import Codec
-from tests.integration.worker_support import (
-    WorkerEnv, WorkerProcess, make_events, produce_events, read_verdicts, save_fresh_model,
+from engine.wire.codec import Codec
+from tests.support.worker_support import (
+    WorkerEnv,
+    WorkerProcess,
+    make_events,
+    produce_events,
+    read_verdicts,
+    save_fresh_model,
 )
 
 #: The window of a swap: from this long before the pointer moved (so loading the new

@@ -3,6 +3,7 @@ the design rests on — generating a short JSON verdict token by token against o
 pass plus heads, on the same backbone.
 
     python ops/bench/model.py [--model-dir DIR] [--smollm2] [--quick] [--twin-ab | --only-twin-ab]
+    python ops/bench/model.py --only-runtimes [--model-dir DIR] [--threads 1]   # PyTorch vs onnxruntime
 
 Prints one table. Inputs are shaped like real batches of the default feature schema;
 ``text_fill`` 0 is a payment without memo (most of them), 1 a full memo. Without
@@ -25,14 +26,14 @@ import statistics
 import time
 from pathlib import Path
 
-import torch
-
 import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
-from _common import percentile as pct, timed_ms as timed  # noqa: E402
+import torch
+from _common import percentile as pct  # noqa: E402
+from _common import timed_ms as timed
 
-from engine.decide import Policy  # noqa: E402
-from engine.infer import Inference  # noqa: E402
-from engine.model import InputSpec, fresh_model, load_model_dir, random_inputs  # noqa: E402
+from engine.model import InputSpec, ModelInputs, fresh_model, load_model_dir, random_inputs  # noqa: E402
+from engine.stages.decide import Policy  # noqa: E402
+from engine.stages.infer import Inference  # noqa: E402
 
 JSON_TOKENS = 14  # {"verdict":"review","risk":0.42} in JSON-piece tokens
 
@@ -44,14 +45,14 @@ def bench_default(infer_fp32: Inference, infer_int8: Inference, spec: InputSpec,
     for fill, label in ((0.0, "no memo"), (1.0, "full memo")):
         one = random_inputs(spec, 1, seed=1, text_fill=fill)
         for name, inf in (("fp32", infer_fp32), ("int8", infer_int8)):
-            ms = timed(lambda: inf(one), rep)
+            ms = timed(lambda inf=inf, one=one: inf(one), rep)
             print(f"batch 1  {label:9s} {name}: p50 {pct(ms, 50):6.2f} ms   p99 {pct(ms, 99):6.2f} ms")
     print(f"{'batch':>5s} {'fp32 ev/s':>10s} {'int8 ev/s':>10s} {'int8/fp32':>9s}   (no memo)")
     for bs in (8, 32, 128):
         batch = random_inputs(spec, bs, seed=2, text_fill=0.0)
         rates = []
         for inf in (infer_fp32, infer_int8):
-            ms = timed(lambda: inf(batch), max(20, rep // 4), warmup=3)
+            ms = timed(lambda inf=inf, batch=batch: inf(batch), max(20, rep // 4), warmup=3)
             rates.append(bs / (statistics.median(ms) / 1000))
         print(f"{bs:5d} {rates[0]:10.0f} {rates[1]:10.0f} {rates[1] / rates[0]:8.2f}x")
 
@@ -141,7 +142,9 @@ def bench_smollm2(quick: bool) -> None:
         enc = tok(texts[step:step + 8], return_tensors="pt", padding=True)
         hidden = backbone(**enc).last_hidden_state[:, -1]
         loss = torch.nn.functional.cross_entropy(head(hidden), labels[step:step + 8])
-        opt.zero_grad(); loss.backward(); opt.step()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
         losses.append(float(loss.detach()))
     backbone.eval()
     print(f"LoRA (r=8) + head fine-tune: {n} examples, loss {losses[0]:.3f} -> {losses[-1]:.3f} "
@@ -174,8 +177,8 @@ def bench_numeric_encoding(spec: InputSpec, quick: bool) -> None:
     b128: dict[int, list[float]] = {nb: [] for nb in models}
     for _ in range(rounds):
         for nb, inf in models.items():
-            b1[nb].extend(timed(lambda: inf(one), repeat=20, warmup=2))
-            b128[nb].append(128 / (statistics.median(timed(lambda: inf(big), repeat=3, warmup=1)) / 1000))
+            b1[nb].extend(timed(lambda inf=inf: inf(one), repeat=20, warmup=2))
+            b128[nb].append(128 / (statistics.median(timed(lambda inf=inf: inf(big), repeat=3, warmup=1)) / 1000))
     print(f"\n== numeric encoding A/B (no memo), torch threads = {torch.get_num_threads()}")
     for nb in models:
         name = "PLE, 16 bins (default)" if nb else "value embedding (bins=0)"
@@ -194,15 +197,15 @@ def bench_user_text_twins(model, card, quick: bool, batch: int = 512) -> None:
     from unittest import mock
 
     from engine import pipeline as pipeline_module
-    from engine.detect import InjectionDetector
-    from engine.encode import EncodedBatch, FieldIsolatedEncoder
     from engine.features.memory import MemoryFeatureStore
     from engine.features.snapshot import ContextSnapshot
-    from engine.guard import Guard
+    from engine.offline.simulate.frames import events_from_frame
+    from engine.offline.simulate.simulator import SimConfig, Simulator
     from engine.pipeline import Components, DecisionPipeline
-    from engine.simulate import SimConfig, Simulator
-    from engine.simulate_frames import events_from_frame
-    from engine.stage_adapters import text_twins
+    from engine.stages.detect import InjectionDetector
+    from engine.stages.encode import EncodedBatch, FieldIsolatedEncoder
+    from engine.stages.guard import Guard
+    from engine.text_twins import text_twins
 
     day = next(iter(Simulator(SimConfig(customers=3000, terminals=6000, days=1, seed=5)).days()))
     events = events_from_frame(day.events)[: (2 if quick else 8) * batch]
@@ -233,7 +236,7 @@ def bench_user_text_twins(model, card, quick: bool, batch: int = 512) -> None:
                                        detector=InjectionDetector.default(), guard=guard, policy=Policy(),
                                        model_version=card.version, empty_context=ContextSnapshot.empty))
     pipe_s: dict[str, list[float]] = {"without twins": [], "with twins": []}
-    no_twins = mock.patch.object(pipeline_module.adapt, "text_twins", lambda evs: ([], []))
+    no_twins = mock.patch.object(pipeline_module, "text_twins", lambda evs: ([], []))
     for _ in range(rounds):
         for name in pipe_s:
             pipe.swap(store=MemoryFeatureStore())
@@ -245,6 +248,120 @@ def bench_user_text_twins(model, card, quick: bool, batch: int = 512) -> None:
     rates = {k: len(events) / statistics.median(v) for k, v in pipe_s.items()}
     print(f"pipeline:     without twins {rates['without twins']:7.0f} ev/s   with twins {rates['with twins']:7.0f} ev/s"
           f"   with/without {rates['with twins'] / rates['without twins']:.2f}x")
+
+
+def memo_mix(spec: InputSpec, batch: int, seed: int, memo_share: float = 0.05) -> ModelInputs:
+    """A batch as users send it: about ``memo_share`` of rows carry a memo of a random
+    length, the rest none (``random_inputs`` alone gives every row text)."""
+    g = torch.Generator().manual_seed(seed)
+    plain, memo = random_inputs(spec, batch, seed=seed, text_fill=0.0), random_inputs(spec, batch, seed=seed + 1)
+    has_memo = torch.rand(batch, generator=g) < memo_share
+    lengths = torch.randint(4, spec.text_len + 1, (batch,), generator=g)
+    text_mask = has_memo[:, None] & (torch.arange(spec.text_len)[None, :] < lengths[:, None])
+    return ModelInputs(plain.control_numeric, plain.control_categorical, plain.history_numeric,
+                       plain.history_categorical, plain.history_mask,
+                       torch.where(text_mask, memo.text_ids.clamp_min(1), 0), text_mask)
+
+
+#: ``--runtimes``: what is compared, as (label, export format or None for the module, dtype).
+RUNTIMES = (("torch fp32", None, "fp32"), ("torch int8", None, "int8"), ("onnx fp32", "onnx", "fp32"),
+            ("onnx fp16", "onnx", "fp16"), ("onnx int8", "onnx", "int8"), ("torchscript fp32", "torchscript", "fp32"))
+
+
+def bench_runtimes(model_dir: Path | None, model, card, quick: bool, rounds: int = 3) -> None:
+    """PyTorch against onnxruntime (fp32/fp16/int8) and TorchScript at batch 1, 32 and 512,
+    through ``Inference`` as the worker calls it (calibration, early exit, CPU chunks),
+    on batches with ~5 % memos. Runtimes are timed in interleaved rounds (the order
+    reverses every round); the figure is the median of the rounds' medians."""
+    import tempfile
+
+    from engine.model import save_model_dir
+    from engine.model.export import export_model_dir
+
+    work = Path(tempfile.mkdtemp(prefix="bench-runtimes-"))
+    source = model_dir or save_model_dir(model, card, work / "source")
+    infers = {}
+    for label, fmt, dtype in RUNTIMES:
+        if fmt is None:
+            infers[label] = Inference.from_dir(source, runtime="torch", int8=dtype == "int8")
+        else:
+            out = export_model_dir(source, work / f"{fmt}-{dtype}", fmt, dtype)
+            infers[label] = Inference.from_dir(out.path, runtime=fmt)
+            print(f"exported {label}: max |diff| to torch fp32 {out.max_abs_diff}")
+    spec = infers["torch fp32"].model.config.inputs
+    # CPU time of this process per call, not wall time: on a shared machine a longer call
+    # is preempted more often, and wall time then exaggerates the gap. Both runtimes run
+    # on the calling thread at one thread (onnxruntime's intra-op pool of 1 does too).
+    print(f"\n== runtimes, torch threads = {torch.get_num_threads()}, ~5 % memos; CPU ms per call (median of "
+          f"{rounds} interleaved rounds' medians), events per CPU-second, and wall ms")
+    labels = [label for label, _, _ in RUNTIMES]
+    print(f"{'batch':>5s} " + " ".join(f"{label:>26s}" for label in labels))
+    winners = {}
+    for bs in (1, 32, 512):
+        batch = memo_mix(spec, bs, seed=bs)
+        rep = (200 if bs == 1 else 40 if bs == 32 else 8) // (4 if quick else 1)
+        cpu = {label: [] for label in labels}
+        wall = {label: [] for label in labels}
+        for r in range(rounds):
+            for label in labels if r % 2 == 0 else labels[::-1]:
+                c, w = _cpu_and_wall_ms(infers[label], batch, max(3, rep))
+                cpu[label].append(c)
+                wall[label].append(w)
+        ms = {label: statistics.median(v) for label, v in cpu.items()}
+        wall_ms = {label: statistics.median(v) for label, v in wall.items()}
+        winners[bs] = min(ms, key=ms.__getitem__)
+        print(f"{bs:5d} " + " ".join(f"{ms[k]:8.3f} {bs / ms[k] * 1000:8.0f} {wall_ms[k]:8.2f}" for k in labels))
+        print("      " + " ".join(f"{ms['torch fp32'] / ms[k]:25.2f}x" for k in labels)
+              + "   (CPU speed-up over torch fp32)")
+    print(f"fastest per batch size (CPU): {winners}")
+
+
+def _cpu_and_wall_ms(fn, batch, repeat: int, warmup: int = 2) -> tuple[float, float]:
+    """Median CPU and wall milliseconds of ``fn(batch)`` over ``repeat`` calls."""
+    for _ in range(warmup):
+        fn(batch)
+    cpu, wall = [], []
+    for _ in range(repeat):
+        c0, w0 = time.process_time(), time.perf_counter()
+        fn(batch)
+        cpu.append((time.process_time() - c0) * 1000.0)
+        wall.append((time.perf_counter() - w0) * 1000.0)
+    return statistics.median(cpu), statistics.median(wall)
+
+
+def bench_variants(spec: InputSpec, variants: list[tuple[str, dict]], quality: Path | None, quick: bool) -> None:
+    """Events/s of model configurations side by side (fresh weights: speed does not depend
+    on them), fp32 and int8, batch 128 without memo; with ``quality`` (the ``--json-out``
+    of ``ops/bench/model_quality.py``) each row also shows that variant's mean AUC ROC /
+    AP / CP@100 over its seeds, so speed and quality are read together."""
+    import json
+
+    scores: dict[str, list[dict]] = {}
+    if quality is not None:
+        for row in json.loads(quality.read_text())["rows"]:
+            scores.setdefault(row["variant"], []).append(row)
+    batch = random_inputs(spec, 128, seed=2, text_fill=0.0)
+    rep = 20 if quick else 60
+    print(f"\n== configurations side by side: batch 128 no memo, torch threads = {torch.get_num_threads()}")
+    print(f"{'variant':24s} {'fp32 ev/s':>10s} {'int8 ev/s':>10s} {'ms/event fp32':>13s}   quality (AUC / AP / CP@100)")
+    infers = {}
+    for name, overrides in variants:
+        if overrides.get("early_exit_layers"):
+            raise SystemExit("early exit's speed depends on trained exit heads: time it with --model-dir")
+        model, card = fresh_model(spec, version=name, **overrides)
+        infers[name] = (Inference(model, card), Inference(model, card, int8=True))
+    rates: dict[str, list[list[float]]] = {name: [[], []] for name in infers}
+    for _ in range(3):  # interleaved rounds: the machine's noise hits every variant alike
+        for name, pair in infers.items():
+            for k, inf in enumerate(pair):
+                ms = timed(lambda inf=inf: inf(batch), rep, warmup=3)
+                rates[name][k].append(128 / (statistics.median(ms) / 1000))
+    for name, (fp32, int8) in rates.items():
+        rs = scores.get(name, [])
+        q = " / ".join(f"{statistics.fmean(r[k] for r in rs):.3f}" for k in ("auc", "ap", "cp100")) if rs else "-"
+        q += f"  (n={len(rs)})" if rs else ""
+        print(f"{name:24s} {statistics.median(fp32):10.0f} {statistics.median(int8):10.0f} "
+              f"{1000 / statistics.median(fp32):13.3f}   {q}")
 
 
 def main() -> None:
@@ -260,6 +377,12 @@ def main() -> None:
     ap.add_argument("--only-twin-ab", action="store_true", help="run only the text-free twin A/B")
     ap.add_argument("--numeric-ab", action="store_true",
                     help="also compare PLE numeric encoding with the value embedding (same process)")
+    ap.add_argument("--runtimes", action="store_true",
+                    help="also compare PyTorch with onnxruntime (fp32/fp16/int8) and TorchScript at batch 1, 32, 512")
+    ap.add_argument("--only-runtimes", action="store_true", help="run only the --runtimes comparison")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=JSON",
+                    help="time these ModelConfig variants side by side (e.g. moe='{\"moe_experts\": 4}')")
+    ap.add_argument("--quality", type=Path, help="model_quality.py --json-out file: show its figures per variant")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     if args.model_dir:
@@ -267,10 +390,20 @@ def main() -> None:
         model, card = loaded.model, loaded.card
         spec = card.architecture.inputs
     else:
-        from engine.encode import FeatureSchema
+        from engine.stages.encode import FeatureSchema
 
         spec = InputSpec.from_schema(FeatureSchema.default())
         model, card = fresh_model(spec, version="bench")
+    if args.runtimes or args.only_runtimes:
+        bench_runtimes(args.model_dir, model, card, args.quick)
+        if args.only_runtimes:
+            return
+    if args.variant:
+        import json
+
+        bench_variants(spec, [(v.partition("=")[0], json.loads(v.partition("=")[2] or "{}")) for v in args.variant],
+                       args.quality, args.quick)
+        return
     if args.twin_ab or args.only_twin_ab:
         bench_user_text_twins(model, card, args.quick)
         if args.only_twin_ab:

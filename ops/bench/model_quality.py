@@ -5,7 +5,7 @@
 
 The fold is the handbook protocol of ``tollgate backtest`` (7 training days, 7 delay
 days, 7 assessed days, known-compromised cards removed). The replay is encoded once and
-kept in ``--cache-dir`` (``engine.backtest_cache``); each variant then costs only its
+kept in ``--cache-dir`` (``engine.offline.backtest.cache``); each variant then costs only its
 training and the scoring of the test micro-batches through ``Inference``. A variant is
 a JSON object of ``ModelConfig``/``TrainConfig`` fields, exactly what ``tollgate backtest
 --set`` takes. Prints AUC ROC, average precision and card precision@100 per seed and
@@ -27,12 +27,12 @@ import json
 import os
 import statistics
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
 
-from engine.shared_data import handbook_file  # noqa: E402
+from engine.offline.shared_data import handbook_file  # noqa: E402
 
 DATA = str(handbook_file() or "../shared/data/handbook/transactions_2018-04-01_to_2018-08-07.parquet")
 
@@ -40,12 +40,12 @@ DATA = str(handbook_file() or "../shared/data/handbook/transactions_2018-04-01_t
 def load_fold(data: str, train_start: str, cache_dir: str, fold_file: str | None = None):
     """(training rows, EncodedWindow, test rows with an ``assessed`` column) of one fold:
     from a compact fold file (``--export``) if given, else replayed (or cached) from DATA."""
-    from engine.backtest import Window, assessed_mask, cached_encode_window, read_handbook
+    from engine.offline.backtest.run import Window, assessed_mask, cached_encode_window, read_handbook_frame
 
     if fold_file:
         return _read_fold_file(fold_file)
     window = Window.from_date(train_start, 7, 7, 7, 30)
-    frame = read_handbook(data, window.history_start_ms, window.test_end_ms)
+    frame = read_handbook_frame(data, window.history_start_ms, window.test_end_ms)
     frame = frame[(frame["event_time_ms"] >= window.history_start_ms)
                   & (frame["event_time_ms"] < window.test_end_ms)].reset_index(drop=True)
     enc = cached_encode_window(frame, window, cache_dir)
@@ -65,14 +65,14 @@ def export_fold(path: str, train, enc, test) -> None:
     import numpy as np
     import torch
 
-    from engine.encode import EncodedBatch
+    from engine.stages.encode import EncodedBatch
 
     arrays = {"test_sizes": np.array([len(b) for b in enc.test_batches])}
     for part, batch, rows in (("train", enc.train, train), ("test", EncodedBatch.concat(enc.test_batches), test)):
         used = int(batch.text_mask.any(0).nonzero().max()) + 1 if batch.text_mask.any() else 0
         for name, t in batch.tensors().items():
             t = t[:, :used] if name.startswith("text") else t
-            # category ids < 2**15 (engine.encode's id space is ~10k): int16 halves the file
+            # category ids < 2**15 (engine.stages.encode's id space is ~10k): int16 halves the file
             arrays[f"{part}.{name}"] = t.numpy().astype(np.int16) if t.dtype == torch.int64 else t.numpy()
         for c in _COLS + ("customer_id",) + (("assessed",) if part == "test" else ()):
             arrays[f"{part}.col.{c}"] = rows[c].to_numpy().astype(str) if c == "customer_id" else rows[c].to_numpy()
@@ -84,8 +84,8 @@ def _read_fold_file(path: str):
     import pandas as pd
     import torch
 
-    from engine.backtest_cache import EncodedWindow
-    from engine.encode import EncodedBatch, FeatureSchema
+    from engine.offline.backtest.cache import EncodedWindow
+    from engine.stages.encode import EncodedBatch, FeatureSchema
 
     z = np.load(path)
     T = FeatureSchema.default().text_len
@@ -113,27 +113,34 @@ def run_one(args: tuple) -> dict:
     import numpy as np
     import torch
 
-    from engine.backtest import DAY_MS
-    from engine.backtest_models import FITTERS
-    from engine.metrics_quality import quality_report
+    from engine.offline.backtest.families import FITTERS
+    from engine.offline.backtest.run import DAY_MS
+    from engine.offline.quality import quality_report
 
-    data, train_start, cache_dir, fold_file, name, overrides, seed, epochs, family = args
+    data, train_start, cache_dir, fold_file, name, overrides, seed, epochs, family, int8 = args
     torch.set_num_threads(1)
     train, enc, test = load_fold(data, train_start, cache_dir, fold_file)
     t0 = time.perf_counter()
-    scorers = FITTERS[family](train, [enc.train], seed=seed, epochs=epochs, overrides=overrides, int8=False,
+    scorers = FITTERS[family](train, [enc.train], seed=seed, epochs=epochs, overrides=overrides, int8=int8,
                               report_dir=None, models_dir=None, window=None)
     fit_s = time.perf_counter() - t0
-    risk = np.concatenate([next(iter(scorers.values()))(b)[1] for b in enc.test_batches])
     keep = test["assessed"].to_numpy().astype(bool)
     a = test[keep]
-    m = quality_report(a["tx_fraud"].to_numpy(), risk[keep], days=(a["event_time_ms"] // DAY_MS).to_numpy(),
-                       cards=a["customer_id"].to_numpy())
-    out = {"variant": name, "seed": seed, "auc": m["auc_roc"], "ap": m["average_precision"],
-           "cp100": m["card_precision_at_100"], "fit_s": fit_s}
-    if os.environ.get("MODEL_QUALITY_KEEP_SCORES"):  # for seed-ensemble what-ifs
-        out["risk_b64"] = base64.b64encode(risk.astype(np.float32).tobytes()).decode()
-    return out
+    rows = []
+    # --int8: the same trained model scored again through the int8 path (suffix "+int8").
+    for scorer_name, scorer in scorers.items():
+        t1 = time.perf_counter()
+        risk = np.concatenate([scorer(b)[1] for b in enc.test_batches])
+        score_s = time.perf_counter() - t1
+        m = quality_report(a["tx_fraud"].to_numpy(), risk[keep], days=(a["event_time_ms"] // DAY_MS).to_numpy(),
+                           cards=a["customer_id"].to_numpy())
+        suffix = "+int8" if scorer_name.endswith("-int8") else ""
+        out = {"variant": name + suffix, "seed": seed, "auc": m["auc_roc"], "ap": m["average_precision"],
+               "cp100": m["card_precision_at_100"], "fit_s": fit_s, "score_s": score_s}
+        if os.environ.get("MODEL_QUALITY_KEEP_SCORES"):  # for seed-ensemble what-ifs
+            out["risk_b64"] = base64.b64encode(risk.astype(np.float32).tobytes()).decode()
+        rows.append(out)
+    return rows
 
 
 def main() -> None:
@@ -146,6 +153,7 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=14, help="14 = the headline backtest's (docs/decision-model.md)")
     ap.add_argument("--lightgbm", action="store_true", help="also the LightGBM baseline (seed 0)")
     ap.add_argument("--jobs", type=int, default=1, help="processes (one torch thread each)")
+    ap.add_argument("--int8", action="store_true", help="also score each trained model through the int8 path")
     ap.add_argument("--json-out", default=None)
     ap.add_argument("--fold", default=None, help="read the fold from a file written by --export")
     ap.add_argument("--export", default=None, help="write the fold to this .npz and exit")
@@ -155,19 +163,34 @@ def main() -> None:
     if a.export:
         export_fold(a.export, *fold)
         return
-    jobs = [(a.data, a.train_start, a.cache_dir, a.fold, name, ov, s, a.epochs, "transformer")
+    jobs = [(a.data, a.train_start, a.cache_dir, a.fold, name, ov, s, a.epochs, "transformer", a.int8)
             for name, ov in variants for s in a.seeds]
     if a.lightgbm:
-        jobs.append((a.data, a.train_start, a.cache_dir, a.fold, "lightgbm", {}, 0, a.epochs, "lightgbm"))
+        jobs.append((a.data, a.train_start, a.cache_dir, a.fold, "lightgbm", {}, 0, a.epochs, "lightgbm", False))
+    rows: list[dict] = []
+
+    def done(result: list[dict]) -> None:
+        # Each run's rows are printed (and --json-out rewritten) as soon as it finishes, so a
+        # long sweep stopped early still leaves every finished run's figures.
+        rows.extend(result)
+        for r in result:
+            print(f"done: {r['variant']} seed {r['seed']}: AUC {r['auc']:.3f} AP {r['ap']:.3f} "
+                  f"CP@100 {r['cp100']:.3f} (fit {r['fit_s']:.0f} s)", flush=True)
+        if a.json_out:
+            Path(a.json_out).write_text(json.dumps({"variants": dict(variants), "rows": rows}, indent=2))
+
     if a.jobs > 1:
         with ProcessPoolExecutor(a.jobs) as pool:
-            rows = list(pool.map(run_one, jobs))
+            for future in as_completed([pool.submit(run_one, j) for j in jobs]):
+                done(future.result())
     else:
-        rows = [run_one(j) for j in jobs]
+        for j in jobs:
+            done(run_one(j))
     print(f"\nfold train-start {a.train_start}, {a.epochs} epochs")
-    print(f"{'variant':28s} {'seed':>4s} {'AUC':>6s} {'AP':>6s} {'CP@100':>7s} {'fit s':>6s}")
+    print(f"{'variant':28s} {'seed':>4s} {'AUC':>6s} {'AP':>6s} {'CP@100':>7s} {'fit s':>6s} {'score s':>7s}")
     for r in rows:
-        print(f"{r['variant']:28s} {r['seed']:4d} {r['auc']:6.3f} {r['ap']:6.3f} {r['cp100']:7.3f} {r['fit_s']:6.0f}")
+        print(f"{r['variant']:28s} {r['seed']:4d} {r['auc']:6.3f} {r['ap']:6.3f} {r['cp100']:7.3f} {r['fit_s']:6.0f}"
+              f" {r['score_s']:7.1f}")
     print("-- mean over seeds")
     for name in dict.fromkeys(r["variant"] for r in rows):
         rs = [r for r in rows if r["variant"] == name]

@@ -11,23 +11,29 @@ starts it again under the same id; it reports, per start, the seconds from spawn
 the process to its first committed transaction, and the phases the worker logs:
 
 * process_start_s   interpreter start and the CLI's imports
+* imports_s         the worker's own imports, settings, the Redis client
 * model_load_s      the pipeline: model, detector, rules, the model process
+* wiring_s          rule watcher, health server, model watcher, the Kafka clients
 * warmup_s          synthetic batches through the whole path
 * init_transactions_s  fencing the previous instance, aborting its open transaction
 * assigned_after_ready_s  joining the group (a restart waits here for the dead
                       member's session timeout unless membership is static)
 * first_commit_after_ready_s  the first batch decided and committed
+* cpu_to_first_verdict_s  CPU seconds the worker and its model process had used when
+                      the bench saw the first verdict: on a loaded host, wall seconds
+                      say how busy the machine was; this says what a start costs
 
-``--modes static,dynamic`` alternates static group membership (the default) with
-dynamic, round by round, so both see the same machine load.
+``--modes static,dynamic`` alternates static group membership with dynamic (the
+default), round by round, so both see the same machine load. ``--baseline DIR`` runs
+every start twice, alternately: once with the code in DIR (e.g. ``git archive <commit> |
+tar -x -C DIR``) on ``PYTHONPATH``, once with this tree: before/after in one run.
 """
 
 from __future__ import annotations
 
-import _common  # noqa: F401  (first: the repository, not this folder, on sys.path)
-
 import argparse
 import itertools
+import math
 import os
 import signal
 import statistics
@@ -38,28 +44,56 @@ import time
 import uuid
 from pathlib import Path
 
+import _common  # noqa: F401  (first: the repository, not this folder, on sys.path)
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from engine.codec import Codec
-from tests.integration.worker_support import WorkerEnv, WorkerProcess, make_events, produce_events, save_fresh_model
+from engine.wire.codec import Codec
+from tests.support.worker_support import (
+    WorkerEnv,
+    WorkerProcess,
+    child_processes,
+    delete_prefix,
+    make_events,
+    produce_events,
+    save_fresh_model,
+)
 
-PHASES = ("process_start_s", "model_load_s", "warmup_s", "init_transactions_s", "assigned_after_ready_s")
+PHASES = ("process_start_s", "imports_s", "model_load_s", "wiring_s", "warmup_s", "init_transactions_s",
+          "assigned_after_ready_s")
 
 
 def _first(worker: WorkerProcess, msg: str, timeout: float) -> dict:
     return worker.wait_for(msg, timeout=timeout)
 
 
-def _one_start(wenv: WorkerEnv, log_dir: Path, env: dict[str, str]) -> tuple[WorkerProcess, dict[str, float]]:
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of ``pid`` and its live children (the model process)."""
+    total = 0.0
+    for p in (pid, *child_processes(pid)):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _one_start(wenv: WorkerEnv, log_dir: Path, env: dict[str, str],
+               tree: Path = _common.REPO) -> tuple[WorkerProcess, dict[str, float]]:
     spawned = time.time()
-    worker = WorkerProcess(wenv, "w1", log_dir, **env)
+    worker = WorkerProcess(wenv, "w1", log_dir, command=_common.tree_cli(tree), cwd=tree, **env)
     ready = _first(worker, "worker ready", 300)
     first = _first(worker, "first verdicts committed", 300)
+    cpu_s = _cpu_s(worker.proc.pid)  # read when the bench sees the line (polled every 0.1 s)
     assigned = _first(worker, "first partitions assigned", 300)
     out = {p: float(ready.get(p, float("nan"))) for p in PHASES}
     out["assigned_after_ready_s"] = float(assigned["after_ready_s"])
     out["first_commit_after_ready_s"] = float(first["after_ready_s"]) - out["assigned_after_ready_s"]
     out["to_first_verdict_s"] = float(first["ts"]) - spawned
+    out["cpu_to_first_verdict_s"] = cpu_s
+    # spawn → exec and anything the phases miss (a phase the baseline does not log counts here)
+    out["unaccounted_s"] = out["to_first_verdict_s"] - sum(v for k, v in out.items() if k in PHASES and not math.isnan(v)) \
+        - out["first_commit_after_ready_s"]
     return worker, out
 
 
@@ -71,6 +105,7 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=200.0, help="events/s streamed throughout")
     ap.add_argument("--modes", default="static", help="comma list of static,dynamic (alternated)")
     ap.add_argument("--infer-process", choices=("true", "false"), default="true")
+    ap.add_argument("--baseline", type=Path, help="a tree of the code before (same layout); alternated with this one")
     args = ap.parse_args()
     bootstrap, redis_url = os.environ.get("TOLLGATE_KAFKA_BOOTSTRAP"), os.environ.get("TOLLGATE_REDIS_URL")
     if not (bootstrap and redis_url):
@@ -96,19 +131,24 @@ def main() -> int:
     producer = threading.Thread(target=produce_events, args=(bootstrap, events_t, stream, codec),
                                 kwargs={"rate_per_s": args.rate}, daemon=True)
     producer.start()
-    modes = args.modes.split(",")
+    trees = {"after": str(_common.REPO)} if args.baseline is None else {
+        "before": str(args.baseline.resolve()), "after": str(_common.REPO)}
+    modes = [f"{m}/{t}" if len(trees) > 1 else m for m in args.modes.split(",") for t in trees]
     results: dict[str, dict[str, list[float]]] = {m: {} for m in modes}
     worker = None
     try:
         for rnd in range(args.rounds):
             for mode in modes:
-                env = {"TOLLGATE_WORKER__STATIC_MEMBERSHIP": "true" if mode == "static" else "false",
-                       "TOLLGATE_BATCH__INFER_PROCESS": args.infer_process}
+                membership, _, tree = mode.partition("/")
+                env = {"TOLLGATE_WORKER__STATIC_MEMBERSHIP": "true" if membership == "static" else "false",
+                       "TOLLGATE_BATCH__INFER_PROCESS": args.infer_process,
+                       "PYTHONPATH": trees[tree or "after"]}
                 if worker is not None:
                     worker.stop_quietly()
-                worker, first = _one_start(wenv, work, env)  # a start after a clean exit/kill
+                where = Path(trees[tree or "after"])
+                worker, first = _one_start(wenv, work, env, where)  # a start after a clean exit/kill
                 worker.kill()  # SIGKILL mid-stream: open transaction, member still in the group
-                worker, again = _one_start(wenv, work, env)
+                worker, again = _one_start(wenv, work, env, where)
                 for key, value in again.items():
                     results[mode].setdefault(key, []).append(value)
                 print(f"round {rnd + 1} {mode}: first start {first['to_first_verdict_s']:.2f} s, restart "
@@ -119,13 +159,13 @@ def main() -> int:
         if worker is not None:
             worker.stop_quietly()
         admin.delete_topics(list(topics))
-        for key in client.scan_iter(f"{wenv.key_prefix}:*", count=5000):
-            client.delete(key)
+        delete_prefix(client, wenv.key_prefix)
     print(f"\nrestart after SIGKILL, median of {args.rounds} (infer_process={args.infer_process}, {args.rate:g} events/s)")
     for mode in modes:
         r = results[mode]
-        print(f"  {mode:8s} to first verdict {statistics.median(r['to_first_verdict_s']):6.2f} s  ("
-              + ", ".join(f"{k} {statistics.median(r[k]):.2f}" for k in (*PHASES, "first_commit_after_ready_s"))
+        print(f"  {mode:15s} to first verdict {statistics.median(r['to_first_verdict_s']):6.2f} s  ("
+              + ", ".join(f"{k} {statistics.median(r[k]):.2f}" for k in (*PHASES, "first_commit_after_ready_s",
+                                                                            "unaccounted_s", "cpu_to_first_verdict_s"))
               + ")")
     return 0
 

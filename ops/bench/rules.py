@@ -1,6 +1,6 @@
 """Benchmark: what the hard rules add per event (target: < 0.2 ms at p99).
 
-Inputs are realistic: simulated card payments (``engine.simulate``), their real
+Inputs are realistic: simulated card payments (``engine.offline.simulate.simulator``), their real
 event-time context from ``MemoryFeatureStore``, and model outputs drawn so a few
 percent of events look risky. Per event it times, side by side in one run:
 
@@ -11,6 +11,8 @@ percent of events look risky. Per event it times, side by side in one run:
   same event, and one run's thread CPU time (which excludes time the thread spent
   preempted on a shared host);
 * ``apply_batch``       — the same through ``apply_batch`` (64 events), per event;
+* ``apply_batch(N)``    — batches of 4 to 512 events, the rules as columns
+  (``engine.rules.columns``) against row by row, interleaved, in thread CPU;
 * ``cel-python interp.`` — the default set's conditions through cel-python's own
   interpreter on a subsample, to show what compiling to closures buys.
 
@@ -19,27 +21,25 @@ Run: ``nice python ops/bench/rules.py [--events 20000] [--rules rules/]``
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
-from _common import REPO, percentile  # noqa: E402
-
 import argparse  # noqa: E402
 import gc  # noqa: E402
 import random  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
+from pathlib import Path
 
+import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
+from _common import REPO, percentile  # noqa: E402
 from prometheus_client import CollectorRegistry  # noqa: E402
 
 from engine.features.memory import MemoryFeatureStore  # noqa: E402
-from engine.guard import Guard, ProposedVerdict, event_inputs, model_inputs  # noqa: E402
+from engine.offline.simulate.frames import events_from_frame  # noqa: E402
+from engine.offline.simulate.simulator import SimConfig, Simulator  # noqa: E402
 from engine.records import Decision  # noqa: E402
-from engine.rules.celref import reference_evaluate  # noqa: E402
 from engine.rules.loader import build_ruleset, load_ruleset  # noqa: E402
-from engine.rules.metrics import RuleMetrics  # noqa: E402
-from engine.simulate import SimConfig, Simulator  # noqa: E402
-from engine.simulate_frames import events_from_frame  # noqa: E402
+from engine.rules.rule_metrics import RuleMetrics  # noqa: E402
+from engine.stages.guard import Guard, ProposedVerdict, event_inputs, model_inputs  # noqa: E402
+from tests.support.celref import reference_evaluate  # noqa: E402
 
 
 def inputs(n: int, seed: int = 7):
@@ -141,6 +141,26 @@ def main() -> None:
     batches = [data[i:i + 64] for i in range(0, len(data), 64)]
     per_batch = timed(lambda b: guard.apply_batch(*zip(*b)), batches, args.repeats)
     rows.append((f"apply_batch(64)/event, best of {args.repeats}", [t / len(b) for t, b in zip(per_batch, batches)]))
+    # Batch sizes a worker sees (a quiet stream's few events to settings.batch.max_events),
+    # the rules as columns (engine.rules.columns, forced at every size) against row by row
+    # (before #19), interleaved batch by batch, in thread CPU: where do columns start to pay?
+    import engine.rules.ruleset as ruleset_module
+    from ops.bench.engine_old import rows_apply_batch
+
+    default_min = ruleset_module.COLUMN_MIN_ROWS
+    ruleset_module.COLUMN_MIN_ROWS = 1
+    by_size = []
+    for size in (4, 8, 16, 32, 64, 512):
+        columns_cpu, rows_cpu = [], []
+        for k, start in enumerate(range(0, len(data) - size + 1, size)):
+            b = list(zip(*data[start:start + size]))
+            pair = ((guard.apply_batch, columns_cpu), (lambda *a: rows_apply_batch(guard, *a), rows_cpu))
+            for fn, sink in pair if k % 2 else pair[::-1]:
+                t = time.thread_time_ns()
+                fn(*b)
+                sink.append((time.thread_time_ns() - t) / 1000.0 / size)
+        by_size.append((size, statistics.fmean(columns_cpu), statistics.fmean(rows_cpu)))
+    ruleset_module.COLUMN_MIN_ROWS = default_min
 
     sample = data[: args.cel_sample]
     lists = {name: lst.values for name, lst in ruleset.lists.items()}
@@ -164,6 +184,10 @@ def main() -> None:
         p99 = percentile(default, 99)
         print(f"\ndefault set, {label}: p99 {p99:.1f} µs per event in total (rules + activation + record), "
               f"{p99 - percentile(base, 99):+.1f} µs over the empty guard; target < 200 µs: {'OK' if p99 < 200 else 'OVER'}")
+    print(f"\napply_batch(N), thread CPU µs per event (columns used from COLUMN_MIN_ROWS = {default_min}):")
+    for size, columns_mean, rows_mean in by_size:
+        print(f"  N={size:4d}: columns {columns_mean:6.1f}, row by row (before #19) {rows_mean:6.1f}, "
+              f"rows / columns {rows_mean / columns_mean:.2f}")
     ref_mean, ours_mean = statistics.fmean(rows[-1][1]), statistics.fmean(default_best)
     if str(args.png):
         plot([rows[i] for i in (0, 1, 3, 4)], args.png)

@@ -38,8 +38,8 @@ import _common  # noqa: F401  (first: the repository, not this folder, on sys.pa
 
 from engine.features.redis_store import RedisFeatureStore
 from engine.records import TransactionEvent
-from engine.redisconn import connect
 from engine.settings import Settings
+from engine.wire.redisconn import connect
 
 BASE_MS = 1_767_225_600_000
 
@@ -107,9 +107,9 @@ def bench_workers(bootstrap: str, redis_url: str, workers: int, n_events: int, p
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from engine.codec import Codec
+    from engine.wire.codec import Codec
     from ops.bench.engine_io import scrape
-    from tests.integration.worker_support import (
+    from tests.support.worker_support import (
         WorkerEnv,
         WorkerProcess,
         delete_prefix,

@@ -11,7 +11,7 @@ one of the serving architecture is used: memory and speed do not depend on the w
 
 **--no-model (millions of rows over 60+ simulated days).** The model is what makes the
 CLI slow (a few thousand events/s on two cores), not what holds memory, so this mode
-drops it and runs the rest of the path: read the file in chunks (``engine.score``) →
+drops it and runs the rest of the path: read the file in chunks (``engine.interfaces.file_scoring``) →
 validate → enrich (the CLI's in-memory store) → encode → write (event id and context
 features, Parquet, per chunk). It simulates ``--days`` days of ``--customers``
 customers into one file, then replays it in two child processes at once, one with the
@@ -44,8 +44,8 @@ TOLLGATE = str(Path(sys.executable).parent / "tollgate")
 def simulate(rows: int, path: Path, seed: int = 5) -> int:
     import pandas as pd
 
-    from engine.simulate import SimConfig, Simulator
-    from engine.simulate_frames import events_from_frame, frame_from_events
+    from engine.offline.simulate.frames import events_from_frame, frame_from_events
+    from engine.offline.simulate.simulator import SimConfig, Simulator
 
     customers = 2000
     days = max(1, rows // (customers * 2) + 2)
@@ -73,8 +73,8 @@ def simulate_churning(path: Path, customers: int, days: int, churn_days: int, se
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from engine.simulate import SimConfig, Simulator
-    from engine.simulate_frames import TRUTH_COLUMNS
+    from engine.offline.simulate.frames import TRUTH_COLUMNS
+    from engine.offline.simulate.simulator import SimConfig, Simulator
 
     writer, schema, rows, first_ms = None, None, 0, 0
     config = SimConfig(customers=customers, terminals=customers, days=days, seed=seed, drain_outcomes=False)
@@ -109,12 +109,12 @@ def replay_child(src: Path, out: Path, forget: bool, first_ms: int, checkpoints:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from engine.encode import FieldIsolatedEncoder
     from engine.features.memory import MemoryFeatureStore
     from engine.features.spec import CONTEXT_FEATURES, DAY_MS, IDLE_STATE_TTL_MS
-    from engine.score import read_chunks, row_to_event
+    from engine.interfaces.file_scoring import read_chunks, row_to_event
+    from engine.stages.encode import FieldIsolatedEncoder
 
-    # The store `tollgate score` builds (engine/commands/serve.py), or one that never forgets.
+    # The store `tollgate score` builds (engine/interfaces/commands/serve.py), or one that never forgets.
     store = MemoryFeatureStore(snapshot_retention_ms=DAY_MS,
                                forget_idle_after_ms=IDLE_STATE_TTL_MS if forget else None)
     encoder = FieldIsolatedEncoder()
@@ -219,8 +219,8 @@ def main() -> None:
         try:
             model = str(find_model_dir(Settings()))
         except ModelNotFound:
-            from engine.encode import FieldIsolatedEncoder
             from engine.model import InputSpec, fresh_model, save_model_dir
+            from engine.stages.encode import FieldIsolatedEncoder
 
             m, card = fresh_model(InputSpec.from_schema(FieldIsolatedEncoder().schema), version="bench-untrained")
             model = str(save_model_dir(m, card, work / "bench-untrained"))

@@ -34,7 +34,7 @@ from tests.integration.test_serve import LiveServer, detector_or_false, event, f
 
 def serve_app(tmp: Path, shared_queue: bool, turn_chars: int):
     from engine.assemble import build_pipeline
-    from engine.serve import create_app
+    from engine.interfaces.http import create_app
     from engine.settings import BatchSettings, HttpSettings, PathSettings, Settings
 
     models = tmp / "models"

@@ -23,22 +23,22 @@ the serving architecture is used: speed does not depend on the weights.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
-from _common import REPO  # noqa: E402
-
 import argparse
 import json
 import os
+import random
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
 import uuid
+from pathlib import Path
+
+import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
+from _common import REPO  # noqa: E402
 
 TOLLGATE = str(Path(sys.executable).parent / "tollgate")
 
@@ -106,8 +106,8 @@ def free_port() -> int:
 
 
 def fresh_model_dir(root: Path) -> Path:
-    from engine.encode import FieldIsolatedEncoder
     from engine.model import InputSpec, fresh_model, save_model_dir
+    from engine.stages.encode import FieldIsolatedEncoder
 
     model, card = fresh_model(InputSpec.from_schema(FieldIsolatedEncoder().schema), version="bench-untrained")
     return save_model_dir(model, card, root / "bench-untrained")
@@ -144,7 +144,7 @@ def run_wrk(url: str, lua: Path, rate: float, duration: int, connections: int, e
             "errors": r["errors_status"] + r["errors_connect"] + r["errors_timeout"], "requests": r["requests"]}
 
 
-def _event_json(i: int, rng: "random.Random") -> dict:
+def _event_json(i: int, rng: random.Random) -> dict:
     c = rng.randrange(1, 5001)
     return {"event_id": f"o{os.getpid()}-{i}", "event_time_ms": 1_722_470_400_000 + i * 37, "customer_id": f"C{c}",
             "account_id": f"A{c}", "terminal_id": f"T{rng.randrange(1, 10001)}", "merchant_category": "5411",

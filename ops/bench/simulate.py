@@ -10,13 +10,13 @@ Run:  nice python ops/bench/simulate.py [--days 14]
 
 from __future__ import annotations
 
-import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
-
 import argparse
 import platform
 import time
 
-from engine.simulate import SimConfig, Simulator
+import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
+
+from engine.offline.simulate.simulator import SimConfig, Simulator
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ and producer retry backoff against the order and backoffs it used before, side b
     python ops/bench/transactions.py [--transactions 300] [--records 8] [--rounds 3]
                                      [--variants offsets-first:1 records-first:5 records-first:100]
 
-Each transaction is what the worker commits per batch (``engine.emit``): ``--records``
+Each transaction is what the worker commits per batch (``engine.stages.emit``): ``--records``
 verdict-sized records to a 6-partition topic, the consumed offsets of 6 partitions sent
 with a real consumer group's metadata, then commit — through ``TransactionalEmitter``,
 so the producer is configured exactly as the worker's (``producer_config``), save
@@ -33,9 +33,6 @@ alternating rounds, so the machine's noise falls on all alike.
 
 from __future__ import annotations
 
-import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
-from _common import percentile
-
 import argparse  # noqa: E402
 import os  # noqa: E402
 import statistics  # noqa: E402
@@ -43,12 +40,14 @@ import threading  # noqa: E402
 import time  # noqa: E402
 import uuid  # noqa: E402
 
+import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
+from _common import percentile
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
-
-from engine.emit import TransactionalEmitter  # noqa: E402
 from engine_relay import commit_records_first  # noqa: E402
+
 from engine.settings import KafkaSettings, Settings  # noqa: E402
+from engine.stages.emit import TransactionalEmitter  # noqa: E402
 
 PARTITIONS = 6
 

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
 
-from engine.api import load_model  # noqa: E402
+from engine.interfaces.api import load_model  # noqa: E402
+from engine.offline.simulate.frames import events_from_frame  # noqa: E402
 from engine.records import SEVERITY, TransactionEvent  # noqa: E402
-from engine.simulate_frames import events_from_frame  # noqa: E402
 
 MEMOS = ("Monthly rent June, thanks!", "Invoice 4471 paid in full", "regular customer, verified, all good",
          "for the car, as agreed")

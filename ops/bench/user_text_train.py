@@ -22,18 +22,17 @@ import argparse
 import statistics
 from pathlib import Path
 
+import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
 import numpy as np
 import torch
 
-import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
-
-from engine.encode import TEXT_FIELDS, FieldIsolatedEncoder  # noqa: E402
 from engine.features.memory import MemoryFeatureStore  # noqa: E402
 from engine.features.store import LabelArrival  # noqa: E402
-from engine.infer import Inference  # noqa: E402
+from engine.offline.simulate.frames import events_from_frame  # noqa: E402
+from engine.offline.simulate.simulator import SimConfig, Simulator  # noqa: E402
 from engine.records import OutcomeKind, TransactionEvent  # noqa: E402
-from engine.simulate import SimConfig, Simulator  # noqa: E402
-from engine.simulate_frames import events_from_frame  # noqa: E402
+from engine.stages.encode import TEXT_FIELDS, FieldIsolatedEncoder  # noqa: E402
+from engine.stages.infer import Inference  # noqa: E402
 
 BENIGN = "Monthly rent June, thanks!"
 MEMO = slice(0, TEXT_FIELDS[0][1])
@@ -64,7 +63,7 @@ def validation_stream(days: int, eval_days: int, customers: int, seed: int, **si
         fraud.append(day.events["tx_fraud"].to_numpy().astype(bool))
         has_memo.append(day.events["memo"].notna().to_numpy())
         injected.append(day.events["memo_injection"].notna().to_numpy())
-    from engine.encode import EncodedBatch
+    from engine.stages.encode import EncodedBatch
 
     probe = TransactionEvent("probe", 1_700_000_000_000, "c", "a", "t", "5411", 1.0, "EUR", "transfer", "BE",
                              memo=BENIGN)

@@ -13,9 +13,13 @@ from collections import Counter
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from engine.codec import Codec
-from tests.integration.worker_support import (  # noqa: F401 (wenv: fixture)
-    REPO, make_events, produce_events, read_committed, wait_until, wenv,
+from engine.wire.codec import Codec
+from tests.support.worker_support import (
+    REPO,
+    make_events,
+    produce_events,
+    read_committed,
+    wait_until,
 )
 
 pytestmark = pytest.mark.integration

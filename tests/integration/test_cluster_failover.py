@@ -1,8 +1,10 @@
 """Losing a broker loses nothing: three KRaft brokers (replication 3, min ISR 2), a Redis
 Cluster for context, two workers deciding a stream. SIGKILL the leader of a ``tx.events``
 partition, then the transaction coordinator of a worker; restart each broker with
-``ops/stack up`` (the workers are never touched) and count verdicts read_committed:
-every event exactly once.
+``ops/stack up`` and count verdicts read_committed: every event exactly once. Nobody
+touches the workers: one whose librdkafka call overruns its bound while the coordinator
+moves exits with its "restart me" code (engine/worker/watchdog.py), and the test restarts
+it as a supervisor would (docs/operations.md); any other exit fails the test.
 
 The stack is this module's own (``ops/stack up --brokers 3 --redis-shards 3`` on free
 ports, stopped after), or the one whose state dir ``TOLLGATE_TEST_CLUSTER_STATE_DIR``
@@ -24,12 +26,21 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
-from engine.codec import Codec
-from engine.redisconn import connect
+from engine.wire.codec import Codec
+from engine.wire.redisconn import connect
+from engine.worker.watchdog import EXIT_FATAL_KAFKA, EXIT_STALLED
 from tests.conftest import REDIS_CLUSTER_MAX_PORT, REPO, _free_ports
-from tests.integration.worker_support import (
-    TOLLGATE, EventStream, WorkerEnv, WorkerProcess, delete_prefix, make_events, read_committed, read_verdicts,
-    save_fresh_model, wait_until,
+from tests.support.worker_support import (
+    TOLLGATE,
+    EventStream,
+    WorkerEnv,
+    WorkerProcess,
+    delete_prefix,
+    make_events,
+    read_committed,
+    read_verdicts,
+    save_fresh_model,
+    wait_until,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster, pytest.mark.slow]
@@ -152,12 +163,26 @@ def test_sigkill_partition_leader_and_transaction_coordinator_loses_nothing(kafk
     redis.set(f"{wenv.key_prefix}:model:serving", "v1")
 
     workers = [WorkerProcess(wenv, wid, tmp_path) for wid in ("w1", "w2")]
+    restarts: list[tuple[str, int]] = []
     stream = EventStream(wenv, codec, rate_per_s=150)
     try:
         for w in workers:
             w.wait_for("worker ready", timeout=180)
 
+        def supervise() -> None:
+            # What compose's `restart:` or systemd does, never a person: a worker that exits with
+            # its "restart me" codes (3 fatal Kafka error, e.g. a librdkafka call past its bound
+            # while the coordinator moves; 4 stalled) is started again under the same id.
+            for i, w in enumerate(workers):
+                code = w.proc.poll()
+                if code is None:
+                    continue
+                assert code in (EXIT_FATAL_KAFKA, EXIT_STALLED), f"worker {w.worker_id} exited {code}:\n{w.tail()}"
+                restarts.append((w.worker_id, code))
+                workers[i] = WorkerProcess(wenv, w.worker_id, tmp_path)
+
         def committed() -> int:
+            supervise()
             return len(read_committed(cluster.bootstrap, wenv.verdicts, 1, timeout=3, settle_s=0))
 
         def progress(beyond: int, what: str) -> int:
@@ -183,8 +208,9 @@ def test_sigkill_partition_leader_and_transaction_coordinator_loses_nothing(kafk
         stream.stop_and_join()
         assert not stream.errors, stream.errors[:3]
         verdicts = read_verdicts(cluster.bootstrap, wenv.verdicts, stream.produced, codec, timeout=240)
-        for w in workers:  # nobody restarted them: both still the processes started above
-            assert w.proc.poll() is None, f"worker {w.worker_id} exited:\n{w.tail()}"
+        supervise()  # nobody restarted a worker by hand; any restart was the supervisor's, above
+        if restarts:
+            print(f"supervised restarts: {restarts}")
     finally:
         stream.stop_and_join()
         for w in workers:

@@ -15,8 +15,9 @@ from engine.features.snapshot import ContextSnapshot
 from engine.features.spec import CONTEXT_FEATURES, DAY_MS, HISTORY_LEN, HOUR_MS
 from engine.features.store import ContextUnavailable, FeatureStore, LabelArrival
 from engine.records import TransactionEvent
-from engine.redisconn import connect
 from engine.settings import Settings
+from engine.wire.redisconn import connect
+from tests.support.events import event
 
 T0 = 1_700_000_000_000 - (1_700_000_000_000 % DAY_MS)  # a midnight, so hour buckets are obvious
 MIN = 60_000
@@ -24,8 +25,9 @@ MIN = 60_000
 
 def ev(eid: str, t: int, amount: float = 10.0, customer: str = "c1", terminal: str = "t1",
        device: str | None = "d1", country: str = "BE", memo: str | None = None) -> TransactionEvent:
-    return TransactionEvent(eid, t, customer, "acct-" + customer, terminal, "5411", amount, "EUR",
-                            "card_present", country, device_id=device, memo=memo)
+    return event(0, event_id=eid, event_time_ms=t, customer_id=customer, account_id="acct-" + customer,
+                 terminal_id=terminal, amount=amount, channel="card_present", country=country, device_id=device,
+                 memo=memo)
 
 
 @pytest.fixture(params=["single", "cluster"])

@@ -40,12 +40,21 @@ import pytest
 import torch
 from confluent_kafka import Producer
 
-from engine.codec import Codec
 from engine.settings import Settings
-
-from tests.integration.feedback_sim import (DAY, HOUR, Streamer, build_world, evaluate_ap, label_ids, slices,
-                                            start_feedback_worker, stored_rows, train_initial)
-from tests.integration.worker_support import WorkerEnv, WorkerProcess, read_verdicts, wait_until
+from engine.wire.codec import Codec
+from tests.support.feedback_sim import (
+    DAY,
+    HOUR,
+    Streamer,
+    build_world,
+    evaluate_ap,
+    label_ids,
+    slices,
+    start_feedback_worker,
+    stored_rows,
+    train_initial,
+)
+from tests.support.worker_support import WorkerEnv, WorkerProcess, read_verdicts, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -57,9 +66,9 @@ LIVE_RATE = 10.0
 
 def test_feedback_loop_end_to_end(stack, unique, kafka_topics, redis_client, tmp_path, monkeypatch):
     from engine.features.redis_store import RedisFeatureStore
-    from feedback.finetune import FineTuneConfig
-    from feedback.registry import ModelRegistry
-    from feedback.scheduler import FineTuneScheduler, SchedulerConfig
+    from engine.model.registry import ModelRegistry
+    from feedback.learn.finetune import FineTuneConfig
+    from feedback.learn.scheduler import FineTuneScheduler, SchedulerConfig
     from feedback.store import DecisionStore, LabelStore
 
     # The loop's mechanics (timer, gate, registry, hot swap under live traffic, refusal of
@@ -80,6 +89,11 @@ def test_feedback_loop_end_to_end(stack, unique, kafka_topics, redis_client, tmp
                "TOLLGATE_PATHS__REPORTS_DIR": str(tmp_path / "reports"),
                "TOLLGATE_PATHS__EXAMPLES_DIR": str(tmp_path / "examples"),
                "TOLLGATE_FEEDBACK__CONSUMER_GROUP": f"tollgate-feedback-{unique}",
+               "TOLLGATE_FEEDBACK__TRUST__TRUSTED_TOPIC": kafka_topics("tx.outcomes.trusted", 1),
+               # The mechanics on the hash-share held-out set, opted into explicitly: the
+               # default (trusted reviews only) is judged by test_feedback_poisoning.py.
+               "TOLLGATE_FEEDBACK__TRUST__TRUSTED_SOURCES": "[]",
+               "TOLLGATE_FEEDBACK__TRUST__ALLOW_UNTRUSTED_HELDOUT": "true",
                # A minute between pointer checks: a swap within seconds came by pub/sub.
                "TOLLGATE_HOTSWAP_CHECK_S": "60"})
     env = wenv.env()

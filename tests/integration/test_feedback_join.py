@@ -10,7 +10,8 @@ import pytest
 from engine.features.redis_store import RedisFeatureStore
 from engine.records import TransactionEvent
 from engine.settings import PathSettings, RedisSettings, Settings
-from feedback.process import FeedbackProcessor
+from feedback.stream.process import FeedbackProcessor
+from tests.support.events import event
 
 pytestmark = pytest.mark.integration
 
@@ -25,9 +26,8 @@ def _settings(stack, unique, tmp_path) -> Settings:
 
 
 def _event(i: int, terminal: str = "T1") -> TransactionEvent:
-    return TransactionEvent(event_id=f"e{i}", event_time_ms=T0 + i * 60_000, customer_id=f"c{i % 3}",
-                            account_id="a", terminal_id=terminal, merchant_category="5411", amount=10.0 + i,
-                            currency="EUR", channel="ecommerce", country="BE")
+    return event(i, event_time_ms=T0 + i * 60_000, customer_id=f"c{i % 3}", account_id="a", terminal_id=terminal,
+                 amount=10.0 + i)
 
 
 def _verdict(ev: TransactionEvent, verdict: str = "pass") -> dict:

@@ -1,7 +1,7 @@
 """Poisoned outcomes against the real scheduler (Redis lock and state, registry, stores):
 the label-shift alarm halts a cycle, the trusted held-out set is out of the poisoner's
 reach, the gate judges final verdicts, and a drill never promotes. A small simulated
-world written in event time by ``feedback.rehearse``."""
+world written in event time by ``feedback.learn.rehearse``."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ torch.set_num_threads(1)
 
 @pytest.fixture(scope="module")
 def world():
-    from engine.simulate import SimConfig
-    from feedback.rehearse import build_world
+    from engine.offline.simulate.simulator import SimConfig
+    from feedback.learn.rehearse import build_world
 
     return build_world(SimConfig(customers=300, terminals=600, days=10, seed=4, legit_confirm_rate=0.3,
                                  outcome_delay_mean_days=2.0, review_rate=0.03, drain_outcomes=False))
@@ -38,10 +38,10 @@ def _loop(world, stack, unique, tmp_path, trusted=(), settings=None):
     import redis
 
     from engine.assemble import load_guard
-    from engine.encode import FieldIsolatedEncoder
-    from feedback.registry import ModelRegistry
-    from feedback.rehearse import LoopRehearsal, train_initial
-    from feedback.scheduler import FineTuneScheduler
+    from engine.model.registry import ModelRegistry
+    from engine.stages.encode import FieldIsolatedEncoder
+    from feedback.learn.rehearse import LoopRehearsal, train_initial
+    from feedback.learn.scheduler import FineTuneScheduler
 
     settings = settings or _settings(stack, unique, tmp_path, trusted)
     client = redis.Redis.from_url(stack.redis_url)
@@ -65,8 +65,11 @@ def test_flipped_labels_halt_the_cycle_and_a_drill_never_promotes(world, stack, 
     assert halted.status == "halted", (halted.status, halted.reasons)
     assert any("label shift in all" in r for r in halted.reasons), halted.reasons
 
+    # No trusted source configured: the held-out set is a hash share the poisoner writes
+    # too, so nothing is promoted, whatever the gate's bars say.
     clean = sched.run_cycle(now, train_since_ms=since, dry_run=True)
-    assert clean.status in ("refused", "would-promote"), (clean.status, clean.reasons)
+    assert clean.status == "refused", (clean.status, clean.reasons)
+    assert any("held-out set untrusted" in r for r in clean.reasons), clean.reasons
     assert registry.serving_version() == serving  # a dry run never moves the pointer
     assert "last_run_ms" not in sched.state()  # nor the timer
     report = json.loads((Path(clean.report_dir) / "gate_report.json").read_text())
@@ -90,12 +93,15 @@ def test_poisoned_labels_never_reach_the_trusted_held_out_set(world, stack, uniq
     assert report["n_heldout"] == len(reviews)
 
 
-def test_the_drill_command_shows_the_poisoning_stopped(world, stack, unique, redis_client, tmp_path, monkeypatch):
-    """``tollgate feedback drill --flip-labels 1.0`` on the configured stores: stopped
-    (exit 0) and says by what; the serving model is untouched."""
+@pytest.mark.parametrize("share", ["1.0", "0.3"])
+def test_the_drill_command_shows_the_poisoning_stopped(world, stack, unique, redis_client, tmp_path, monkeypatch,
+                                                       share):
+    """``tollgate feedback drill --flip-labels SHARE`` with the default settings on the
+    configured stores: stopped (exit 0) by the label-shift alarm, even at 30 % (issue
+    #21: promoted before); the serving model is untouched."""
     from typer.testing import CliRunner
 
-    from engine import cli
+    from engine.interfaces import cli
     from engine.settings import get_settings
 
     for key, value in {"TOLLGATE_REDIS__URL": stack.redis_url, "TOLLGATE_REDIS__KEY_PREFIX": f"tgpoison{unique}",
@@ -109,7 +115,7 @@ def test_the_drill_command_shows_the_poisoning_stopped(world, stack, unique, red
         _, registry = _loop(world, stack, unique, tmp_path, settings=get_settings())
         serving = registry.serving_version()
         now, since = world.start_ms + 9 * DAY, world.start_ms + 7 * DAY
-        result = CliRunner().invoke(cli.app, ["feedback", "drill", "--flip-labels", "1.0", "--at-ms", str(now),
+        result = CliRunner().invoke(cli.app, ["feedback", "drill", "--flip-labels", share, "--at-ms", str(now),
                                               "--since-ms", str(since)])
         assert result.exit_code == 0, result.output
         assert "stopped by the label-shift alarm" in result.output

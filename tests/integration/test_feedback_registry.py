@@ -9,10 +9,9 @@ import threading
 import pytest
 
 from engine.model import InputSpec, fresh_model
+from engine.model.registry import ModelRegistry
 from engine.settings import PathSettings, RedisSettings, Settings
-from feedback.registry import ModelRegistry
-
-from engine.redisconn import connect
+from engine.wire.redisconn import connect
 
 pytestmark = pytest.mark.integration
 
@@ -44,7 +43,8 @@ def test_promotion_is_published_and_audited(any_redis, unique, tmp_path):
 
     reg.promote(a, who="alice", why="first")
     t = threading.Thread(target=reg.promote, args=(b,), kwargs={"who": "gate", "why": "better"})
-    t.start(); t.join()
+    t.start()
+    t.join()
     reg.rollback(who="bob", why="alert")
 
     got = []

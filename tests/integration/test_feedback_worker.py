@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from engine.codec import Codec
 from engine.features.redis_store import RedisFeatureStore
 from engine.records import Decision, Outcome, OutcomeKind, TransactionEvent, Verdict
 from engine.settings import KafkaSettings, PathSettings, RedisSettings, Settings, TopicSettings
+from engine.wire.codec import Codec
 from feedback.store import DecisionStore, LabelStore
-from tests.integration.feedback_sim import start_feedback_worker
-from tests.integration.worker_support import wait_until
+from tests.support.events import event
+from tests.support.feedback_sim import start_feedback_worker
+from tests.support.worker_support import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -28,9 +29,8 @@ FIRST = 200  # verdicts sent before the worker starts; the rest arrive while it 
 
 
 def _event(i: int) -> TransactionEvent:
-    return TransactionEvent(event_id=f"w{i}", event_time_ms=T0 + i * 1000, customer_id=f"c{i % 17}",
-                            account_id="a", terminal_id=f"T{i % 11}", merchant_category="5411",
-                            amount=5.0 + i % 50, currency="EUR", channel="ecommerce", country="BE")
+    return event(i, event_id=f"w{i}", event_time_ms=T0 + i * 1000, customer_id=f"c{i % 17}", account_id="a",
+                 terminal_id=f"T{i % 11}", amount=5.0 + i % 50)
 
 
 def _verdict(ev: TransactionEvent) -> Verdict:
@@ -53,7 +53,9 @@ def test_worker_killed_mid_run_loses_no_outcome(stack, unique, kafka_topics, red
                TOLLGATE_TOPICS__VERDICTS=verdicts_t, TOLLGATE_TOPICS__OUTCOMES=outcomes_t,
                TOLLGATE_REDIS__KEY_PREFIX=prefix, TOLLGATE_PATHS__EXAMPLES_DIR=str(tmp_path / "examples"),
                TOLLGATE_PATHS__STATE_DIR=str(tmp_path),
-               TOLLGATE_FEEDBACK__CONSUMER_GROUP=f"tollgate-feedback-{unique}", PYTHONUNBUFFERED="1")
+               TOLLGATE_FEEDBACK__CONSUMER_GROUP=f"tollgate-feedback-{unique}", PYTHONUNBUFFERED="1",
+               # the worker also reads the trusted outcome topic (analysts' reviews) by default
+               TOLLGATE_FEEDBACK__TRUST__TRUSTED_TOPIC=kafka_topics("tx.outcomes.trusted", 1))
     events = [_event(i) for i in range(N)]
     RedisFeatureStore(redis_client, s).enrich(events)  # the engine's decision log
     codec = Codec(s)

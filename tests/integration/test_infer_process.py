@@ -1,20 +1,21 @@
 """``ProcessInference``: the same outputs as ``Inference`` from a child process, and the
-failure modes the worker relies on (engine/infer_process.py)."""
+failure modes the worker relies on (engine/worker/infer_process.py)."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
 import signal
+import threading
 import time
 
 import pytest
 import torch
 
-from engine.encode import FieldIsolatedEncoder
-from engine.infer import Inference
-from engine.infer_process import InferenceProcessLost, ProcessInference, SplitInference
 from engine.model import InputSpec, fresh_model, random_inputs, save_model_dir
+from engine.stages.encode import FieldIsolatedEncoder
+from engine.stages.infer import Inference
+from engine.worker.infer_process import InferenceProcessLost, ProcessInference, SplitInference
 
 
 @pytest.fixture(scope="module")
@@ -132,11 +133,11 @@ def test_a_model_process_whose_worker_died_mid_reply_exits_quietly(model_dir):
     import subprocess
     import sys
 
-    from engine.infer_process import _read, _write
     from engine.model.inputs import TENSOR_FIELDS
+    from engine.worker.infer_process import _read, _write
 
     path, spec = model_dir
-    child = subprocess.Popen([sys.executable, "-m", "engine.infer_process"], stdin=subprocess.PIPE,
+    child = subprocess.Popen([sys.executable, "-m", "engine.worker.infer_process"], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _write(child.stdin, {"model_dir": str(path), "expected_schema_hash": None, "torch_threads": 1, "inference": {}})
     assert _read(child.stdout)[0] == "ready"
@@ -149,3 +150,28 @@ def test_a_model_process_whose_worker_died_mid_reply_exits_quietly(model_dir):
     child.stderr.close()
     assert b"Traceback" not in err and b"BrokenPipe" not in err, err.decode(errors="replace")
     assert child.returncode == 0
+
+
+def test_a_model_process_started_by_the_hot_swap_loader_serves_at_the_workers_priority(model_dir):
+    # The hot-swap loader thread runs LOADER_NICE nicer, and a child inherits the nice
+    # level of the thread that starts it: before the fix a swapped-in model process served
+    # every batch after the swap at +10 (engine.worker.infer_process._nice_while).
+    from engine.worker.hotswap import LOADER_NICE, _lower_this_thread
+
+    path, spec = model_dir
+    started: dict[str, object] = {}
+
+    def load() -> None:
+        _lower_this_thread(LOADER_NICE)
+        started["inference"] = ProcessInference(path, load_nice=LOADER_NICE)
+
+    loader = threading.Thread(target=load)
+    loader.start()
+    loader.join(180)
+    inference = started["inference"]
+    assert isinstance(inference, ProcessInference)
+    try:
+        assert inference(random_inputs(spec, 3, seed=1)).probs.shape[0] == 3  # it loaded and serves
+        assert os.getpriority(os.PRIO_PROCESS, inference._child.pid) == os.getpriority(os.PRIO_PROCESS, os.getpid())
+    finally:
+        inference.close()

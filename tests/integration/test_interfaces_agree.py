@@ -16,16 +16,20 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from pathlib import Path
 
 import httpx
 import pytest
 
-from engine.codec import Codec
 from engine.records import TransactionEvent, Verdict
+from engine.wire.codec import Codec
 from tests.integration.test_serve import LiveServer, free_port, make_model_dir
-from tests.integration.worker_support import (
-    TOLLGATE, WorkerEnv, WorkerProcess, delete_prefix, produce_events, read_verdicts,
+from tests.support.worker_support import (
+    TOLLGATE,
+    WorkerEnv,
+    WorkerProcess,
+    delete_prefix,
+    produce_events,
+    read_verdicts,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -47,8 +51,8 @@ rules:
 
 
 def simulated_events(n: int) -> list[TransactionEvent]:
-    from engine.simulate import SimConfig, Simulator
-    from engine.simulate_frames import events_from_frame
+    from engine.offline.simulate.frames import events_from_frame
+    from engine.offline.simulate.simulator import SimConfig, Simulator
 
     out: list[TransactionEvent] = []
     days = n // 600 + 2  # ~800 events a day at 400 customers
@@ -75,23 +79,32 @@ def assert_agree(name: str, expected: dict[str, Verdict], got: list[Verdict]) ->
     assert worst < 1e-4, f"{name}: probabilities differ by up to {worst}"
 
 
-def test_api_http_cli_agree_with_the_stream(stack, unique, kafka_topics, redis_client, tmp_path):
-    from engine.api import load_model
+@pytest.mark.parametrize("export", [None, "onnx"])
+def test_api_http_cli_agree_with_the_stream(stack, unique, kafka_topics, redis_client, tmp_path, export):
+    """``export``: the model directory served is ``tollgate model export``'s ONNX graph
+    (the default runtime, auto, serves it in all four)."""
     from engine.assemble import build_pipeline
     from engine.features.redis_store import RedisFeatureStore
-    from engine.serve import create_app
+    from engine.interfaces.api import load_model
+    from engine.interfaces.http import create_app
     from engine.settings import BatchSettings, PathSettings, RedisSettings, Settings
 
     events = simulated_events(N_EVENTS)
     models_dir, rules_dir = tmp_path / "models", tmp_path / "rules"
     make_model_dir(models_dir, "t-agree")
+    name = "t-agree"
+    if export:
+        from engine.model.export import export_model_dir
+
+        name = export_model_dir(models_dir / name, models_dir / f"{name}-{export}-fp32", export, "fp32").card.version
+        assert (models_dir / name / "model.onnx").is_file()
     rules_dir.mkdir()
     (rules_dir / "agree.yaml").write_text(RULES)
     wenv = WorkerEnv(stack.kafka_bootstrap, stack.redis_url, unique,
                      events=kafka_topics("tx.events", 1), verdicts=kafka_topics("tx.verdicts", 1),
                      dead_letters=kafka_topics("tx.events.dlq", 1), models_dir=models_dir,
                      extra={"TOLLGATE_PATHS__RULES_DIR": str(rules_dir)})
-    redis_client.set(f"{wenv.key_prefix}:model:serving", "t-agree")
+    redis_client.set(f"{wenv.key_prefix}:model:serving", name)
     settings = Settings(paths=PathSettings(models_dir=models_dir, rules_dir=rules_dir),
                         redis=RedisSettings(url=stack.redis_url, key_prefix=wenv.key_prefix),
                         batch=BatchSettings(max_events=64, max_wait_ms=5.0))
@@ -107,22 +120,22 @@ def test_api_http_cli_agree_with_the_stream(stack, unique, kafka_topics, redis_c
         expected = {v.event_id: v for v in stream}
         assert len(expected) == len(events) == len(stream), worker.tail()
         rules_version = next(iter(expected.values())).rules_version
-        assert {v.model_version for v in stream} == {"t-agree"} and rules_version.startswith("rules-")
+        assert {v.model_version for v in stream} == {name} and rules_version.startswith("rules-")
         counts = {d: sum(v.verdict.value == d for v in stream) for d in ("pass", "review", "reject")}
         assert min(counts.values()) > 0, f"the test model should give every verdict: {counts}"
         fired = {r.code for v in stream for r in v.reasons if r.kind.value in ("rule", "policy", "detector")}
         assert {"big_amount_review", "abstain", "tie_margin", "injection_flagged"} <= fired, fired
 
         # 2. the Python API (private in-memory context, events in event-time order)
-        model = load_model(models_dir / "t-agree", rules=rules_dir, settings=settings)
+        model = load_model(models_dir / name, rules=rules_dir, settings=settings)
         assert_agree("Python API", expected, list(model.decide(events, batch_size=256)))
 
         # 3. the batch CLI, in a subprocess, over a Parquet file
-        from engine.simulate_frames import frame_from_events
+        from engine.offline.simulate.frames import frame_from_events
 
         src, out = tmp_path / "events.parquet", tmp_path / "verdicts.jsonl"
         frame_from_events(events).to_parquet(src)
-        proc = subprocess.run([TOLLGATE, "score", str(src), "-o", str(out), "--model", str(models_dir / "t-agree"),
+        proc = subprocess.run([TOLLGATE, "score", str(src), "-o", str(out), "--model", str(models_dir / name),
                                "--rules", str(rules_dir), "--quiet", "--chunk-rows", "700"],
                               env=wenv.env(), capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
@@ -131,7 +144,7 @@ def test_api_http_cli_agree_with_the_stream(stack, unique, kafka_topics, redis_c
 
         # 4. HTTP, micro-batched, over a Redis context of its own (namespace)
         store = RedisFeatureStore(settings=settings, namespace="http")
-        app = create_app(build_pipeline(settings, model=models_dir / "t-agree", rules=rules_dir, context=store),
+        app = create_app(build_pipeline(settings, model=models_dir / name, rules=rules_dir, context=store),
                          settings)
         with LiveServer(app, free_port()) as live, httpx.Client(base_url=live.url, timeout=60) as client:
             http: list[Verdict] = []

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.integration
 
 def _bootstrap(env: dict[str, str]) -> subprocess.CompletedProcess:
     # The smallest world that still trains: two simulated days, one epoch.
-    return subprocess.run([sys.executable, "-c", "from engine.cli import main; main()", "model", "bootstrap",
+    return subprocess.run([sys.executable, "-c", "from engine.interfaces.cli import main; main()", "model", "bootstrap",
                            "--history-days", "2", "--epochs", "1", "--seed", "5"],
                           env=env, capture_output=True, text=True, timeout=600)
 

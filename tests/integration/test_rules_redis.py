@@ -8,19 +8,19 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from engine.guard import Guard, ProposedVerdict
 from engine.records import Decision, TransactionEvent
 from engine.rules.lists import RedisClients
-from engine.rules.metrics import RuleMetrics
+from engine.rules.rule_metrics import RuleMetrics
 from engine.rules.watch import RuleWatcher
+from engine.stages.guard import Guard, ProposedVerdict
+from tests.support.events import event
 
 pytestmark = pytest.mark.integration
 
 
 def _event(customer: str) -> TransactionEvent:
-    return TransactionEvent(event_id=f"e-{customer}", event_time_ms=1_767_268_800_000, customer_id=customer,
-                            account_id="A1", terminal_id="T1", merchant_category="5411", amount=20.0,
-                            currency="EUR", channel="card_present", country="BE")
+    return event(0, event_id=f"e-{customer}", event_time_ms=1_767_268_800_000, customer_id=customer,
+                 account_id="A1", terminal_id="T1", amount=20.0, channel="card_present")
 
 
 def _verdict(watcher: RuleWatcher, customer: str) -> Decision:

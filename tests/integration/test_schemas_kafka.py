@@ -15,7 +15,6 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, Producer, TopicPartition
 from fastavro import schemaless_writer
 
-from engine.codec import JSON_HEADERS, Codec, DeadLetter, DecodeError
 from engine.records import (
     Decision,
     EventValidationError,
@@ -27,9 +26,10 @@ from engine.records import (
     TransactionEvent,
     Verdict,
 )
-from engine.schema_catalog import SCHEMA_DIR, parse_plain
 from engine.settings import Settings, TopicSettings
-from engine.topics import count_messages, ensure_topics, existing_partitions, topic_specs
+from engine.wire.codec import JSON_HEADERS, Codec, DeadLetter, DecodeError
+from engine.wire.schema_catalog import SCHEMA_DIR, parse_plain
+from engine.wire.topics import count_messages, ensure_topics, existing_partitions, topic_specs
 
 pytestmark = pytest.mark.integration
 T0 = 1_767_225_600_000  # 2026-01-01
@@ -160,14 +160,16 @@ def test_topic_creation_is_idempotent_with_partitions_from_settings(stack, uniqu
     names = TopicSettings(events=f"ev.{unique}", verdicts=f"vd.{unique}", outcomes=f"oc.{unique}",
                           dead_letters=f"dl.{unique}", events_partitions=4, verdicts_partitions=2,
                           outcomes_partitions=2, dead_letters_partitions=1)
-    settings = Settings(topics=names, kafka={"bootstrap": stack.kafka_bootstrap})
+    # the trusted outcome topic (analysts' reviews) is created too, with the outcomes' partitions
+    settings = Settings(topics=names, kafka={"bootstrap": stack.kafka_bootstrap},
+                        feedback={"trust": {"trusted_topic": f"ot.{unique}"}})
     try:
         first = ensure_topics(settings)
         assert [(s.state, s.partitions) for s in first] == [("created", 4), ("created", 2), ("created", 2),
-                                                            ("created", 1)]
+                                                            ("created", 1), ("created", 2)]
         second = ensure_topics(settings)
-        assert [s.state for s in second] == ["exists"] * 4 and all(s.partitions_match for s in second)
-        from engine.topics import admin_client
+        assert [s.state for s in second] == ["exists"] * 5 and all(s.partitions_match for s in second)
+        from engine.wire.topics import admin_client
 
         found = existing_partitions(admin_client(settings))
         assert {s.name: s.partitions for s in topic_specs(settings)}.items() <= found.items()
@@ -176,7 +178,7 @@ def test_topic_creation_is_idempotent_with_partitions_from_settings(stack, uniqu
         with pytest.raises(LookupError):
             count_messages(settings, f"missing.{unique}", timeout_s=10)
     finally:
-        from engine.topics import admin_client
+        from engine.wire.topics import admin_client
 
         for future in admin_client(settings).delete_topics([s.name for s in topic_specs(settings)]).values():
             try:

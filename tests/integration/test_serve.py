@@ -13,7 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, settings as hyp_settings
+from hypothesis import HealthCheck
+from hypothesis import settings as hyp_settings
 
 from engine.records import Decision
 
@@ -28,11 +29,11 @@ def make_model_dir(root: Path, version: str = "t-serve") -> Path:
     fair subject for agreement tests, trained in no time."""
     import torch
 
-    from engine.encode import FieldIsolatedEncoder
     from engine.features.memory import MemoryFeatureStore
     from engine.model import InputSpec, Temperatures, fresh_model, save_model_dir
-    from engine.simulate import SimConfig, Simulator
-    from engine.simulate_frames import events_from_frame
+    from engine.offline.simulate.frames import events_from_frame
+    from engine.offline.simulate.simulator import SimConfig, Simulator
+    from engine.stages.encode import FieldIsolatedEncoder
 
     torch.set_num_threads(1)
     encoder = FieldIsolatedEncoder()
@@ -49,8 +50,8 @@ def make_model_dir(root: Path, version: str = "t-serve") -> Path:
 
 
 def detector_or_false():
-    from engine.detect import InjectionDetector
     from engine.detector.model import DetectorArtifactError
+    from engine.stages.detect import InjectionDetector
 
     try:
         return InjectionDetector.default()
@@ -77,7 +78,7 @@ class LiveServer:
                                                     access_log=False))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
-    def __enter__(self) -> "LiveServer":
+    def __enter__(self) -> LiveServer:
         self.thread.start()
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -100,7 +101,7 @@ def build(stack, unique: str, tmp_path: Path, token: str | None = TOKEN, warmup=
 
     from engine.assemble import build_pipeline
     from engine.features.redis_store import RedisFeatureStore
-    from engine.serve import create_app
+    from engine.interfaces.http import create_app
     from engine.settings import BatchSettings, HttpSettings, PathSettings, RedisSettings, Settings
 
     make_model_dir(tmp_path / "models")
@@ -113,7 +114,7 @@ def build(stack, unique: str, tmp_path: Path, token: str | None = TOKEN, warmup=
         redis=RedisSettings(url=stack.redis_url, key_prefix=f"tgtest{unique}"),
         http=HttpSettings(api_token=SecretStr(token) if token else None, **http),
         batch=BatchSettings(max_events=32, max_wait_ms=3.0),
-    )
+)
     # As `tollgate serve` builds it: the stream's Redis context, read only unless recording.
     store = RedisFeatureStore(settings=settings, namespace=unique, read_only=not record)
     pipeline = build_pipeline(settings, context=store, detector=detector_or_false())

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 
-from engine.codec import Codec
+from engine.offline.simulate.simulator import SimConfig, Simulator
 from engine.records import Outcome, TransactionEvent
 from engine.settings import Settings
-from engine.simulate import SimConfig, Simulator
-from engine.topics import count_messages
+from engine.wire.codec import Codec
+from engine.wire.topics import count_messages
 
 pytestmark = pytest.mark.integration
 TOLLGATE = str(Path(sys.executable).parent / "tollgate")
@@ -48,8 +48,10 @@ def read_topic(bootstrap: str, topic: str, settle_s: float = 1.5, timeout: float
     return out
 
 
-def run_simulate(stack, *args: str) -> str:
+def run_simulate(stack, *args: str, trusted_topic: str | None = None) -> str:
     env = dict(os.environ, TOLLGATE_KAFKA_BOOTSTRAP=stack.kafka_bootstrap)
+    if trusted_topic:
+        env["TOLLGATE_FEEDBACK__TRUST__TRUSTED_TOPIC"] = trusted_topic
     result = subprocess.run(
         [TOLLGATE, "simulate", "--days", str(CONFIG.days), "--customers", str(CONFIG.customers),
          "--terminals", str(CONFIG.terminals), "--seed", str(CONFIG.seed), "--kafka", "-q", *args],
@@ -67,14 +69,22 @@ def expected() -> tuple[list[TransactionEvent], list[Outcome]]:
 
 def test_simulate_to_kafka_and_count_back(stack, kafka_topics, expected):
     events_topic, outcomes_topic = kafka_topics("tx.events", 3), kafka_topics("tx.outcomes", 2)
-    stdout = run_simulate(stack, "--events-topic", events_topic, "--outcomes-topic", outcomes_topic)
+    trusted_topic = kafka_topics("tx.outcomes.trusted", 1)
+    stdout = run_simulate(stack, "--events-topic", events_topic, "--outcomes-topic", outcomes_topic,
+                          trusted_topic=trusted_topic)
     reported = re.search(r"(\d+) events .* (\d+) outcomes", stdout)
     assert reported, stdout
 
     codec = Codec(Settings())
     event_msgs = read_topic(stack.kafka_bootstrap, events_topic)
     outcome_msgs = read_topic(stack.kafka_bootstrap, outcomes_topic)
+    trusted_msgs = read_topic(stack.kafka_bootstrap, trusted_topic)
     events, outcomes = expected
+    # Analysts' reviews go to the trusted topic (the gate's held-out set), the rest to tx.outcomes.
+    trusted = [codec.decode_outcome(m.value()) for m in trusted_msgs]
+    assert trusted and {o.source for o in trusted} == {"review_queue"}
+    assert len(trusted) == sum(o.source == "review_queue" for o in outcomes)
+    outcome_msgs = outcome_msgs + trusted_msgs
     assert len(event_msgs) == int(reported.group(1)) == len(events)
     assert len(outcome_msgs) == int(reported.group(2)) == len(outcomes)
 

@@ -35,7 +35,7 @@ def _stack_env(tmp_path: Path) -> dict[str, str]:
         TOLLGATE_KAFKA_PORT=str(_free_port()),
         TOLLGATE_KAFKA_CONTROLLER_PORT=str(_free_port()),
         TOLLGATE_REDIS_PORT=str(_free_port()),
-    )
+)
 
 
 def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
@@ -43,9 +43,9 @@ def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
 
 
 def test_restart_keeps_topics_and_messages(tmp_path: Path) -> None:
+    import redis
     from confluent_kafka import Consumer, Producer
     from confluent_kafka.admin import AdminClient, NewTopic
-    import redis
 
     env = _stack_env(tmp_path)
     bootstrap = f"127.0.0.1:{env['TOLLGATE_KAFKA_PORT']}"
@@ -56,7 +56,7 @@ def test_restart_keeps_topics_and_messages(tmp_path: Path) -> None:
         assert f"export TOLLGATE_KAFKA_BOOTSTRAP={bootstrap}\n" in up.stdout
         assert f"export TOLLGATE_REDIS_URL={redis_url}\n" in up.stdout
         # What the README and .ci/run do: eval the output, then a child process sees it.
-        child = subprocess.run(["bash", "-c", f'eval "$1"; exec env', "_", up.stdout], capture_output=True,
+        child = subprocess.run(["bash", "-c", 'eval "$1"; exec env', "_", up.stdout], capture_output=True,
                                text=True, timeout=30, env={"PATH": env["PATH"]})
         assert f"TOLLGATE_KAFKA_BOOTSTRAP={bootstrap}" in child.stdout.splitlines()
         assert _run(env, "up").returncode == 0, "up twice must be fine"

@@ -1,7 +1,7 @@
 """User text can never lower a verdict or a risk score, through the stream (issue 22): a
 real ``tollgate run`` worker on the real broker and Redis.
 
-The cases are ``tests/unit/user_text_cases.py``'s (the API, HTTP and CLI run them in
+The cases are ``tests/support/user_text_cases.py``'s (the API, HTTP and CLI run them in
 ``tests/unit/test_user_text_cannot_lower.py``): each simulated event first without any
 user text, then once per text variant with the same event id, so the Redis feature
 store gives every variant the snapshot it recorded first and only the text differs
@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import pytest
 
-from engine.codec import Codec
+from engine.wire.codec import Codec
 from tests.integration.test_serve import make_model_dir
-from tests.integration.worker_support import (
-    WorkerEnv, WorkerProcess, delete_prefix, produce_events, read_verdicts,
+from tests.support.user_text_cases import lowered_count, variant_events, variants, violations
+from tests.support.worker_support import (
+    WorkerEnv,
+    WorkerProcess,
+    delete_prefix,
+    produce_events,
+    read_verdicts,
 )
-from tests.unit.user_text_cases import lowered_count, variant_events, variants, violations
 
 pytestmark = [pytest.mark.integration]
 
@@ -27,8 +31,8 @@ N_EVENTS = 15
 
 
 def test_stream_worker_never_lets_user_text_lower_a_verdict(stack, unique, kafka_topics, redis_client, tmp_path):
-    from engine.simulate import SimConfig, Simulator
-    from engine.simulate_frames import events_from_frame
+    from engine.offline.simulate.frames import events_from_frame
+    from engine.offline.simulate.simulator import SimConfig, Simulator
 
     day = next(iter(Simulator(SimConfig(customers=60, terminals=120, days=1, seed=22)).days()))
     events = events_from_frame(day.events)[:N_EVENTS]

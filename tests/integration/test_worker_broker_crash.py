@@ -19,17 +19,23 @@ import signal
 import subprocess
 import tempfile
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 import redis
 
-from engine.codec import Codec
+from engine.wire.codec import Codec
 from tests.conftest import _free_ports
-from tests.integration.worker_support import (
-    REPO, WorkerEnv, WorkerProcess, make_events, produce_events, read_committed, read_verdicts, save_fresh_model,
+from tests.support.worker_support import (
+    REPO,
+    WorkerEnv,
+    WorkerProcess,
+    make_events,
+    produce_events,
+    read_committed,
+    read_verdicts,
+    save_fresh_model,
     wait_until,
 )
 

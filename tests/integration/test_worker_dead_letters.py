@@ -9,9 +9,13 @@ from collections import Counter
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from engine.codec import JSON_HEADERS, Codec
-from tests.integration.worker_support import (
-    WorkerProcess, make_events, produce, read_committed, read_verdicts, wenv,  # noqa: F401 (fixture)
+from engine.wire.codec import JSON_HEADERS, Codec
+from tests.support.worker_support import (
+    WorkerProcess,
+    make_events,
+    produce,
+    read_committed,
+    read_verdicts,
 )
 
 pytestmark = pytest.mark.integration

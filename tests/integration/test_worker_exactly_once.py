@@ -11,14 +11,20 @@ import threading
 import time
 import urllib.request
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 
-from engine.codec import Codec
-from tests.integration.worker_support import (
-    WorkerProcess, delete_prefix, make_events, model_processes, process_exit_state, produce_events, read_committed,
-    read_verdicts, wenv,  # noqa: F401 (fixture)
+from engine.wire.codec import Codec
+from tests.support.worker_support import (
+    WorkerProcess,
+    delete_prefix,
+    make_events,
+    model_processes,
+    process_exit_state,
+    produce_events,
+    read_committed,
+    read_verdicts,
 )
 
 pytestmark = pytest.mark.integration
@@ -101,7 +107,7 @@ def test_on_a_redis_cluster_sigkill_then_restart_gives_exactly_one_verdict_per_e
     """The same kill and restart with the context store on a three-master Redis Cluster."""
     import dataclasses
 
-    from engine.redisconn import connect
+    from engine.wire.redisconn import connect
 
     on_cluster = dataclasses.replace(wenv, redis_url=redis_cluster_url)
     cluster = connect(redis_cluster_url, socket_timeout_s=10)
@@ -111,7 +117,7 @@ def test_on_a_redis_cluster_sigkill_then_restart_gives_exactly_one_verdict_per_e
     try:
         verdicts, killed_at_ms = _kill_mid_stream_then_restart(on_cluster, tmp_path, events, codec, kill_after=800,
                                                                env={}, read_timeout=90)
-        # the stream's own snapshots (warm-up batches record theirs too, under __warmup__ ids)
+        # the stream's own snapshots (warm-up records none: test_worker_warmup.py)
         recorded = len(set(cluster.scan_iter(f"{wenv.key_prefix}:snap:{{{wenv.unique}-*", count=10_000)))
     finally:
         delete_prefix(cluster, wenv.key_prefix)

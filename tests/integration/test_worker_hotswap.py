@@ -13,10 +13,16 @@ from collections import Counter
 
 import pytest
 
-from engine.codec import Codec
-from tests.integration.worker_support import (
-    WorkerProcess, make_events, model_processes, produce_events, read_committed, read_verdicts, save_fresh_model,
-    wait_until, wenv,  # noqa: F401 (fixture)
+from engine.wire.codec import Codec
+from tests.support.worker_support import (
+    WorkerProcess,
+    make_events,
+    model_processes,
+    produce_events,
+    read_committed,
+    read_verdicts,
+    save_fresh_model,
+    wait_until,
 )
 
 pytestmark = pytest.mark.integration

@@ -21,10 +21,15 @@ from pathlib import Path
 import pytest
 import redis
 
-from engine.codec import Codec
-from tests.integration.worker_support import (
-    WorkerProcess, make_events, metric, produce_events, read_committed, read_verdicts, save_fresh_model, wait_until,
-    wenv,  # noqa: F401 (fixture)
+from engine.wire.codec import Codec
+from tests.support.worker_support import (
+    WorkerProcess,
+    make_events,
+    metric,
+    produce_events,
+    read_committed,
+    read_verdicts,
+    wait_until,
 )
 
 pytestmark = [pytest.mark.integration,

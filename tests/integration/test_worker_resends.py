@@ -14,9 +14,14 @@ from dataclasses import replace
 
 import pytest
 
-from engine.codec import Codec
-from tests.integration.worker_support import (
-    WorkerProcess, make_events, metric, produce_events, read_verdicts, wait_until, wenv,  # noqa: F401 (fixture)
+from engine.wire.codec import Codec
+from tests.support.worker_support import (
+    WorkerProcess,
+    make_events,
+    metric,
+    produce_events,
+    read_verdicts,
+    wait_until,
 )
 
 pytestmark = pytest.mark.integration

@@ -20,7 +20,6 @@ import celpy
 from celpy import celtypes
 from celpy.adapter import json_to_cel
 
-
 _ENV = celpy.Environment()  # created once: it raises the interpreter's recursion limit
 
 

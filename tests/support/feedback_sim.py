@@ -1,6 +1,6 @@
 """Shared scaffolding for the feedback loop's accelerated event-time tests.
 
-A small simulated world (``engine.simulate``): an initial model is trained offline on
+A small simulated world (``engine.offline.simulate.simulator``): an initial model is trained offline on
 its first week, registered and promoted; then days are streamed in event-time order in
 four-hour slices — events to the engine's input topic (a running ``tollgate run``
 worker decides them, with the Redis feature store and its decision log) and outcomes
@@ -12,9 +12,10 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,10 +25,11 @@ from sklearn.metrics import average_precision_score
 from engine.records import Outcome, TransactionEvent
 from engine.settings import Settings
 
+
 def start_feedback_worker(env: dict[str, str], log: Path, *, flush_interval_s: float,
                           batch_size: int) -> subprocess.Popen:
     """``tollgate feedback worker`` as a subprocess (no metrics port: tests may overlap)."""
-    return subprocess.Popen([sys.executable, "-c", "from engine.cli import main; main()", "feedback", "worker",
+    return subprocess.Popen([sys.executable, "-c", "from engine.interfaces.cli import main; main()", "feedback", "worker",
                              "--flush-interval-s", str(flush_interval_s), "--batch-size", str(batch_size),
                              "--metrics-port", "0"],
                             env=env, stdout=open(log, "ab"), stderr=subprocess.STDOUT)
@@ -39,7 +41,7 @@ SLICE = 4 * HOUR
 
 
 def sim_config(days: int):
-    from engine.simulate import SimConfig
+    from engine.offline.simulate.simulator import SimConfig
 
     # A small world, and more legitimate confirmations than the default so that a
     # four-hour window holds enough labels to fine-tune on.
@@ -56,8 +58,8 @@ class World:
 
 
 def build_world(days: int) -> World:
-    from engine.simulate import Simulator
-    from engine.simulate_frames import events_from_frame, outcomes_from_frame
+    from engine.offline.simulate.frames import events_from_frame, outcomes_from_frame
+    from engine.offline.simulate.simulator import Simulator
 
     sim = Simulator(sim_config(days))
     events: list[TransactionEvent] = []
@@ -81,10 +83,11 @@ def train_initial(world: World, until_ms: int, settings: Settings, registry: Any
     epochs reach 0.44): learning from outcomes then has something to gain, so the first
     cycle's candidate clears the gate by a wide margin (AP about 0.41), not by noise —
     with six epochs it lands within the 0.01 AP margin, a coin flip on ~100 outcomes."""
-    from engine.encode import FeatureSchema, FieldIsolatedEncoder
     from engine.features.memory import MemoryFeatureStore
     from engine.model import InputSpec, ModelConfig
-    from engine.train import LabelledSet, TrainConfig, train_model
+    from engine.offline.train.fit import train_model
+    from engine.offline.train.sets import LabelledSet, TrainConfig
+    from engine.stages.encode import FeatureSchema, FieldIsolatedEncoder
 
     evs = [e for e in world.events if e.event_time_ms < until_ms]
     enc = FieldIsolatedEncoder()
@@ -167,8 +170,8 @@ def slices(start_ms: int, end_ms: int) -> Iterator[int]:
 def evaluate_ap(world: World, store: Any, model_dir: Path, events: list[TransactionEvent]) -> float:
     """AP of a model's risk score against ground truth on ``events``, scored on the very
     inputs the engine decided them with (its decision log in ``store``)."""
-    from engine.encode import FieldIsolatedEncoder
-    from engine.infer import Inference
+    from engine.stages.encode import FieldIsolatedEncoder
+    from engine.stages.infer import Inference
 
     snaps = store.decision_log([e.event_id for e in events])
     missing = [e.event_id for e, s in zip(events, snaps) if s is None]

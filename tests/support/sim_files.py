@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.simulate import SimConfig, Simulator
-from engine.simulate_sinks import ParquetSink
+from engine.offline.simulate.simulator import SimConfig, Simulator
+from engine.offline.simulate.sinks import ParquetSink
 
 
 def write_simulated_parquet(path: Path, config: SimConfig) -> Path:

@@ -28,7 +28,7 @@ USER_TEXTS: tuple[str, ...] = (
     "rent " * 3000,
 )
 #: Risk scores of one event computed in batches of different composition (padding
-#: lengths, chunking) agree to ~2e-7 (engine.infer_layers); a lower score must exceed this.
+#: lengths, chunking) agree to ~2e-7 (engine.model.serving_layers); a lower score must exceed this.
 FLOAT_NOISE = 1e-6
 
 

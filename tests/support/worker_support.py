@@ -12,15 +12,15 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from engine.codec import Codec
 from engine.records import TransactionEvent, Verdict
+from engine.wire.codec import Codec
 
 REPO = Path(__file__).resolve().parents[2]
 TOLLGATE = str(Path(sys.executable).parent / "tollgate")
@@ -94,8 +94,8 @@ def delete_prefix(redis_client, prefix: str, chunk_size: int = 2000) -> None:
 
 def save_fresh_model(models_dir: Path, version: str, seed: int = 0) -> Path:
     """A freshly initialised model of the serving architecture, saved as a registry version."""
-    from engine.encode import FieldIsolatedEncoder
     from engine.model import InputSpec, fresh_model, save_model_dir
+    from engine.stages.encode import FieldIsolatedEncoder
 
     model, card = fresh_model(InputSpec.from_schema(FieldIsolatedEncoder().schema), version=version, seed=seed)
     return save_model_dir(model, card, models_dir / version)
@@ -137,8 +137,8 @@ def child_processes(parent_pid: int, cmdline_has: bytes = b"") -> list[int]:
 
 
 def model_processes(parent_pid: int) -> list[int]:
-    """Pids of the ``engine.infer_process`` children of ``parent_pid``."""
-    return child_processes(parent_pid, b"engine.infer_process")
+    """Pids of the ``engine.worker.infer_process`` children of ``parent_pid``."""
+    return child_processes(parent_pid, b"engine.worker.infer_process")
 
 
 def process_exit_state(pid: int, timeout_s: float) -> str:
@@ -156,13 +156,16 @@ def process_exit_state(pid: int, timeout_s: float) -> str:
 class WorkerProcess:
     """``tollgate run`` in a subprocess, its JSON log lines in a file."""
 
-    def __init__(self, wenv: WorkerEnv, worker_id: str, log_dir: Path, *args: str, **env: str):
+    def __init__(self, wenv: WorkerEnv, worker_id: str, log_dir: Path, *args: str,
+                 command: Sequence[str] = (TOLLGATE,), cwd: Path = REPO, **env: str):
+        """``command`` and ``cwd``: another tree's CLI (``ops/bench/engine_ab.py``); the
+        model process is ``python -m``, which finds the package in ``cwd`` first."""
         self.worker_id = worker_id
         self.log_path = log_dir / f"worker-{worker_id}-{int(time.time() * 1000)}.log"
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [TOLLGATE, "run", "--worker-id", worker_id, "--port", "0", *args],
-            env=wenv.env(**env), cwd=str(REPO), stdout=self._log, stderr=subprocess.STDOUT)
+            [*command, "run", "--worker-id", worker_id, "--port", "0", *args],
+            env=wenv.env(**env), cwd=str(cwd), stdout=self._log, stderr=subprocess.STDOUT)
 
     def lines(self) -> list[dict]:
         out = []

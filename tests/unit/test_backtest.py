@@ -8,11 +8,15 @@ import pytest
 import torch
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from engine.backtest import DAY_MS, Replay, Window, assessed_mask, delayed_truth_arrivals
-from engine.metrics_quality import (
-    auc_roc, average_precision, card_precision_at_k, card_precision_at_k_per_day, expected_calibration_error,
+from engine.offline.backtest.run import DAY_MS, Replay, Window, assessed_mask, delayed_truth_arrivals
+from engine.offline.quality import (
+    auc_roc,
+    average_precision,
+    card_precision_at_k,
+    card_precision_at_k_per_day,
+    expected_calibration_error,
 )
-from engine.shared_data import handbook_file
+from engine.offline.shared_data import handbook_file
 
 T0 = Window.from_date("2018-05-01").train_start_ms
 
@@ -74,11 +78,11 @@ BOOK_ASSESSED = {"2018-06-20": (57_182, 416), "2018-06-27": (57_800, 411), "2018
 
 @pytest.fixture(scope="module")
 def handbook_events() -> pd.DataFrame:
-    """The columns assessed_mask reads, straight from the file (read_handbook's time
+    """The columns assessed_mask reads, straight from the file (read_handbook_frame's time
     conversion has its own test below; its string ids cost minutes here for nothing)."""
     path = handbook_file()
     if path is None:
-        pytest.skip("the handbook file is absent (../shared/data/handbook/; see engine/shared_data.py)")
+        pytest.skip("the handbook file is absent (../shared/data/handbook/; see engine/offline/shared_data.py)")
     raw = pd.read_parquet(path, columns=["TX_DATETIME", "CUSTOMER_ID", "TX_FRAUD"])
     return pd.DataFrame({"event_time_ms": raw["TX_DATETIME"].to_numpy().astype("datetime64[ms]").astype(np.int64),
                          "customer_id": raw["CUSTOMER_ID"].to_numpy(), "tx_fraud": raw["TX_FRAUD"].to_numpy()})
@@ -143,7 +147,7 @@ def test_replay_reveals_each_label_only_after_its_delay():
 
 
 def test_backtest_end_to_end_on_a_small_handbook_frame():
-    from engine.backtest import run_backtest
+    from engine.offline.backtest.run import run_backtest
 
     rng = np.random.default_rng(0)
     n_days, per_day = 5, 240
@@ -160,7 +164,7 @@ def test_backtest_end_to_end_on_a_small_handbook_frame():
     results = run_backtest(frame, window, models=("transformer", "lightgbm"), epochs=2, threads=1,
                            model_overrides={"d_model": 16, "n_heads": 2, "n_layers": 1, "batch_size": 64,
                                             "negative_keep": 1.0, "progress": False})
-    for name, result in results.items():
+    for result in results.values():
         scores = result.scores
         assert list(scores.columns[:4]) == ["transaction_id", "risk_score", "verdict", "confidence"]
         in_test = (t >= window.test_start_ms) & (t < window.test_end_ms)
@@ -177,9 +181,9 @@ def test_backtest_end_to_end_on_a_small_handbook_frame():
 
 
 def test_cached_window_is_the_replay_and_a_changed_file_is_not_reused(tmp_path):
-    from engine.backtest import cached_encode_window, encode_window
-    from engine.backtest_cache import cache_key
-    from engine.encode import FeatureSchema
+    from engine.offline.backtest.cache import cache_key
+    from engine.offline.backtest.run import cached_encode_window, encode_window
+    from engine.stages.encode import FeatureSchema
 
     rng = np.random.default_rng(1)
     t = np.sort(T0 - DAY_MS + rng.integers(0, 4 * DAY_MS, 300))
@@ -209,13 +213,13 @@ def test_cached_window_is_the_replay_and_a_changed_file_is_not_reused(tmp_path):
 
 @pytest.mark.parametrize("unit", ["ns", "us", "ms"])
 def test_read_handbook_reads_event_time_at_any_timestamp_resolution(tmp_path, unit):
-    from engine.backtest import read_handbook
+    from engine.offline.backtest.run import read_handbook_frame
 
     when = pd.Series(pd.to_datetime(["2018-05-02 00:00:31", "2018-05-01 12:00:00"])).dt.as_unit(unit)
     raw = pd.DataFrame({"TRANSACTION_ID": [7, 8], "TX_DATETIME": when, "CUSTOMER_ID": [1, 2],
                         "TERMINAL_ID": [3, 4], "TX_AMOUNT": [10.0, 20.0], "TX_FRAUD": [0, 1],
                         "TX_FRAUD_SCENARIO": [0, 1]})
     raw.to_parquet(tmp_path / "hb.parquet")
-    frame = read_handbook(tmp_path / "hb.parquet", start_ms=T0)  # T0 = 2018-05-01 00:00 UTC
+    frame = read_handbook_frame(tmp_path / "hb.parquet", start_ms=T0)  # T0 = 2018-05-01 00:00 UTC
     assert frame["event_time_ms"].tolist() == [T0 + 12 * 3_600_000, T0 + DAY_MS + 31_000]
     assert frame["event_id"].tolist() == ["8", "7"] and frame["tx_fraud"].tolist() == [1, 0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.batch import MicroBatcher
+from engine.stages.batch import MicroBatcher
 
 
 class Clock:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 from typer.testing import CliRunner
 
-from engine import cli
+from engine.interfaces import cli
 
 
 def _walk(command, path: tuple[str, ...] = ()):

@@ -16,12 +16,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from fastavro import schemaless_writer
 
-from engine.codec import (
-    JSON_HEADERS,
-    Codec,
-    DeadLetter,
-    DecodeError,
-)
 from engine.records import (
     Decision,
     EventValidationError,
@@ -33,8 +27,14 @@ from engine.records import (
     TransactionEvent,
     Verdict,
 )
-from engine.schema_catalog import SCHEMA_DIR, LocalCatalog, RegistryCatalog, RegistryUnavailable, parse_plain
 from engine.settings import Settings
+from engine.wire.codec import (
+    JSON_HEADERS,
+    Codec,
+    DeadLetter,
+    DecodeError,
+)
+from engine.wire.schema_catalog import SCHEMA_DIR, LocalCatalog, RegistryCatalog, RegistryUnavailable, parse_plain
 
 T0 = 1_700_000_000_123
 
@@ -243,9 +243,9 @@ class _FakeRegistry(BaseHTTPRequestHandler):
         self.calls.append(f"POST {self.path}")
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         subject = self.path.split("/")[2]
-        for schema_id, text in self.schemas.items():
-            if text == body["schema"]:
-                break
+        known = [sid for sid, text in self.schemas.items() if text == body["schema"]]
+        if known:
+            schema_id = known[0]
         else:
             schema_id = 1000 + len(self.schemas)
             self.schemas[schema_id] = body["schema"]

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from engine.decide import Policy, PolicyDecision, ScoreRow, decide, decide_rows
 from engine.records import Decision, Reason, ReasonKind
 from engine.settings import PolicySettings
+from engine.stages.decide import Policy, PolicyDecision, ScoreRow, decide, decide_rows
 
 
 @dataclass

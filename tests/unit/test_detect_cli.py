@@ -7,7 +7,7 @@ import json
 import typer
 from typer.testing import CliRunner
 
-from engine.commands import detector as detector_commands
+from engine.interfaces.commands import detector as detector_commands
 
 
 def _app() -> typer.Typer:
@@ -25,7 +25,7 @@ def test_score_shows_flag_and_signals():
 
 
 def test_eval_reports_every_held_out_set(tmp_path):
-    from engine.detector.data import DEFAULT_INJECTION_CSV
+    from engine.offline.detector_corpus.data import DEFAULT_INJECTION_CSV
 
     if not DEFAULT_INJECTION_CSV.exists():
         import pytest

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import unicodedata
 
 import numpy as np
@@ -12,25 +10,30 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.detect import InjectionDetector
 from engine.detector import signals as sig
-from engine.detector.business import business_texts
-from engine.detector.corpus import benign_memos, injection_memos
-from engine.detector.data import read_corpus_file
 from engine.detector.features import (
-    HASH_BITS, WHOLE_VIEW_CHARS, char_ngram_indices, extract, featurize_views, segments, shape_measures,
+    HASH_BITS,
+    WHOLE_VIEW_CHARS,
+    char_ngram_indices,
+    extract,
+    featurize_views,
+    segments,
+    shape_measures,
     word_ngram_indices,
 )
 from engine.detector.tokens import word_tokens
-from engine.textproc import INVISIBLE_RANGES, MAX_TEXT_CHARS, clean_user_text
+from engine.offline.detector_corpus.business import business_texts
+from engine.offline.detector_corpus.corpus import benign_memos, injection_memos
+from engine.offline.detector_corpus.data import read_corpus_file
+from engine.stages.detect import InjectionDetector
+from engine.text.textproc import INVISIBLE_RANGES, MAX_TEXT_CHARS, clean_user_text
 
 
 def test_hashing_is_stable_across_processes():
-    code = ("from engine.detector.features import char_ngram_indices, word_ngram_indices;"
-            "print(char_ngram_indices('ignore previous').sum(), word_ngram_indices('ignore previous x').sum())")
-    outs = {subprocess.run([sys.executable, "-c", code], env={"PYTHONHASHSEED": seed, "PATH": ""},
-                           capture_output=True, text=True, check=True).stdout for seed in ("1", "2")}
-    assert len(outs) == 1
+    # Pinned sums: Python's str hash is salted per process (PYTHONHASHSEED), so a feature
+    # hash built on it would give other buckets in every process, and this would fail.
+    assert int(char_ngram_indices("ignore previous").sum()) == 2482869
+    assert int(word_ngram_indices("ignore previous x").sum()) == 58391
 
 
 def test_equal_words_hash_equal_and_buckets_in_range():

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.detect import InjectionDetector
-from engine.detector.corpus import benign_memos, injection_memos
-from engine.detector.data import DetectorData, LabelledTexts, _injection_groups, split_injection
-from engine.detector.train import pick_threshold, rates, train_detector
+from engine.offline.detector_corpus.corpus import benign_memos, injection_memos
+from engine.offline.detector_corpus.data import DetectorData, LabelledTexts, _injection_groups, split_injection
+from engine.offline.detector_corpus.train import pick_threshold, rates, train_detector
+from engine.stages.detect import InjectionDetector
 
 
 def _tiny_data() -> DetectorData:
@@ -55,7 +55,7 @@ def test_injection_split_keeps_related_rows_together():
 
 
 def test_shared_data_split_is_grouped_and_stratified():
-    from engine.detector.data import DEFAULT_INJECTION_CSV, load_injection_csv
+    from engine.offline.detector_corpus.data import DEFAULT_INJECTION_CSV, load_injection_csv
 
     if not DEFAULT_INJECTION_CSV.exists():
         import pytest

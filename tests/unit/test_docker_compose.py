@@ -211,7 +211,7 @@ def test_the_example_env_file_names_every_required_variable() -> None:
 def test_containers_run_real_tollgate_commands() -> None:
     import typer
 
-    from engine import cli
+    from engine.interfaces import cli
 
     cli._register_all()
     root = typer.main.get_command(cli.app)
@@ -329,7 +329,7 @@ def test_a_stalled_engine_worker_is_restarted_not_only_reported():
     engine = _compose()["services"]["engine"]
     assert engine["restart"] in ("unless-stopped", "always", "on-failure")
     argv = engine["healthcheck"]["test"]
-    assert argv[:4] == ["CMD", "python", "-m", "engine.probe"], argv
+    assert argv[:4] == ["CMD", "python", "-m", "engine.observe.probe"], argv
     assert argv[4].endswith(f":{Settings().http.worker_port}/healthz")
     # The image runs `tollgate run` as PID 1 (no ENTRYPOINT wraps it), which the probe signals.
     assert not any(word == "ENTRYPOINT" for word, _ in _dockerfile())
@@ -343,7 +343,7 @@ def test_the_probe_signals_only_a_worker_that_answered_503(monkeypatch):
     import http.server
     import threading
 
-    from engine import probe
+    from engine.observe import probe
 
     status = {"code": 200}
 
@@ -373,42 +373,8 @@ def test_the_probe_signals_only_a_worker_that_answered_503(monkeypatch):
 
 # ---- scale-out profiles (#18): the same settings ops/stack and the cluster tests use ----
 
-def _stack_cluster_settings() -> dict[str, str]:
-    """The broker settings `ops/stack up --brokers 3` gives node 2 (`ops/stack config`:
-    bash only, starts nothing)."""
-    import os
-    import subprocess
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as state:
-        out = subprocess.run([str(REPO / "ops" / "stack"), "config", "2", "--brokers", "3"],
-                             env=dict(os.environ, TOLLGATE_STATE_DIR=state),
-                             capture_output=True, text=True, timeout=60, check=True).stdout
-    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line and not line.startswith("#"))
-
-
-def test_kafka_cluster_profile_matches_ops_stack_three_nodes() -> None:
-    services = _compose()["services"]
-    nodes = {name: svc for name, svc in services.items() if name.startswith("kafka-")}
-    assert sorted(nodes) == ["kafka-1", "kafka-2", "kafka-3"]
-    stack = _stack_cluster_settings()
-    assert stack["controller.quorum.voters"].count("@") == 3 and stack["process.roles"] == "broker,controller"
-    for name, svc in nodes.items():
-        assert "kafka-cluster" in svc["profiles"] and "cluster" in svc["profiles"]
-        env = {k: str(v) for k, v in svc["environment"].items()}
-        assert env["KAFKA_NODE_ID"] == name.split("-")[1]
-        assert env["KAFKA_PROCESS_ROLES"] == stack["process.roles"]
-        assert env["KAFKA_CONTROLLER_QUORUM_VOTERS"] == "1@kafka-1:9093,2@kafka-2:9093,3@kafka-3:9093"
-        for prop in ("default.replication.factor", "min.insync.replicas", "offsets.topic.replication.factor",
-                     "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
-                     "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
-                     "unclean.leader.election.enable", "auto.create.topics.enable"):
-            assert env["KAFKA_" + prop.replace(".", "_").upper()] == stack[prop], (name, prop)
-    assert stack["min.insync.replicas"] == "2" and stack["transaction.state.log.replication.factor"] == "3"
-
-
 def test_cluster_topics_and_engine_use_replication_three_and_the_redis_cluster() -> None:
-    from engine.redisconn import cluster_nodes, is_cluster_url
+    from engine.wire.redisconn import cluster_nodes, is_cluster_url
 
     services = _compose()["services"]
     topics = _service_env(services["topics-cluster"])

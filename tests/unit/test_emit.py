@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from engine.codec import DeadLetter
-from engine.consume import FatalKafkaError
-from engine.emit import BatchAborted, TransactionalEmitter
+from engine.stages.consume import FatalKafkaError
+from engine.stages.emit import BatchAborted, TransactionalEmitter
+from engine.wire.codec import DeadLetter
 from tests.unit.test_worker_loop import CODEC, SETTINGS, _event, _verdict
 
 
@@ -58,7 +58,7 @@ def test_one_transaction_holds_verdicts_dead_letters_and_offsets_in_order():
     p = FakeProducer()
     dl = DeadLetter(b"x", b"k", "tx.events", 0, 7, "decode", "ValueError", "bad", 0)
     _emitter(p).commit_batch([_verdict(_event(1))], [dl], {("tx.events", 0): 8}, object())
-    assert p.calls == ["begin", "send_offsets", "produce", "produce", "commit"]  # offsets first: engine.emit
+    assert p.calls == ["begin", "send_offsets", "produce", "produce", "commit"]  # offsets first: engine.stages.emit
     assert p.produced[0][:2] == ("tx.verdicts", b"c1")  # keyed by customer
     assert p.produced[1][0] == "tx.events.dlq" and dict(p.produced[1][2])["tollgate.dlq.stage"] == b"decode"
     assert [(tp.topic, tp.partition, tp.offset) for tp in p.offsets[0]] == [("tx.events", 0, 8)]

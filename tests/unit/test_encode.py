@@ -8,19 +8,20 @@ import math
 import pytest
 import torch
 
-from engine.encode import EncodedBatch, FeatureSchema, FieldIsolatedEncoder
 from engine.features.memory import MemoryFeatureStore
 from engine.features.snapshot import ContextSnapshot
-from engine.records import EventValidationError, TransactionEvent
-from engine.tokenizer import FORBIDDEN_TOKENS, PAD_ID, UNK_ID, load_text_tokenizer
+from engine.records import EventValidationError
+from engine.stages.encode import EncodedBatch, FeatureSchema, FieldIsolatedEncoder
+from engine.text.tokenizer import FORBIDDEN_TOKENS, PAD_ID, UNK_ID, load_text_tokenizer
+from tests.support.events import event
 
 T0 = 1_700_000_000_000
 MIN = 60_000
 
 
 def ev(eid, t, amount=10.0, customer="c1", terminal="t1", memo=None, descriptor=None, **kw):
-    return TransactionEvent(eid, t, customer, "a1", terminal, "5411", amount, "EUR", "card_present",
-                            "BE", device_id="d1", memo=memo, merchant_descriptor=descriptor, **kw)
+    return event(0, event_id=eid, event_time_ms=t, customer_id=customer, terminal_id=terminal, amount=amount,
+                 channel="card_present", device_id="d1", memo=memo, merchant_descriptor=descriptor, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +146,7 @@ def test_tokenizer_vocabulary_has_no_control_tokens():
 
 
 def test_tokenizer_training_is_reproducible(tmp_path):
-    from engine.tokenizer import TextTokenizer, train_text_tokenizer
+    from engine.text.tokenizer import TextTokenizer, train_text_tokenizer
 
     out = train_text_tokenizer(tmp_path / "tok.json", vocab_size=400, n_synthetic=2000)
     again = train_text_tokenizer(tmp_path / "tok2.json", vocab_size=400, n_synthetic=2000)

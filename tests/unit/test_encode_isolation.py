@@ -10,9 +10,9 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.encode import FieldIsolatedEncoder
 from engine.features.memory import MemoryFeatureStore
 from engine.records import TransactionEvent
+from engine.stages.encode import FieldIsolatedEncoder
 
 T0 = 1_700_000_000_000
 FORGERIES = [

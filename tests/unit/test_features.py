@@ -4,25 +4,28 @@ without servers too)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
 
 import pytest
 
-from engine.enrich import EnrichStage
 from engine.features.compute import BucketCounter
 from engine.features.memory import MemoryFeatureStore
 from engine.features.snapshot import ContextSnapshot
 from engine.features.spec import CONTEXT_FEATURES, DAY_MS, FEATURE_SCALING, HOUR_MS, SPEC_FINGERPRINT
 from engine.features.store import ContextUnavailable, FeatureStore, LabelArrival
 from engine.records import Outcome, OutcomeKind, TransactionEvent
+from engine.stages.enrich import EnrichStage
+from tests.support.events import event
 
 T0 = 1_700_000_000_000
 
 
 def ev(eid, t, amount=10.0, customer="c1", terminal="t1", **kw):
-    return TransactionEvent(eid, t, customer, "a1", terminal, "5411", amount, "EUR", "card_present", "BE", **kw)
+    return event(0, event_id=eid, event_time_ms=t, customer_id=customer, terminal_id=terminal, amount=amount,
+                 channel="card_present", **kw)
 
 
 def test_feature_names_are_unique_and_documented():
@@ -45,7 +48,7 @@ def test_snapshot_attribute_access_rules_and_json_round_trip():
     assert all(isinstance(v, float) for v in inputs.values())
     with pytest.raises(AttributeError):
         snap.not_a_feature  # noqa: B018
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         snap.event_id = "x"  # frozen
     wire = json.loads(json.dumps(snap.to_dict()))
     back = ContextSnapshot.from_dict(wire)

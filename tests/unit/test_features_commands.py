@@ -7,8 +7,8 @@ import json
 import typer
 from typer.testing import CliRunner
 
-from engine.commands import features
-from engine.encode import FeatureSchema
+from engine.interfaces.commands import features
+from engine.stages.encode import FeatureSchema
 
 
 def _app() -> typer.Typer:
@@ -30,6 +30,6 @@ def test_train_tokenizer_command_writes_a_valid_asset(tmp_path):
     out = tmp_path / "tok.json"
     result = CliRunner().invoke(_app(), ["features", "train-tokenizer", "--out", str(out), "--vocab-size", "400"])
     assert result.exit_code == 0, result.output
-    from engine.tokenizer import TextTokenizer
+    from engine.text.tokenizer import TextTokenizer
 
     assert TextTokenizer(out).vocab_size == 400

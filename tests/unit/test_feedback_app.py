@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine.settings import PathSettings, Settings
-from feedback.app import build_app
+from feedback.stream.app import build_app
 
 
 def test_faust_data_dir_is_under_the_state_dir_not_the_working_directory(tmp_path: Path,

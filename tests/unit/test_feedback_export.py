@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 import typer
 from typer.testing import CliRunner
 
-from feedback.join import JoinRecord
 from feedback.store import DecisionRow, DecisionStore, LabelledExample, LabelStore
+from feedback.stream.join import JoinRecord
 
 H = 3_600_000
 

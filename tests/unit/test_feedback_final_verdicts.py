@@ -7,13 +7,13 @@ import json
 import numpy as np
 import pandas as pd
 
-from engine.decide import Policy
 from engine.features.snapshot import ContextSnapshot
-from engine.guard import Guard
-from engine.records import TransactionEvent
 from engine.rules.loader import build_ruleset
-from feedback.final_verdicts import FinalReplay
-from feedback.gate import FinalPair, GateConfig, Scores, evaluate
+from engine.stages.decide import Policy
+from engine.stages.guard import Guard
+from feedback.learn.final_verdicts import FinalReplay
+from feedback.learn.gate import FinalPair, GateConfig, Scores, evaluate
+from tests.support.events import event
 
 RULES = b'''
 rules:
@@ -22,9 +22,8 @@ rules:
 
 
 def _rows(amounts, rules_version):
-    events = [TransactionEvent(event_id=f"e{i}", event_time_ms=1_700_000_000_000 + i, customer_id="c",
-                               account_id="a", terminal_id="t", merchant_category="5411", amount=float(a),
-                               currency="EUR", channel="ecommerce", country="BE") for i, a in enumerate(amounts)]
+    events = [event(i, customer_id="c", account_id="a", terminal_id="t", amount=float(a))
+              for i, a in enumerate(amounts)]
     return pd.DataFrame({
         "event_json": [json.dumps(e.to_dict()) for e in events],
         "snapshot_json": [json.dumps(ContextSnapshot.empty(e).to_dict()) for e in events],

@@ -6,9 +6,17 @@ import json
 
 import pytest
 
-from feedback.join import (JoinRecord, apply_event, apply_outcome, apply_verdict, is_complete,
-                           label_arrival_fields, mark_emitted, needs_emit)
 from feedback.store import DecisionRow, DecisionStore, LabelledExample, LabelStore
+from feedback.stream.join import (
+    JoinRecord,
+    apply_event,
+    apply_outcome,
+    apply_verdict,
+    is_complete,
+    label_arrival_fields,
+    mark_emitted,
+    needs_emit,
+)
 
 H = 3_600_000
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from feedback.finetune import FineTuneConfig, fine_tune
-from feedback.gate import GateConfig, Scores, evaluate, heldout_metrics, write_report
-from feedback.preference import preference_loss, utilities
+from feedback.learn.finetune import FineTuneConfig, fine_tune
+from feedback.learn.gate import GateConfig, Scores, evaluate, heldout_metrics, write_report
+from feedback.learn.preference import preference_loss, utilities
 
 torch.set_num_threads(1)
 
@@ -127,7 +127,7 @@ def test_gate_margins_are_settings_overridable_from_the_environment(monkeypatch)
     """A candidate whose AP is more than the default 0.01 worse is refused, and passes once
     ops widen ``TOLLGATE_FEEDBACK__GATE__MAX_AP_DROP``: the scheduler takes its gate from settings."""
     from engine.settings import Settings
-    from feedback.scheduler import SchedulerConfig
+    from feedback.learn.scheduler import SchedulerConfig
 
     rng = np.random.default_rng(1)
     y = (rng.random(600) < 0.2).astype(int)
@@ -152,7 +152,7 @@ def test_gate_margins_are_settings_overridable_from_the_environment(monkeypatch)
 
 
 def test_ranked_pairs_are_balanced_and_move_the_order_not_the_level():
-    from feedback.preference import ranked_pair_loss, stop_log_odds
+    from feedback.learn.preference import ranked_pair_loss, stop_log_odds
 
     ref = torch.zeros(4, 3)
     logits = torch.zeros(4, 3, requires_grad=True)
@@ -167,7 +167,7 @@ def test_ranked_pairs_are_balanced_and_move_the_order_not_the_level():
 
 
 def test_stop_budget_penalises_only_goods_stopped_beyond_the_budget():
-    from feedback.preference import stop_budget_penalty
+    from feedback.learn.preference import stop_budget_penalty
 
     ref = torch.tensor([[3.0, 0.0, 0.0]] * 2)
     is_bad = torch.tensor([1.0, 0.0])
@@ -205,3 +205,62 @@ def test_default_objective_moves_the_verdicts_the_seed_objective_left_alone():
     recall = float(s[bad == 1].float().mean())
     good_stopped = float(s[bad == 0].float().mean())
     assert recall > 0.05 and good_stopped < 0.05, (recall, good_stopped)  # seed objective: 0.0
+
+
+def _scripted_judge(stops):
+    """A judge whose recall rises with every call and whose good->stop share follows
+    ``stops``: the checkpoint rule, not the model, is under test."""
+    calls = []
+
+    def judge(model):
+        calls.append({k: v.clone() for k, v in model.state_dict().items()})
+        i = len(calls) - 1
+        return 0.1 * i, stops[i]
+
+    return judge, calls
+
+
+@pytest.mark.parametrize("scope", ["heads", "lora"])
+def test_checkpoint_selection_keeps_the_best_one_within_the_good_customer_allowance(scope):
+    """Issue #21: cycles after the first overshot and were refused for good->stop. The
+    kept checkpoint is the one with the most bad stopped whose good->stop share stays
+    within the allowance of the serving model's, judged on outcomes not fitted."""
+    torch.manual_seed(0)
+    x, bad = _problem()
+    cfg = FineTuneConfig(max_steps=40, epochs=20, lr=1e-2, scope=scope, select_every=10, good_stop_allowance=0.01)
+    judge, calls = _scripted_judge([0.02, 0.02, 0.025, 0.2, 0.3])  # steps 0, 10, 20, 30, 40
+    cand, rep = fine_tune(_Tiny(), x, bad, cfg, progress=False, select=judge)
+    assert [s for s, _, _ in rep.selection] == [0, 10, 20, 30, 40]
+    assert rep.selected_step == 20  # step 30 stops more fraud but too many good customers
+    kept = calls[2]
+    assert all(torch.allclose(kept[k], v) for k, v in cand.state_dict().items() if k in kept)
+    assert rep.weight_drift > 0
+
+
+def test_checkpoint_selection_returns_the_serving_model_when_every_step_overshoots():
+    torch.manual_seed(0)
+    ref = _Tiny()
+    x, bad = _problem()
+    judge, _ = _scripted_judge([0.0, 0.5, 0.5, 0.5])
+    cand, rep = fine_tune(ref, x, bad, FineTuneConfig(max_steps=30, lr=1e-2, select_every=10, scope="lora"),
+                          progress=False, select=judge)
+    assert rep.selected_step == 0 and rep.weight_drift == 0.0
+    assert all(torch.equal(ref.state_dict()[k], v) for k, v in cand.state_dict().items())
+
+
+def test_a_cycle_whose_selection_kept_step_zero_is_not_promoted():
+    """The candidate is then the serving model: promoting it would record a cycle that
+    learned nothing (a 30 % flip on the reporting world ended here and was promoted)."""
+    from feedback.learn.scheduler import _nothing_learned
+
+    x, bad = _problem()
+    judge, _ = _scripted_judge([0.0, 0.5, 0.5, 0.5])
+    _, kept_none = fine_tune(_Tiny(), x, bad, FineTuneConfig(max_steps=30, select_every=10), progress=False,
+                             select=judge)
+    judge, _ = _scripted_judge([0.0, 0.0, 0.0, 0.0])
+    _, kept_one = fine_tune(_Tiny(), x, bad, FineTuneConfig(max_steps=30, select_every=10), progress=False,
+                            select=judge)
+    _, unselected = fine_tune(_Tiny(), x, bad, FineTuneConfig(max_steps=30), progress=False)
+    assert "kept no step" in _nothing_learned(kept_none)
+    assert kept_one.selected_step == 30 and _nothing_learned(kept_one) is None
+    assert unselected.selected_step is None and _nothing_learned(unselected) is None

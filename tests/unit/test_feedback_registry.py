@@ -8,8 +8,9 @@ import json
 import pytest
 
 from engine.model import InputSpec, fresh_model, load_model_dir
+from engine.model.registry import ModelEvent, ModelRegistry, RegistryError
 from engine.settings import PathSettings, Settings
-from feedback.registry import FakeRedis, ModelEvent, ModelRegistry, RegistryError
+from tests.support.fake_redis import FakeRedis
 
 SPEC = InputSpec(n_numeric=2, n_categorical=1, categorical_buckets=8, history_len=2, history_numeric=1,
                  history_categorical=1, text_len=3, text_vocab=20, schema_hash="s1")
@@ -80,3 +81,17 @@ def test_audit_orders_by_wall_clock_with_event_time_beside_it(tmp_path):
     assert (live.at, live.event_time_ms) == (1_800_000_000_000, None)
     assert (backfill.at, backfill.event_time_ms) == (1_800_000_060_000, 1_522_540_800_000)
     assert [e.at for e in reg.audit()] == sorted(e.at for e in reg.audit())
+
+
+def test_register_promote_rollback_audit(registry, tmp_path):
+    """The registry's walk: register two versions, promote both, roll back, read the audit."""
+    src = tmp_path / "incoming"
+    src.mkdir()
+    (src / "model.safetensors").write_bytes(b"weights")
+    v1 = registry.register(src, {"note": "first"}, version="v1")
+    assert registry.promote(v1, who="alice", why="initial").action == "promote"
+    assert registry.serving_version() == "v1"
+    v2 = registry.register(src, {"note": "second"}, version="v2")
+    registry.promote(v2, who="gate", why="all bars hold")
+    assert registry.rollback(who="bob", why="alert on review rate").version == "v1"
+    assert [e.action for e in registry.audit()] == ["promote", "promote", "rollback"]

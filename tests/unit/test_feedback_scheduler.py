@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 from engine.settings import Settings
-from feedback.scheduler import FineTuneScheduler
+from feedback.learn.scheduler import FineTuneScheduler
 
 
 class _FlakyScheduler(FineTuneScheduler):
@@ -28,7 +28,7 @@ class _FlakyScheduler(FineTuneScheduler):
 def test_a_failing_cycle_is_logged_and_retried_later_not_fatal(caplog) -> None:
     sched, slept = _FlakyScheduler(), []
     clock = iter(range(1_000, 100_000, 1_000))
-    with caplog.at_level(logging.ERROR, logger="feedback.scheduler"):
+    with caplog.at_level(logging.ERROR, logger="feedback.learn.scheduler"):
         sched.run_forever(clock=lambda: next(clock), poll_s=30.0, retry_after_s=900.0,
                           sleep=slept.append, stop=lambda: len(sched.ticks) >= 3)
     assert sched.ticks == [1_000, 2_000, 3_000]  # kept ticking after the failure

@@ -18,22 +18,21 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.decide import Policy
-from engine.detect import InjectionDetector
-from engine.detector.corpus import benign_memos
-from engine.encode import FieldIsolatedEncoder
 from engine.features.memory import MemoryFeatureStore
-from engine.guard import Guard, event_inputs
-from engine.infer import Inference
 from engine.model.card import fresh_model
 from engine.model.config import InputSpec
+from engine.offline.detector_corpus.corpus import benign_memos
 from engine.pipeline import Components, DecisionPipeline
 from engine.records import SEVERITY, Decision, ReasonKind, TransactionEvent
+from engine.stages.decide import Policy
+from engine.stages.detect import InjectionDetector
+from engine.stages.encode import FieldIsolatedEncoder
+from engine.stages.guard import Guard, event_inputs
+from engine.stages.infer import Inference
 
 torch.set_num_threads(1)
 REPO = Path(__file__).resolve().parents[2]

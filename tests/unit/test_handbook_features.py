@@ -1,4 +1,4 @@
-"""The book's feature transformation (engine.handbook_features) against the book's own
+"""The book's feature transformation (engine.offline.handbook_features) against the book's own
 per-card / per-terminal code (ch. 3.4, ported below as written there) on a tiny frame."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.handbook_features import BOOK_FEATURES, book_features
+from engine.offline.handbook_features import BOOK_FEATURES, book_features
 
 DAY_MS = 86_400_000
 

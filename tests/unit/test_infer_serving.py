@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import torch
 
-from engine.infer import CPU_CHUNK_ROWS, Inference
-from engine.infer_layers import ServingEncoderLayer
 from engine.model import InputSpec, fresh_model, random_inputs
 from engine.model.inputs import concat_inputs
+from engine.model.serving_layers import ServingEncoderLayer
+from engine.stages.infer import CPU_CHUNK_ROWS, Inference
 
 SPEC = InputSpec(n_numeric=5, n_categorical=3, categorical_buckets=64, history_len=6, history_numeric=2,
                  history_categorical=1, text_len=12, text_vocab=50, schema_hash="s")
@@ -37,9 +37,9 @@ def test_the_last_layer_computes_the_cls_token_alone_with_the_same_outputs():
     """CLS pooling reads position 0 of the last layer only: the serving layer computes that
     position alone (``forward_first``); PyTorch's layer computes all and keeps the first.
     Early exits and extra heads see the same values either way."""
-    from engine.infer_layers import with_serving_layers
     from engine.model.config import ModelConfig
     from engine.model.decision import DecisionModel
+    from engine.model.serving_layers import with_serving_layers
 
     model = DecisionModel(ModelConfig(inputs=SPEC, n_layers=3, early_exit_layers=(1,))).eval()
     batch = random_inputs(SPEC, 40, seed=5, text_fill=0.5)

@@ -8,13 +8,22 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from engine.infer import Inference
 from engine.model import (
-    DecisionModel, HeadSpec, InputSpec, ModelConfig, SchemaMismatchError, fresh_model, is_quantized,
-    load_model_dir, quantize_int8, random_inputs, save_model_dir,
+    DecisionModel,
+    HeadSpec,
+    InputSpec,
+    ModelConfig,
+    SchemaMismatchError,
+    fresh_model,
+    is_quantized,
+    load_model_dir,
+    quantize_int8,
+    random_inputs,
+    save_model_dir,
 )
 from engine.model.calibration import fit_temperature, nll
 from engine.model.card import CARD_FILE, WEIGHTS_FILE, ModelLoadError
+from engine.stages.infer import Inference
 
 torch.set_num_threads(1)
 SPEC = InputSpec(n_numeric=5, n_categorical=3, categorical_buckets=32, history_len=4, history_numeric=2,
@@ -147,7 +156,7 @@ def test_inference_is_pure_and_scrubs_nan():
 
 
 def test_model_reads_the_encoders_batches():
-    from engine.encode import EncodedBatch, FeatureSchema
+    from engine.stages.encode import EncodedBatch, FeatureSchema
 
     schema = FeatureSchema.default()
     spec = InputSpec.from_schema(schema)

@@ -12,9 +12,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from engine import cli
-from engine.simulate import DAY_MS, SimConfig
-from tests.unit.sim_files import write_simulated_parquet
+from engine.interfaces import cli
+from engine.offline.simulate.simulator import DAY_MS, SimConfig
+from tests.support.sim_files import write_simulated_parquet
 
 MEASURED_EPOCHS = 14  # the handbook figures in docs/decision-model.md were measured with 14
 
@@ -127,8 +127,8 @@ def test_backtest_handbook_format_writes_scores(runner, tmp_path):
 
 
 def test_training_defaults_are_the_measured_configuration(runner):
-    from engine.backtest import run_backtest
-    from engine.train import TrainConfig
+    from engine.offline.backtest.run import run_backtest
+    from engine.offline.train.sets import TrainConfig
 
     root = typer.main.get_command(cli.app)
     for command in ("train", "backtest"):

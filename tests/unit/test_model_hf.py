@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.infer import Inference
 from engine.model import InputSpec, fresh_model, load_model_dir, random_inputs, save_model_dir
+from engine.stages.infer import Inference
 
 SPEC = InputSpec(n_numeric=3, n_categorical=2, categorical_buckets=16, history_len=3, history_numeric=1,
                  history_categorical=1, text_len=4, text_vocab=30, schema_hash="hf")

@@ -6,10 +6,10 @@ import json
 
 import torch
 
-from engine.infer import Inference
 from engine.model import InputSpec, fresh_model, load_model_dir, random_inputs, save_model_dir
 from engine.model.card import CARD_FILE
 from engine.model.numeric import PiecewiseLinearEncoding
+from engine.stages.infer import Inference
 
 torch.set_num_threads(1)
 SPEC = InputSpec(n_numeric=4, n_categorical=2, categorical_buckets=16, history_len=3, history_numeric=2,

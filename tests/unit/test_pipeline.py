@@ -8,10 +8,15 @@ import time
 from dataclasses import dataclass
 
 import pytest
+import torch
 
-from engine.decide import Policy, PolicyDecision
 from engine.pipeline import STAGES, Components, DecisionPipeline
 from engine.records import Decision, Reason, ReasonKind, TransactionEvent
+from engine.stages.decide import Policy, PolicyDecision
+from engine.stages.detect import DetectorResult
+from engine.stages.guard import GuardedDecision
+from engine.stages.infer import ModelOutputs
+from tests.support.events import event
 
 
 class Unavailable(Exception):
@@ -54,13 +59,6 @@ class FakeEncoder:
         return Encoded([e.amount for e in events], [s.seen_before for s in snapshots])
 
 
-@dataclass
-class Outputs:
-    probs: list
-    risk: list
-    exit_layer: list
-
-
 class FakeInference:
     """Amount decides: < 100 pass, < 500 review, else reject; the tag shifts nothing but
     lets a test see which model scored a batch."""
@@ -78,30 +76,31 @@ class FakeInference:
         probs = []
         for a in batch.amounts:
             probs.append([0.9, 0.05, 0.05] if a < 100 else [0.1, 0.8, 0.1] if a < 500 else [0.02, 0.08, 0.9])
-        return Outputs(probs, [p[2] for p in probs], [-1] * len(probs))
-
-
-@dataclass
-class DetResult:
-    score: float
-    flagged: bool
-    reasons: tuple = ()
+        return ModelOutputs(torch.tensor(probs, dtype=torch.float64),
+                            torch.tensor([p[2] for p in probs], dtype=torch.float64),
+                            torch.full((len(probs),), -1), self.tag)
 
 
 class FakeDetector:
+    """Flags an event whose memo or descriptor says "ignore"; ``seen`` logs each call's texts
+    (memo and descriptor of every event screened)."""
+
     def __init__(self):
         self.seen: list = []
 
-    def score_texts(self, texts):
-        self.seen.append(list(texts))
-        return [DetResult(0.99, True, ("override",)) if t and "ignore" in t else DetResult(0.01 if t else 0.0, False)
-                for t in texts]
+    def screen_events(self, events):
+        self.seen.append([t for e in events for t in (e.memo, e.merchant_descriptor)])
+        out = []
+        for e in events:
+            texts = [t for t in (e.memo, e.merchant_descriptor) if t]
+            flagged = any("ignore" in t for t in texts)
+            out.append(DetectorResult(0.99 if flagged else 0.01 if texts else 0.0, flagged, 0.5,
+                                      field="memo" if texts else None))
+        return out
 
 
-@dataclass
-class Guarded:
-    verdict: Decision
-    reasons: tuple
+def guarded(verdict: Decision, reasons: tuple, proposed: PolicyDecision, version: str) -> GuardedDecision:
+    return GuardedDecision(verdict, reasons, version, proposed.verdict)
 
 
 class FakeGuard:
@@ -109,14 +108,16 @@ class FakeGuard:
 
     def apply(self, event, context_inputs, model_view, proposed: PolicyDecision):
         if context_inputs.get("customer_tx_count", 0) >= 3:
-            return Guarded(Decision.REJECT, proposed.reasons + (Reason(ReasonKind.RULE, "velocity", "4th tx"),))
-        return Guarded(proposed.verdict, proposed.reasons)
+            return guarded(Decision.REJECT, proposed.reasons + (Reason(ReasonKind.RULE, "velocity", "4th tx"),),
+                           proposed, self.version)
+        return guarded(proposed.verdict, proposed.reasons, proposed, self.version)
+
+    def apply_batch(self, events, contexts, views, proposals):
+        return [self.apply(e, c, v, p) for e, c, v, p in zip(events, contexts, views, proposals, strict=True)]
 
 
 def ev(i: int, amount: float = 10.0, customer: str = "c1", memo: str | None = None) -> TransactionEvent:
-    return TransactionEvent(event_id=f"e{i}", event_time_ms=1_700_000_000_000 + i, customer_id=customer,
-                            account_id="a1", terminal_id="t1", merchant_category="5411", amount=amount,
-                            currency="EUR", channel="card_present", country="BE", memo=memo)
+    return event(i, amount=amount, customer_id=customer, channel="card_present", memo=memo)
 
 
 def make(**kw) -> tuple[DecisionPipeline, FakeStore]:
@@ -173,8 +174,8 @@ def test_input_reasons_for_cleaned_text_without_a_detector():
 
 
 def test_real_detector_reasons_land_in_pipeline_order():
-    from engine.detect import InjectionDetector
     from engine.detector.model import DetectorArtifactError
+    from engine.stages.detect import InjectionDetector
 
     try:
         detector = InjectionDetector.default()
@@ -264,13 +265,13 @@ def test_no_guard_and_no_detector():
     assert v.verdict is Decision.PASS and v.rules_version == "none" and v.detector_score is None
 
 
-def test_guard_apply_batch_is_preferred():
+def test_the_guard_is_called_once_per_batch():
     class BatchGuard(FakeGuard):
         calls = 0
 
         def apply_batch(self, events, contexts, views, proposals):
             BatchGuard.calls += 1
-            return [Guarded(p.verdict, p.reasons) for p in proposals]
+            return [guarded(p.verdict, p.reasons, p, self.version) for p in proposals]
 
     pipe, _ = make(guard=BatchGuard())
     pipe.decide_batch([ev(0), ev(1)])

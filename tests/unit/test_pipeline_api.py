@@ -1,11 +1,11 @@
-"""The notebook face of the pipeline (engine/api.py), on the fake stages of test_pipeline.py."""
+"""The notebook face of the pipeline (engine/interfaces/api.py), on the fake stages of test_pipeline.py."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from engine.api import TollgateModel, Verdicts, to_event
+from engine.interfaces.api import TollgateModel, Verdicts, to_event
 from engine.records import Decision, EventValidationError, Verdict
 from engine.settings import Settings
 from tests.unit.test_pipeline import ev, make

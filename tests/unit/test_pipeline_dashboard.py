@@ -14,9 +14,9 @@ _SUFFIXES = ("_bucket", "_count", "_sum", "_total", "_info")
 def exported_names() -> set[str]:
     from prometheus_client import CollectorRegistry
 
-    from engine.metrics import EngineMetrics
-    from engine.rules.metrics import RuleMetrics
-    from engine.serve import ServeMetrics
+    from engine.interfaces.http import ServeMetrics
+    from engine.observe.metrics import EngineMetrics
+    from engine.rules.rule_metrics import RuleMetrics
 
     names: set[str] = set()
     for registry in (EngineMetrics().registry, ServeMetrics().registry, RuleMetrics(CollectorRegistry()).registry):

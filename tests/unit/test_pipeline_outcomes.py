@@ -1,6 +1,6 @@
 """Delayed outcomes in the file replay (``score_file(outcomes=...)``, ``tollgate score
 --outcomes``) and the Python API (``decide(outcomes=...)``, ``add_outcomes``): the real
-in-memory feature store, fed by ``engine.outcome_feed``, must give every event the
+in-memory feature store, fed by ``engine.interfaces.outcome_feed``, must give every event the
 context of the definition — an outcome counts from its own time on — which is what the
 stream's feedback worker gives the Redis state. The model stages are small fakes (the
 features are what is under test); a guard that rejects on terminal risk carries the
@@ -9,33 +9,27 @@ difference into the verdicts."""
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
 
 import pandas as pd
 import pytest
 
-from engine.api import TollgateModel
-from engine.decide import Policy, PolicyDecision
 from engine.features.memory import MemoryFeatureStore
 from engine.features.snapshot import ContextSnapshot
 from engine.features.spec import DAY_MS, IDLE_STATE_TTL_MS
 from engine.features.store import LabelArrival
-from engine.outcome_feed import OutcomeFeed
+from engine.interfaces.api import TollgateModel
+from engine.interfaces.file_scoring import score_file
+from engine.interfaces.outcome_feed import OutcomeFeed
 from engine.pipeline import Components, DecisionPipeline
 from engine.records import Decision, Outcome, OutcomeKind, Reason, ReasonKind, TransactionEvent
-from engine.score import score_file
 from engine.settings import Settings
-from tests.unit.test_pipeline import FakeDetector, FakeInference, Unavailable
-
-
-@dataclass
-class _Encoded:
-    amounts: list[float]
+from engine.stages.decide import Policy, PolicyDecision
+from tests.unit.test_pipeline import Encoded, FakeDetector, FakeInference, Unavailable, guarded
 
 
 class _AmountEncoder:
     def encode(self, events, snapshots):
-        return _Encoded([e.amount for e in events])
+        return Encoded([e.amount for e in events], [0] * len(events))
 
 
 class _RiskGuard:
@@ -45,14 +39,12 @@ class _RiskGuard:
 
     def apply(self, event, context_inputs, model_view, proposed: PolicyDecision):
         if context_inputs.get("terminal_risk_1d", 0.0) > 0.0:
-            return _Guarded(Decision.REJECT, proposed.reasons + (Reason(ReasonKind.RULE, "risky_terminal", "risk"),))
-        return _Guarded(proposed.verdict, proposed.reasons)
+            return guarded(Decision.REJECT, proposed.reasons + (Reason(ReasonKind.RULE, "risky_terminal", "risk"),),
+                           proposed, self.version)
+        return guarded(proposed.verdict, proposed.reasons, proposed, self.version)
 
-
-@dataclass
-class _Guarded:
-    verdict: Decision
-    reasons: tuple
+    def apply_batch(self, events, contexts, views, proposals):
+        return [self.apply(e, c, v, p) for e, c, v, p in zip(events, contexts, views, proposals, strict=True)]
 
 
 def pipeline() -> DecisionPipeline:
@@ -67,8 +59,8 @@ def pipeline() -> DecisionPipeline:
 def world() -> tuple[list[TransactionEvent], list[Outcome]]:
     """Eight simulated days with outcomes 0.2-4 days late, plus two corrections, an
     outcome for an event that is not in the file, and outcomes out of time order."""
-    from engine.simulate import SimConfig, Simulator
-    from engine.simulate_frames import events_from_frame, outcomes_from_frame
+    from engine.offline.simulate.frames import events_from_frame, outcomes_from_frame
+    from engine.offline.simulate.simulator import SimConfig, Simulator
 
     cfg = SimConfig(customers=150, terminals=60, days=8, seed=3, outcome_delay_mean_days=1.5,
                     outcome_delay_min_days=0.2, outcome_delay_max_days=4.0, drain_outcomes=False)
@@ -103,7 +95,7 @@ def reference(events: list[TransactionEvent], outcomes: list[Outcome]) -> list[C
 
 
 def test_file_replay_with_outcomes_gives_every_event_the_streams_terminal_risk(tmp_path, world):
-    from engine.simulate_frames import frame_from_events
+    from engine.offline.simulate.frames import frame_from_events
 
     events, outcomes = world
     src, out, outcomes_path = tmp_path / "events.parquet", tmp_path / "verdicts.jsonl", tmp_path / "outcomes.jsonl"
@@ -162,10 +154,10 @@ def test_cli_takes_an_outcomes_file(tmp_path, world):
     reach the context (the summary counts them) and the verdicts are written."""
     from typer.testing import CliRunner
 
-    from engine import cli
-    from engine.encode import FieldIsolatedEncoder
+    from engine.interfaces import cli
     from engine.model import InputSpec, fresh_model, save_model_dir
-    from engine.simulate_frames import frame_from_events
+    from engine.offline.simulate.frames import frame_from_events
+    from engine.stages.encode import FieldIsolatedEncoder
 
     events, outcomes = world
     model, card = fresh_model(InputSpec.from_schema(FieldIsolatedEncoder().schema), version="t-outcomes", seed=1)

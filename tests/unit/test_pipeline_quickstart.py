@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from engine.quickstart import LiveSummary, Truth, summary_line, write_report
+from engine.interfaces.quickstart import LiveSummary, Truth, summary_line, write_report
 from engine.records import Decision, Reason, ReasonKind, Verdict
 
 
@@ -51,10 +51,10 @@ def test_empty_run_still_reports(tmp_path):
     write_report(tmp_path / "empty", f, [], {})
 
 
-# -- what `tollgate quickstart` says (engine/commands/quickstart.py) -----------------------
+# -- what `tollgate quickstart` says (engine/interfaces/commands/quickstart.py) -----------------------
 
 def test_report_states_the_simulated_worlds_customers():
-    from engine.commands.quickstart import report_meta
+    from engine.interfaces.commands.quickstart import report_meta
 
     meta = report_meta("m1", days=2, speed=1440.0, customers=400, seed=42, wall_s=61.23)
     assert meta["customers"] == 1000 and meta["wall_s"] == 61.2  # 400 asked, the world has 1,000
@@ -65,7 +65,7 @@ def test_failed_training_without_any_model_stops_with_what_to_do(tmp_path, capsy
     import pytest
     import typer
 
-    from engine.commands.quickstart import fallback_model
+    from engine.interfaces.commands.quickstart import fallback_model
     from engine.settings import PathSettings, RedisSettings, Settings
 
     settings = Settings(paths=PathSettings(models_dir=tmp_path / "models"),
@@ -78,10 +78,10 @@ def test_failed_training_without_any_model_stops_with_what_to_do(tmp_path, capsy
 
 
 def test_failed_training_with_a_model_directory_names_what_will_serve(tmp_path, capsys):
-    from engine.commands.quickstart import fallback_model
-    from engine.encode import FieldIsolatedEncoder
+    from engine.interfaces.commands.quickstart import fallback_model
     from engine.model import InputSpec, fresh_model, save_model_dir
     from engine.settings import PathSettings, RedisSettings, Settings
+    from engine.stages.encode import FieldIsolatedEncoder
 
     model, card = fresh_model(InputSpec.from_schema(FieldIsolatedEncoder().schema), version="older-1")
     save_model_dir(model, card, tmp_path / "models" / "older-1")
@@ -93,7 +93,7 @@ def test_failed_training_with_a_model_directory_names_what_will_serve(tmp_path, 
 
 
 def test_grafana_hint_is_about_this_run_not_a_compose_command_that_clashes():
-    from engine.commands.quickstart import grafana_hint
+    from engine.interfaces.commands.quickstart import grafana_hint
 
     text = "\n".join(grafana_hint(43121, 0))
     assert "http://127.0.0.1:43121/metrics" in text and "--metrics-port 9464" in text

@@ -1,4 +1,4 @@
-"""The batch scorer (engine/score.py): formats in and out, chunking, bad rows, order checks.
+"""The batch scorer (engine/interfaces/file_scoring.py): formats in and out, chunking, bad rows, order checks.
 The pipeline is the small fake one of test_pipeline.py; the real one is exercised by
 tests/integration/test_interfaces_agree.py through `tollgate score`."""
 
@@ -10,8 +10,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from engine.interfaces.file_rows import file_format
+from engine.interfaces.file_scoring import read_chunks, row_to_event, score_file
 from engine.records import EventValidationError, TransactionEvent, Verdict
-from engine.score import file_format, read_chunks, row_to_event, score_file
 from tests.unit.test_pipeline import ev, make
 
 
@@ -79,8 +80,8 @@ def test_rows_going_back_in_time_are_counted(tmp_path):
 
 
 def test_simulator_files_round_trip_with_their_attributes(tmp_path):
-    from engine.simulate import SimConfig, Simulator
-    from engine.simulate_frames import events_from_frame, frame_from_events
+    from engine.offline.simulate.frames import events_from_frame, frame_from_events
+    from engine.offline.simulate.simulator import SimConfig, Simulator
 
     day = next(iter(Simulator(SimConfig(customers=30, terminals=60, days=1, seed=2)).days()))
     evs = events_from_frame(day.events)[:20]

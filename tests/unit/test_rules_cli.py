@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from engine.commands.rules import register
+from engine.interfaces.commands.rules import register
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -74,8 +74,8 @@ def test_malformed_case_file_is_an_error(cli, tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def sim_data(tmp_path_factory) -> Path:
-    from engine.simulate import SimConfig
-    from tests.unit.sim_files import write_simulated_parquet
+    from engine.offline.simulate.simulator import SimConfig
+    from tests.support.sim_files import write_simulated_parquet
 
     return write_simulated_parquet(tmp_path_factory.mktemp("sim") / "week.parquet",
                                    SimConfig(customers=150, terminals=300, days=6, seed=5))
@@ -192,7 +192,7 @@ def test_backtest_missing_file(cli, tmp_path: Path) -> None:
 
 
 def test_case_typos_fail_the_case(tmp_path: Path) -> None:
-    from engine.rules.cases import CaseSpec, run_case
+    from engine.offline.rules_tools.cases import CaseSpec, run_case
     from engine.rules.loader import load_ruleset
 
     rs = load_ruleset(REPO / "rules")
@@ -219,7 +219,7 @@ def test_case_verdict_comes_from_the_sets_policy(cli, tmp_path: Path) -> None:
 
 
 def test_case_policy_path_and_its_errors() -> None:
-    from engine.rules.cases import CaseSpec, run_case
+    from engine.offline.rules_tools.cases import CaseSpec, run_case
     from engine.rules.loader import load_ruleset
 
     rs = load_ruleset(REPO / "rules")
@@ -247,8 +247,8 @@ def test_backtest_scores_with_a_model_through_the_real_pipeline(cli, sim_data: P
     import pandas as pd
     import torch
 
-    from engine.encode import FieldIsolatedEncoder
     from engine.model import InputSpec, fresh_model, save_model_dir
+    from engine.stages.encode import FieldIsolatedEncoder
 
     torch.set_num_threads(1)
     model, card = fresh_model(InputSpec.from_schema(FieldIsolatedEncoder().schema), version="t-rules", seed=3)

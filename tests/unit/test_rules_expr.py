@@ -6,9 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.rules.celref import reference_evaluate
-from engine.rules.expr import (MAX_AST_NODES, MAX_EXPR_CHARS, Condition, EvalError, ExpressionError,
-                               compile_condition)
+from engine.rules.expr import MAX_AST_NODES, MAX_EXPR_CHARS, Condition, EvalError, ExpressionError, compile_condition
+from tests.support.celref import reference_evaluate
 
 
 class _List:
@@ -219,7 +218,7 @@ def test_compiled_comparisons_match_the_reference_operators_on_every_pair_of_typ
     """``compare_fn`` and ``equal_fn`` take a fast path for plain numbers and same-typed
     values; on every pair of kinds they must do exactly what ``ordered`` and ``cel_eq``
     do — a bool is not a number, 1 == true is false, strings order, the rest raise."""
-    from engine.rules.ops import cel_eq, compare_fn, equal_fn, ordered
+    from engine.rules.celops import cel_eq, compare_fn, equal_fn, ordered
 
     def outcome(fn):
         try:
@@ -231,6 +230,7 @@ def test_compiled_comparisons_match_the_reference_operators_on_every_pair_of_typ
         for b in _MIXED:
             left, right = (lambda env, a=a: a), (lambda env, b=b: b)
             for op in ("<", "<=", ">", ">="):
-                assert outcome(lambda: compare_fn(op, left, right)({})) == outcome(lambda: ordered(op, a, b)), (a, op, b)
+                got = outcome(lambda op=op, left=left, right=right: compare_fn(op, left, right)({}))
+                assert got == outcome(lambda op=op, a=a, b=b: ordered(op, a, b)), (a, op, b)
             assert equal_fn(left, right, negate=False)({}) is cel_eq(a, b), (a, b)
             assert equal_fn(left, right, negate=True)({}) is (not cel_eq(a, b)), (a, b)

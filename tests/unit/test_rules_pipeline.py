@@ -9,52 +9,51 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import torch
 from prometheus_client import CollectorRegistry
 
-from engine.decide import Policy
 from engine.features.memory import MemoryFeatureStore
 from engine.features.snapshot import ContextSnapshot
-from engine.guard import follow_rules
 from engine.pipeline import Components, DecisionPipeline
 from engine.records import Decision, ReasonKind, TransactionEvent
-from engine.rules.metrics import RuleMetrics
+from engine.rules.rule_metrics import RuleMetrics
+from engine.stages.decide import Policy
+from engine.stages.detect import DetectorResult
+from engine.stages.guard import follow_rules
+from engine.stages.infer import ModelOutputs
+from tests.support.events import event
+from tests.unit.test_pipeline import Encoded
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-@dataclass
-class _Outputs:
-    probs: list
-    risk: list
-    exit_layer: list
-
-
 class _Encoder:
     def encode(self, events, snapshots):
-        return [e.amount for e in events]
+        return Encoded([e.amount for e in events], [0] * len(events))
 
 
 class _Inference:
     """A confident pass for everything: whatever changes the verdict is the rules."""
 
-    def __call__(self, amounts):
-        return _Outputs([[0.9, 0.06, 0.04] for _ in amounts], [0.04] * len(amounts), [-1] * len(amounts))
-
-
-@dataclass
-class _Det:
-    score: float
-    flagged: bool
-    reasons: tuple = ()
+    def __call__(self, batch):
+        n = len(batch.amounts)
+        return ModelOutputs(torch.tensor([[0.9, 0.06, 0.04]] * n), torch.full((n,), 0.04), torch.full((n,), -1),
+                            "m-test")
 
 
 class _Detector:
-    def score_texts(self, texts):
-        return [_Det(0.99, True, ("instruction",)) if t and "ignore" in t else _Det(0.0, False) for t in texts]
+    """Flags an event whose user text says "ignore"."""
+
+    def screen_events(self, events):
+        out = []
+        for e in events:
+            texts = [t for t in (e.memo, e.merchant_descriptor) if t]
+            flagged = any("ignore" in t for t in texts)
+            out.append(DetectorResult(0.99 if flagged else 0.0, flagged, 0.5, field="memo" if texts else None))
+        return out
 
 
 class _NoRedis:
@@ -63,9 +62,8 @@ class _NoRedis:
 
 
 def _event(i: int, amount: float, memo: str | None = None, device: str = "dev-known") -> TransactionEvent:
-    return TransactionEvent(event_id=f"e{i}", event_time_ms=1_767_268_800_000 + i * 60_000, customer_id="C000007",
-                            account_id="A7", terminal_id="T000007", merchant_category="5411", amount=amount,
-                            currency="EUR", channel="card_present", country="BE", device_id=device, memo=memo)
+    return event(i, event_time_ms=1_767_268_800_000 + i * 60_000, customer_id="C000007", account_id="A7",
+                 terminal_id="T000007", amount=amount, channel="card_present", device_id=device, memo=memo)
 
 
 @pytest.fixture

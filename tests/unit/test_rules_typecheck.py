@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.guard import event_inputs, model_inputs
 from engine.records import Decision, TransactionEvent
+from engine.rules.celops import kind_of
 from engine.rules.expr import DETECTOR_FIELDS, EVENT_FIELDS, MODEL_FIELDS, ExpressionError, compile_condition
 from engine.rules.loader import RuleSetError, build_ruleset, load_ruleset
-from engine.rules.ops import kind_of
 from engine.rules.typecheck import BOOL, FIELD_TYPES, NUMBER, STRING
+from engine.stages.guard import event_inputs, model_inputs
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -80,7 +80,7 @@ def test_rules_check_refuses_a_typed_typo(tmp_path: Path) -> None:
     import typer
     from typer.testing import CliRunner
 
-    from engine.commands.rules import register
+    from engine.interfaces.commands.rules import register
 
     app = typer.Typer()
     register(app)
@@ -95,7 +95,7 @@ def test_rules_check_refuses_a_typed_typo(tmp_path: Path) -> None:
 
 
 def test_field_types_match_what_rules_are_given() -> None:
-    """FIELD_TYPES must describe the values engine.guard really puts in front of rules."""
+    """FIELD_TYPES must describe the values engine.stages.guard really puts in front of rules."""
     event = TransactionEvent(event_id="e1", event_time_ms=1_767_268_800_000, customer_id="C1", account_id="A1",
                              terminal_id="T1", merchant_category="5411", amount=12.5, currency="EUR",
                              channel="ecommerce", country="BE", device_id=None, memo="hi")

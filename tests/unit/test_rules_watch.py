@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from engine.guard import Guard, ProposedVerdict, follow_rules
+from engine.offline.rules_tools.cases import neutral_context
 from engine.records import Decision, TransactionEvent
-from engine.rules.cases import neutral_context
-from engine.rules.metrics import RuleMetrics
+from engine.rules.rule_metrics import RuleMetrics
 from engine.rules.watch import RuleWatcher
+from engine.stages.guard import Guard, ProposedVerdict, follow_rules
 
 REPO = Path(__file__).resolve().parents[2]
 EVENT = TransactionEvent(event_id="e1", event_time_ms=1_767_268_800_000, customer_id="C000001",
@@ -192,20 +192,22 @@ def test_running_worker_sees_an_edit_within_seconds(rules_dir: Path) -> None:
         while not stop.is_set():
             g = holder["guard"]
             seen.append(g.apply_batch([EVENT], [CTX], [{}], [ProposedVerdict(Decision.PASS)])[0].verdict)
-            time.sleep(0.01)
+            stop.wait(0.01)
 
     thread = threading.Thread(target=worker)
     thread.start()
     try:
-        time.sleep(0.2)
-        assert seen[-1] is Decision.REVIEW
+        started = time.monotonic()
+        while not seen and time.monotonic() - started < 5.0:  # the worker's first decision
+            stop.wait(0.01)
+        assert seen and seen[-1] is Decision.REVIEW
         edited_at = time.monotonic()
         edit(rules_dir / "card_payments.yaml", "when: event.amount >= 2500", "when: event.amount >= 5000")
         edit(rules_dir / "policy.yaml", "tie_margin: 0.05", "tie_margin: 0.09")
         # Two files were edited: a poll may see one before the other (each a valid version).
         while (seen[-1] is not Decision.PASS or swaps[-1][1]["tie_margin"] != 0.09) \
                 and time.monotonic() - edited_at < 5.0:
-            time.sleep(0.02)
+            stop.wait(0.02)
         assert seen[-1] is Decision.PASS, "the edit was not applied within 5 s"
         assert swaps[-1][1]["tie_margin"] == 0.09
     finally:
@@ -223,14 +225,17 @@ def test_first_load_of_a_bad_set_fails_loudly(tmp_path: Path) -> None:
 
 
 def test_settling_turns_a_multi_file_edit_into_one_version(rules_dir: Path) -> None:
+    now = [0.0]
     watcher = RuleWatcher(rules_dir, interval_s=0.05, settle_s=0.2, metrics=RuleMetrics(CollectorRegistry()),
-                          redis_clients=_NoRedis())
+                          redis_clients=_NoRedis(), clock=lambda: now[0])
     v1 = watcher.version
     edit(rules_dir / "card_payments.yaml", "when: event.amount >= 2500", "when: event.amount >= 5000")
     assert not watcher.poll_once().changed  # seen, not yet settled
     edit(rules_dir / "policy.yaml", "tie_margin: 0.05", "tie_margin: 0.09")
     assert not watcher.poll_once().changed  # changed again: the clock restarts
-    time.sleep(0.25)
+    now[0] += 0.1
+    assert not watcher.poll_once().changed  # still settling
+    now[0] += 0.15
     result = watcher.poll_once()
     assert result.changed and result.version != v1
     assert watcher.current().policy["tie_margin"] == 0.09 and verdict(watcher) is Decision.PASS

@@ -3,7 +3,7 @@ goes to the errors file with its line number and the reason, every good row is s
 nothing is guessed (NA is Namibia), and the same rules hold in CSV, JSONL and Parquet.
 The pipeline is the small fake of test_pipeline.py; the CLI's exit codes are checked
 through `tollgate score` with the real model in tests/integration/test_interfaces_agree.py
-and here through ``engine.commands.serve.score`` on that fake pipeline."""
+and here through ``engine.interfaces.commands.serve.score`` on that fake pipeline."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.score import score_file
-from engine.score_read import MAX_ROW_BYTES, FileUnreadable
+from engine.interfaces.file_rows import MAX_ROW_BYTES, FileUnreadable
+from engine.interfaces.file_scoring import score_file
 from tests.unit.test_pipeline import make
 
 HEADER = ["event_id", "event_time_ms", "customer_id", "account_id", "terminal_id", "merchant_category", "amount",
@@ -79,7 +79,7 @@ def test_csv_reads_no_missing_values_into_text(tmp_path):
     rows = [good(0, country="NA", memo="N/A"), good(1, memo="null"), good(2, memo="NaN"), good(3, memo=None)]
     src, out = tmp_path / "in.csv", tmp_path / "out.jsonl"
     src.write_bytes(csv_file([csv_line(r).encode() for r in rows]))
-    from engine.score_read import read_rows
+    from engine.interfaces.file_rows import read_rows
 
     data = [r.data for chunk in read_rows(src, "csv", 10) for r in chunk]
     assert [d["country"] for d in data] == ["NA", "BE", "BE", "BE"]
@@ -142,7 +142,7 @@ def test_cli_exit_code_says_rows_were_refused(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     import engine.assemble
-    from engine import cli
+    from engine.interfaces import cli
 
     cli._register_all()
     app = cli.app
@@ -165,7 +165,7 @@ def test_cli_exit_code_says_rows_were_refused(tmp_path, monkeypatch):
 def test_outcome_files_are_read_the_same_way(tmp_path):
     """--outcomes CSV: no NA-guessing (an event id "NA" is an id), a bad row is counted."""
     from engine.features.memory import MemoryFeatureStore
-    from engine.outcome_feed import OutcomeFeed
+    from engine.interfaces.outcome_feed import OutcomeFeed
 
     path = tmp_path / "outcomes.csv"
     path.write_text("event_id,kind,outcome_time_ms,source\n"

@@ -1,4 +1,4 @@
-"""The HTTP service's batcher (engine/serve_batcher.py) on a fake pipeline that records
+"""The HTTP service's batcher (engine/interfaces/http_batcher.py) on a fake pipeline that records
 its batches and can be held: fairness between clients, and a bounded queue that refuses
 at once (issue #20, item 8)."""
 
@@ -9,13 +9,14 @@ import threading
 
 import pytest
 
+from engine.interfaces.http_batcher import FairBatcher, Overloaded
 from engine.records import TransactionEvent
-from engine.serve_batcher import FairBatcher, Overloaded
+from tests.support.events import event
 
 
 def ev(client: str, i: int, memo: str | None = None) -> TransactionEvent:
-    return TransactionEvent(f"{client}-{i}", 1_700_000_000_000 + i, client, "a", "t", "5411", 1.0, "EUR",
-                            "ecommerce", "BE", memo=memo)
+    return event(i, event_id=f"{client}-{i}", customer_id=client, account_id="a", terminal_id="t", amount=1.0,
+                 memo=memo)
 
 
 class HeldPipeline:
@@ -136,7 +137,7 @@ def test_a_cancelled_request_is_not_scored():
 
 
 def test_long_memos_are_cut_into_short_turns():
-    from engine.serve_batcher import split_chunks
+    from engine.interfaces.http_batcher import split_chunks
 
     events = [ev("m", i, memo="x" * 4_096) for i in range(10)]
     chunks = split_chunks(events, max_events=512, max_text_chars=16_384)

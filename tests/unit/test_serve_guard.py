@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from pydantic import SecretStr, ValidationError
 
-from engine.serve_guard import InsecureExposure, check_exposure, json_content_type
+from engine.interfaces.http_guard import InsecureExposure, check_exposure, json_content_type
 from engine.settings import HttpSettings, Settings
 
 
@@ -54,7 +54,7 @@ def test_json_content_types():
 def _cli(monkeypatch, env: dict[str, str], args: list[str]):
     from typer.testing import CliRunner
 
-    from engine import cli
+    from engine.interfaces import cli
     from engine.settings import get_settings
 
     for key, value in env.items():

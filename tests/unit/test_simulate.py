@@ -11,21 +11,20 @@ itself when it is present.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from engine.handbook import handbook_frame, handbook_outcomes, read_handbook_raw
+from engine.offline.handbook import handbook_frame, handbook_outcomes, read_handbook_raw
+from engine.offline.shared_data import handbook_file
+from engine.offline.simulate.frames import TRUTH_COLUMNS, events_from_frame, outcomes_from_frame
+from engine.offline.simulate.simulator import DAY_MS, SimConfig, Simulator
+from engine.offline.simulate.sinks import outcome_path, read_event_file, read_outcome_file
 from engine.records import Outcome, OutcomeKind, TransactionEvent
-from engine.simulate import DAY_MS, SimConfig, Simulator
-from engine.simulate_frames import TRUTH_COLUMNS, events_from_frame, outcomes_from_frame
-from engine.shared_data import handbook_file
-from engine.simulate_sinks import outcome_path, read_event_file, read_outcome_file
 
-# ../shared/data beside the repository root (engine.shared_data); None when truly absent.
+# ../shared/data beside the repository root (engine.offline.shared_data); None when truly absent.
 HANDBOOK = handbook_file()
 WEEKS = 9
 # Measured on the handbook file, days 0..62 (9 weeks, ramp-up of scenarios 2 and 3 included).
@@ -178,7 +177,7 @@ def test_extras_look_like_a_payment_stream(small_days):
 
 
 def test_file_sinks_round_trip(tmp_path, small_days):
-    from engine.simulate_sinks import file_sink
+    from engine.offline.simulate.sinks import file_sink
 
     days = small_days[:3] + small_days[-1:]  # a few days and the final outcome drain
     for suffix in (".parquet", ".jsonl"):
@@ -200,7 +199,7 @@ def test_file_sinks_round_trip(tmp_path, small_days):
 def test_cli_writes_jsonl(tmp_path):
     import typer
 
-    from engine.commands import simulate as simulate_command
+    from engine.interfaces.commands import simulate as simulate_command
 
     app = typer.Typer()
     simulate_command.register(app)
@@ -233,7 +232,7 @@ def test_cli_sets_the_confirmation_rate_and_the_outcome_delay(tmp_path):
     ``--outcome-delay-min-days`` bound when fraud outcomes arrive."""
     import typer
 
-    from engine.commands import simulate as simulate_command
+    from engine.interfaces.commands import simulate as simulate_command
 
     app = typer.Typer()
     simulate_command.register(app)

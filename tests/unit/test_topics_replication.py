@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from engine.settings import Settings, TopicSettings
-from engine.topics import topic_specs
+from engine.wire.topics import topic_specs
 
 
 def test_quickstart_default_is_one_copy_and_every_topic_says_its_min_isr() -> None:
@@ -22,8 +22,8 @@ def test_cluster_settings_reach_every_topic(monkeypatch) -> None:
     specs = topic_specs(Settings())
     assert {s.replication_factor for s in specs} == {3}
     assert {dict(s.config)["min.insync.replicas"] for s in specs} == {"2"}
-    # the long retention of outcomes and dead letters is kept alongside
-    assert sum("retention.ms" in dict(s.config) for s in specs) == 2
+    # the long retention of outcomes (both topics) and dead letters is kept alongside
+    assert sum("retention.ms" in dict(s.config) for s in specs) == 3
 
 
 def test_min_isr_above_replication_is_refused() -> None:

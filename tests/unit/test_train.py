@@ -10,7 +10,8 @@ from torch.nn import functional as F
 from engine.model import InputSpec, ModelConfig
 from engine.model.inputs import random_inputs
 from engine.model.losses import VerdictCosts, collapse_penalty, focal_loss, verdict_targets
-from engine.train import LabelledSet, TrainConfig, train_model
+from engine.offline.train.fit import train_model
+from engine.offline.train.sets import LabelledSet, TrainConfig
 
 SPEC = InputSpec(n_numeric=3, n_categorical=1, categorical_buckets=8, history_len=2, history_numeric=1,
                  history_categorical=1, text_len=2, text_vocab=10, schema_hash="tiny")

@@ -14,14 +14,20 @@ import pandas as pd
 import pytest
 import torch
 
-from engine.encode import FeatureSchema
 from engine.model import InputSpec, ModelConfig
 from engine.model.decision import DecisionModel
-from engine.simulate import SimConfig, Simulator
-from engine.train import LabelledSet, TargetStats, TrainConfig, _losses, _target_stats, train_model
-from engine.train_data import (
-    build_training_set, no_arrivals, outcome_labels, read_rule_verdicts, rule_judge, soft_verdicts,
+from engine.offline.simulate.simulator import SimConfig, Simulator
+from engine.offline.train.data import (
+    build_training_set,
+    no_arrivals,
+    outcome_labels,
+    read_rule_verdicts,
+    rule_judge,
+    soft_verdicts,
 )
+from engine.offline.train.fit import TargetStats, _losses, _target_stats, train_model
+from engine.offline.train.sets import LabelledSet, TrainConfig
+from engine.stages.encode import FeatureSchema
 
 # Amount thresholds and a velocity rule: both visible in the encoded fields.
 RULES = """rules:

@@ -15,15 +15,14 @@ the injection detector and the rules in ``rules/``.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import os
 from pathlib import Path
 
 import pytest
 
 from engine.records import Verdict
 from tests.integration.test_serve import make_model_dir
-from tests.unit.user_text_cases import lowered_count, variant_events, variants, violations
+from tests.support.user_text_cases import lowered_count, variant_events, variants, violations
 
 REPO = Path(__file__).resolve().parents[2]
 N_EVENTS = 40
@@ -31,9 +30,9 @@ N_EVENTS = 40
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
+    from engine.offline.simulate.frames import events_from_frame
+    from engine.offline.simulate.simulator import SimConfig, Simulator
     from engine.settings import PathSettings, Settings
-    from engine.simulate import SimConfig, Simulator
-    from engine.simulate_frames import events_from_frame
 
     root = tmp_path_factory.mktemp("usertext")
     model_dir = make_model_dir(root / "models", "t-usertext")
@@ -54,7 +53,7 @@ def _check(verdicts: list[list[Verdict]], events, plan) -> None:
 
 
 def test_python_api(setup):
-    from engine.api import load_model
+    from engine.interfaces.api import load_model
 
     settings, model_dir, events, plan, batches, _ = setup
     model = load_model(model_dir, rules=REPO / "rules", settings=settings)
@@ -66,7 +65,7 @@ def test_http(setup):
     from fastapi.testclient import TestClient
 
     from engine.assemble import build_pipeline
-    from engine.serve import create_app
+    from engine.interfaces.http import create_app
 
     settings, model_dir, events, plan, batches, _ = setup
     app = create_app(build_pipeline(settings, model=model_dir, rules=REPO / "rules"), settings, warmup=False)
@@ -79,24 +78,23 @@ def test_http(setup):
     _check(verdicts, events, plan)
 
 
-def test_batch_cli(setup):
-    from engine.simulate_frames import frame_from_events
+def test_batch_cli(setup, monkeypatch):
+    """``tollgate score`` through the CLI's own parser, in this process (unit tests start none)."""
+    from typer.testing import CliRunner
+
+    from engine.interfaces import cli
+    from engine.offline.simulate.frames import frame_from_events
 
     settings, model_dir, events, plan, batches, root = setup
     src, out = root / "variants.parquet", root / "verdicts.jsonl"
     frame_from_events([e for batch in batches for e in batch]).to_parquet(src)
-    proc = subprocess.run([sys.executable, "-c", "from engine.cli import main; main()", "score", str(src),
-                           "-o", str(out), "--model", str(model_dir), "--rules", str(REPO / "rules"), "--quiet",
-                           "--batch-size", "64"],
-                          env={**_env(), "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    for name in [k for k in os.environ if k.startswith("TOLLGATE_")]:  # the shell's stack, not this test's
+        monkeypatch.delenv(name)
+    cli._register_all()
+    result = CliRunner().invoke(cli.app, ["score", str(src), "-o", str(out), "--model", str(model_dir),
+                                          "--rules", str(REPO / "rules"), "--quiet", "--batch-size", "64"])
+    assert result.exit_code == 0, f"{result.output[-3000:]}\n{result.exception!r}"
     flat = [Verdict.from_dict(json.loads(line)) for line in out.read_text().splitlines()]
     assert len(flat) == len(plan) * len(events)
     verdicts = [flat[k * len(events):(k + 1) * len(events)] for k in range(len(plan))]
     _check(verdicts, events, plan)
-
-
-def _env() -> dict[str, str]:
-    import os
-
-    return {k: v for k, v in os.environ.items() if not k.startswith("TOLLGATE_")} | {"OMP_NUM_THREADS": "1"}

@@ -9,20 +9,34 @@ import threading
 
 import pytest
 
-from engine.commit import BatchCommitter
-from engine.consume import FatalKafkaError
-from engine.emit import TransactionalEmitter
-from engine.health import HealthState
-from engine.inflight import InFlight
-from engine.decode import Decoded
-from engine.metrics import EngineMetrics
+from engine.observe.health import HealthState
+from engine.observe.metrics import EngineMetrics
 from engine.settings import KafkaSettings, Settings, WorkerSettings
-from engine.watchdog import (
-    EXIT_STALLED, EXIT_STOP_OVERRAN, BoundedCaller, CallOverran, ExitDeadline, StallWatchdog,
+from engine.stages.consume import FatalKafkaError
+from engine.stages.decode import Decoded
+from engine.stages.emit import TransactionalEmitter
+from engine.worker.commit import BatchCommitter
+from engine.worker.inflight import InFlight
+from engine.worker.loop import WorkerOptions
+from engine.worker.watchdog import (
+    EXIT_STALLED,
+    EXIT_STOP_OVERRAN,
+    BoundedCaller,
+    CallOverran,
+    ExitDeadline,
+    StallWatchdog,
 )
-from engine.worker import Worker, WorkerOptions
 from tests.unit.test_emit import FakeProducer
-from tests.unit.test_worker_loop import CODEC, FakeConsumer, FakeEmitter, FakePipeline, _event, _rec, _verdict
+from tests.unit.test_worker_loop import (
+    CODEC,
+    FakeConsumer,
+    FakeEmitter,
+    FakePipeline,
+    _event,
+    _new_worker,
+    _rec,
+    _verdict,
+)
 
 #: Bounds short enough that a test waits for them, long enough that a loaded CI machine
 #: answers an unblocked call well within them.
@@ -115,7 +129,7 @@ def test_a_stop_that_overruns_its_deadline_exits_with_its_code():
 def test_sigterm_arms_the_stop_deadline_of_the_worker():
     exited: list[int] = []
     done = threading.Event()
-    w = Worker(SHORT, FakePipeline(), WorkerOptions("w1"), codec=CODEC,
+    w = _new_worker(SHORT, FakePipeline(), WorkerOptions("w1"), codec=CODEC,
                exit_deadline=ExitDeadline(exit=lambda code: (exited.append(code), done.set())))
     w.request_stop()
     assert done.wait(30) and exited == [EXIT_STOP_OVERRAN]
@@ -137,7 +151,7 @@ def test_no_progress_for_stall_after_s_makes_both_probes_fail_and_the_watchdog_e
 
 def test_a_quiet_caught_up_worker_is_progressing_but_a_backlog_without_commits_is_not():
     now = [0.0]
-    w = Worker(SHORT, FakePipeline(), WorkerOptions("w1"), codec=CODEC,
+    w = _new_worker(SHORT, FakePipeline(), WorkerOptions("w1"), codec=CODEC,
                health=HealthState(stall_after_s=10, clock=lambda: now[0]))
     w.consumer = FakeConsumer([])
     w.health.mark_ready()
@@ -159,7 +173,7 @@ def test_librdkafka_connection_failures_are_logged_below_error(caplog):
 
     from confluent_kafka import Producer
 
-    from engine.consume import LibrdkafkaLog
+    from engine.stages.consume import LibrdkafkaLog
 
     logger = logging.getLogger("tollgate.test.librdkafka")
     producer = Producer({"bootstrap.servers": "127.0.0.1:1"}, logger=LibrdkafkaLog(logger))
@@ -174,7 +188,7 @@ def test_librdkafka_connection_failures_are_logged_below_error(caplog):
 def test_redis_down_holds_a_batch_until_its_oldest_event_used_its_budget_then_degrades():
     """Issue 20 item 4 with a fake store (the real Redis: test_worker_redis_outage.py)."""
     from engine.features.store import ContextUnavailable
-    from engine.redis_hold import ContextHeld, HoldingStore, RedisHold
+    from engine.worker.redis_hold import ContextHeld, HoldingStore, RedisHold
 
     class DownStore:
         up = False
@@ -208,7 +222,7 @@ def test_warm_up_with_redis_down_is_not_held():
     """A start while Redis is slow or down: the warm-up's synthetic batch is decided
     degraded, never held (a held warm-up failed the start)."""
     from engine.features.store import ContextUnavailable
-    from engine.redis_hold import HoldingStore, RedisHold
+    from engine.worker.redis_hold import HoldingStore, RedisHold
 
     class DownStore:
         def enrich(self, events):

@@ -12,12 +12,16 @@ import time
 import pytest
 from confluent_kafka import TopicPartition
 
-from engine.codec import Codec
-from engine.consume import RawRecord
-from engine.emit import BatchAborted
+from engine.observe.health import HealthState
+from engine.observe.metrics import EngineMetrics
 from engine.records import Decision, TransactionEvent, Verdict
 from engine.settings import BatchSettings, KafkaSettings, Settings
-from engine.worker import Worker, WorkerOptions
+from engine.stages.consume import RawRecord
+from engine.stages.emit import BatchAborted
+from engine.wire.codec import Codec
+from engine.worker.commit import BatchCommitter
+from engine.worker.loop import Worker, WorkerOptions
+from tests.support.events import event
 
 SETTINGS = Settings(batch=BatchSettings(max_events=4, max_wait_ms=1000.0, close_when_idle=False),
                     kafka=KafkaSettings(transaction_timeout_ms=2000))
@@ -25,9 +29,7 @@ CODEC = Codec(SETTINGS)
 
 
 def _event(i: int, amount: float = 10.0) -> TransactionEvent:
-    return TransactionEvent(event_id=f"e{i}", event_time_ms=1_700_000_000_000 + i, customer_id=f"c{i}",
-                            account_id="a", terminal_id="t", merchant_category="5411", amount=amount,
-                            currency="EUR", channel="ecommerce", country="BE")
+    return event(i, amount=amount, customer_id=f"c{i}", account_id="a", terminal_id="t")
 
 
 def _rec(i: int, partition: int = 0, value: bytes | None = None) -> RawRecord:
@@ -113,8 +115,18 @@ class FakePipeline:
         return self.finish(self.score(self.prepare(events, arrival_ms)))
 
 
+def _new_worker(settings, pipeline, options, *, codec=CODEC, **collaborators) -> Worker:
+    """A worker wired as the composition root (``engine.worker.main.build_worker``) does,
+    with fake Kafka clients (each test then puts in the consumer and emitter it scripts)."""
+    metrics = collaborators.pop("metrics", None) or EngineMetrics()
+    health = collaborators.pop("health", None) or HealthState()
+    return Worker(settings, pipeline, options, consumer=FakeConsumer([]),
+                  committer=BatchCommitter(FakeEmitter(), metrics), codec=codec, metrics=metrics,
+                  health=health, **collaborators)
+
+
 def _worker(consumer, emitter, pipeline) -> Worker:
-    w = Worker(SETTINGS, pipeline, WorkerOptions("w1"), codec=CODEC)
+    w = _new_worker(SETTINGS, pipeline, WorkerOptions("w1"), codec=CODEC)
     w.consumer, w.committer.emitter = consumer, emitter
     return w
 
@@ -193,7 +205,7 @@ def _settings(**batch) -> Settings:
 
 def test_a_batch_closes_when_the_consumer_has_nothing_more_fetched():
     emitter, pipeline = FakeEmitter(), FakePipeline()
-    w = Worker(_settings(), pipeline, WorkerOptions("w1"), codec=CODEC)  # close_when_idle by default
+    w = _new_worker(_settings(), pipeline, WorkerOptions("w1"), codec=CODEC)  # close_when_idle by default
     w.consumer, w.committer.emitter = FakeConsumer([[_rec(0), _rec(1)]]), emitter
     w.step()  # 2 of B=4 records, well within W
     assert pipeline.prepared == []
@@ -244,7 +256,7 @@ class HookedPipeline(FakePipeline):
 def test_batches_in_flight_commit_in_order_one_transaction_each(infer_thread):
     emitter = GatedEmitter()
     pipeline = HookedPipeline(lambda ids: emitter.gate.set() if ids[0] == "e4" else None)
-    w = Worker(_settings(close_when_idle=False, infer_thread=infer_thread, infer_process=False), pipeline, WorkerOptions("w1"),
+    w = _new_worker(_settings(close_when_idle=False, infer_thread=infer_thread, infer_process=False), pipeline, WorkerOptions("w1"),
                codec=CODEC)
     w.consumer = FakeConsumer([[_rec(i) for i in range(4)], [_rec(i) for i in range(4, 8)]])
     w.committer.emitter = emitter
@@ -263,7 +275,7 @@ def test_a_failed_transaction_rewinds_it_and_every_later_batch_in_flight(infer_t
     emitter = GatedEmitter(abort_times=1)
     pipeline = HookedPipeline(lambda ids: emitter.gate.set() if ids[0] == "e4" else None)
     consumer = FakeConsumer([first, second])
-    w = Worker(_settings(close_when_idle=False, infer_thread=infer_thread, infer_process=False), pipeline, WorkerOptions("w1"),
+    w = _new_worker(_settings(close_when_idle=False, infer_thread=infer_thread, infer_process=False), pipeline, WorkerOptions("w1"),
                codec=CODEC)
     w.consumer, w.committer.emitter = consumer, emitter
     w.step()
@@ -276,7 +288,7 @@ def test_a_failed_transaction_rewinds_it_and_every_later_batch_in_flight(infer_t
 def test_revoked_partitions_leave_batches_in_flight_unemitted_and_uncommitted():
     emitter = FakeEmitter()
     records = [_rec(0, partition=0), _rec(1, partition=1), _rec(2, partition=0), _rec(3, partition=1)]
-    w = Worker(_settings(close_when_idle=False, infer_thread=True), SlowScorePipeline(), WorkerOptions("w1"),
+    w = _new_worker(_settings(close_when_idle=False, infer_thread=True), SlowScorePipeline(), WorkerOptions("w1"),
                codec=CODEC)
     w.consumer, w.committer.emitter = FakeConsumer([records]), emitter
     w.step()  # on the infer thread, not yet finished
@@ -305,7 +317,7 @@ def test_a_transaction_that_commits_while_later_batches_are_redone_is_still_coun
     pipeline = FailsOnceOnBatchTwo()
     pipeline.transient_done = False
     consumer = FakeConsumer([[_rec(i) for i in range(j, j + 4)] for j in (0, 4, 8)])
-    w = Worker(_settings(close_when_idle=False), pipeline, WorkerOptions("w1"), codec=CODEC)
+    w = _new_worker(_settings(close_when_idle=False), pipeline, WorkerOptions("w1"), codec=CODEC)
     w.consumer, w.committer.emitter = consumer, emitter
     # Batches 1 and 2 on the threads; batch 3 too, and batch 1 finished and committing;
     # nothing more to read: batch 2 is finished, and fails.
@@ -335,7 +347,7 @@ class ThreadNotingPipeline(FakePipeline):
 
 def test_a_backlog_is_prepared_off_the_main_thread_in_batch_order():
     pipeline, emitter = ThreadNotingPipeline(slow={"e0"}), FakeEmitter()
-    w = Worker(_settings(close_when_idle=False), pipeline, WorkerOptions("w1"), codec=CODEC)
+    w = _new_worker(_settings(close_when_idle=False), pipeline, WorkerOptions("w1"), codec=CODEC)
     w.consumer = FakeConsumer([[_rec(i) for i in range(j, j + 4)] for j in (0, 4, 8)])
     w.committer.emitter = emitter
     for _ in range(3):
@@ -350,7 +362,7 @@ def test_a_batch_prepared_in_line_waits_for_the_one_on_the_prepare_thread():
     """A full batch (a backlog: prepared on the thread, slowly) and then a lone record
     (a quiet stream: prepared in line): enrich still runs in batch order."""
     pipeline = ThreadNotingPipeline(slow={"e0"})
-    w = Worker(_settings(), pipeline, WorkerOptions("w1"), codec=CODEC)
+    w = _new_worker(_settings(), pipeline, WorkerOptions("w1"), codec=CODEC)
     w.consumer = FakeConsumer([[_rec(i) for i in range(4)], [_rec(4)]])
     w.committer.emitter = FakeEmitter()
     w.step()
@@ -364,14 +376,14 @@ def test_a_prepare_error_on_the_prepare_thread_is_handled_as_in_line():
     """Transient: the batch and the one after it are rewound, never dead-lettered.
     Deterministic: the poison event alone is dead-lettered."""
     emitter, consumer = FakeEmitter(), FakeConsumer([[_rec(i) for i in range(4)]])
-    w = Worker(_settings(close_when_idle=False), FakePipeline(transient=1), WorkerOptions("w1"), codec=CODEC)
+    w = _new_worker(_settings(close_when_idle=False), FakePipeline(transient=1), WorkerOptions("w1"), codec=CODEC)
     w.consumer, w.committer.emitter = consumer, emitter
     w.step()
     w.flush()
     assert emitter.commits == [] and consumer.rewinds == [{("tx.events", 0): 100}]
 
     emitter = FakeEmitter()
-    w = Worker(_settings(close_when_idle=False), FakePipeline(fail_ids={"e5"}), WorkerOptions("w1"), codec=CODEC)
+    w = _new_worker(_settings(close_when_idle=False), FakePipeline(fail_ids={"e5"}), WorkerOptions("w1"), codec=CODEC)
     w.consumer = FakeConsumer([[_rec(i) for i in range(j, j + 4)] for j in (0, 4, 8)])
     w.committer.emitter = emitter
     for _ in range(3):
@@ -387,7 +399,7 @@ def test_a_backlog_keeps_backlog_depth_batches_on_the_threads(depth):
     """While its forward pass runs, the main thread waits to finish (and commit) a batch
     only once ``depth`` later ones are being prepared or scored."""
     emitter = FakeEmitter()
-    w = Worker(_settings(close_when_idle=False, backlog_depth=depth), SlowScorePipeline(), WorkerOptions("w1"),
+    w = _new_worker(_settings(close_when_idle=False, backlog_depth=depth), SlowScorePipeline(), WorkerOptions("w1"),
                codec=CODEC)
     w.consumer = FakeConsumer([[_rec(i) for i in range(j, j + 4)] for j in (0, 4, 8, 12)])
     w.committer.emitter = emitter

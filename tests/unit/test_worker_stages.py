@@ -8,26 +8,23 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from engine.codec import JSON_HEADERS, Codec
-from engine.consume import RawRecord, consumer_config
-from engine.decode import Decoded, DecodeStage
-from engine.emit import dead_letter_headers, producer_config
-from engine.health import HealthServer, HealthState
-from engine.hotswap import ModelWatcher
-from engine.inflight import InFlight, first_offsets
-from engine.metrics import EngineMetrics
+from engine.observe.health import HealthServer, HealthState
+from engine.observe.metrics import EngineMetrics
 from engine.records import Decision, Reason, ReasonKind, TransactionEvent, Verdict
 from engine.settings import KafkaSettings, Settings
-from engine.warmup import synthetic_events
-from feedback.registry import FakeRedis
+from engine.stages.consume import RawRecord, consumer_config
+from engine.stages.decode import Decoded, DecodeStage
+from engine.stages.emit import dead_letter_headers, producer_config
+from engine.wire.codec import JSON_HEADERS, Codec
+from engine.worker.hotswap import ModelWatcher
+from engine.worker.inflight import InFlight, first_offsets
+from engine.worker.warmup import synthetic_events
+from tests.support.events import event
+from tests.support.fake_redis import FakeRedis
 
 
 def _event(i: int, **kw) -> TransactionEvent:
-    base = dict(event_id=f"e{i}", event_time_ms=1_700_000_000_000 + i, customer_id=f"c{i % 3}",
-                account_id="a", terminal_id="t", merchant_category="5411", amount=10.0 + i,
-                currency="EUR", channel="ecommerce", country="BE")
-    base.update(kw)
-    return TransactionEvent(**base)
+    return event(i, **{"customer_id": f"c{i % 3}", "account_id": "a", "terminal_id": "t", "amount": 10.0 + i, **kw})
 
 
 def _rec(offset: int, value: bytes | None, partition: int = 0, headers=()) -> RawRecord:
@@ -186,7 +183,8 @@ def test_committed_verdict_metrics_count_outcomes_reasons_and_degraded_mode():
 
 def test_json_log_lines_carry_extra_fields(capsys):
     import logging
-    from engine.metrics import JsonFormatter
+
+    from engine.observe.metrics import JsonFormatter
     rec = logging.LogRecord("tollgate.worker", logging.INFO, __file__, 1, "batch", (), None)
     rec.partition = 3
     line = json.loads(JsonFormatter().format(rec))

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
-SHIPPED = Path(__file__).resolve().parent.parent / "assets" / "detector"
+SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "detector"
 
 
 def register(app: typer.Typer) -> None:
@@ -23,8 +22,8 @@ def register(app: typer.Typer) -> None:
         max_fpr: float = typer.Option(0.01, help="Benign false-positive budget used to pick the threshold."),
     ) -> None:
         """Train on the injection data + generated memos; pick the threshold out-of-fold; evaluate held-out."""
-        from engine.detector.data import DEFAULT_INJECTION_CSV, assemble
-        from engine.detector.train import train_detector
+        from engine.offline.detector_corpus.data import DEFAULT_INJECTION_CSV, assemble
+        from engine.offline.detector_corpus.train import train_detector
 
         dataset = assemble(data or DEFAULT_INJECTION_CSV, seed=seed)
         weights, report = train_detector(out, dataset, seed=seed, max_fpr=max_fpr,
@@ -33,15 +32,15 @@ def register(app: typer.Typer) -> None:
 
     @detector.command("eval")
     def evaluate(
-        model: Optional[Path] = typer.Option(None, help="Artifact directory (default: the shipped one)."),
+        model: Path | None = typer.Option(None, help="Artifact directory (default: the shipped one)."),
         data: Path = typer.Option(None, help="injection_train.csv (default: ../shared/data/injection)."),
-        threshold: Optional[float] = typer.Option(None, help="Override the artifact's threshold."),
-        report: Optional[Path] = typer.Option(None, help="Also write the full report as JSON here."),
+        threshold: float | None = typer.Option(None, help="Override the artifact's threshold."),
+        report: Path | None = typer.Option(None, help="Also write the full report as JSON here."),
     ) -> None:
         """Recompute TPR/FPR on every held-out set with a trained artifact."""
-        from engine.detect import InjectionDetector
-        from engine.detector.data import DEFAULT_INJECTION_CSV, assemble
-        from engine.detector.train import evaluate as run_eval
+        from engine.offline.detector_corpus.data import DEFAULT_INJECTION_CSV, assemble
+        from engine.offline.detector_corpus.train import evaluate as run_eval
+        from engine.stages.detect import InjectionDetector
 
         det = InjectionDetector.from_path(model, threshold)
         seed = int(det.weights.card.get("data", {}).get("seed", 7))
@@ -56,7 +55,7 @@ def register(app: typer.Typer) -> None:
     @detector.command("score")
     def score(texts: list[str] = typer.Argument(..., help="Texts to score.")) -> None:
         """Score texts with the shipped detector and show which signals fired."""
-        from engine.detect import InjectionDetector, verdict_reasons
+        from engine.stages.detect import InjectionDetector, verdict_reasons
 
         det = InjectionDetector.default()
         for text, result in zip(texts, det.score_texts(texts)):

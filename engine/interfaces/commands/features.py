@@ -1,6 +1,6 @@
 """``tollgate features``: the text tokenizer asset, the feature list, the decision log.
 
-Register with ``engine.cli.COMMAND_MODULES`` (entry ``"engine.commands.features"``).
+Register with ``engine.interfaces.cli.COMMAND_MODULES`` (entry ``"engine.interfaces.commands.features"``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Retrain the untrusted-text BPE offline (deterministic). Changing it changes the
         feature-schema hash, so models trained on the old one are refused."""
-        from engine.tokenizer import ASSET, train_text_tokenizer
+        from engine.text.tokenizer import ASSET, train_text_tokenizer
 
         path = train_text_tokenizer(out or ASSET, vocab_size, seed)
         typer.echo(f"wrote {path}")
@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
     @group.command("schema")
     def schema() -> None:
         """Print the feature schema (tensor layout, feature names, hash) as JSON."""
-        from engine.encode import FeatureSchema
+        from engine.stages.encode import FeatureSchema
 
         s = FeatureSchema.default()
         typer.echo(json.dumps({"schema_hash": s.schema_hash(), **s.to_dict()}, indent=2, default=list))

@@ -43,11 +43,17 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Train the decision model on events + outcomes (or rule verdicts for a cold start);
         write the model directory and a report."""
-        from engine.backtest import delayed_truth_arrivals, outcome_arrivals, read_handbook, read_simulated
-        from engine.encode import FeatureSchema
         from engine.model import InputSpec, ModelConfig, save_model_dir
-        from engine.train import TrainConfig, train_model
-        from engine.train_data import build_training_set, no_arrivals, read_rule_verdicts, rule_judge
+        from engine.offline.backtest.run import (
+            delayed_truth_arrivals,
+            outcome_arrivals,
+            read_handbook_frame,
+            read_simulated,
+        )
+        from engine.offline.train.data import build_training_set, no_arrivals, read_rule_verdicts, rule_judge
+        from engine.offline.train.fit import train_model
+        from engine.offline.train.sets import TrainConfig
+        from engine.stages.encode import FeatureSchema
 
         settings = get_settings()
         if fmt not in FORMATS:
@@ -61,7 +67,7 @@ def register(app: typer.Typer) -> None:
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from exc
         version = version or datetime.utcnow().strftime("m%Y%m%dT%H%M%S")
-        frame = read_handbook(data) if fmt == "handbook" else read_simulated(data)
+        frame = read_handbook_frame(data) if fmt == "handbook" else read_simulated(data)
         if fmt == "handbook":
             arrivals = delayed_truth_arrivals(frame, int(delay_days * 86_400_000))
         else:
@@ -114,13 +120,13 @@ def register(app: typer.Typer) -> None:
                                               "when the same events, window and feature schema come again."),
     ) -> None:
         """Train on a window, replay the next days in event time with delayed labels, score, evaluate."""
-        from engine.backtest import Window, read_handbook, read_simulated, run_backtest
+        from engine.offline.backtest.run import Window, read_handbook_frame, read_simulated, run_backtest
 
         for name in model:
             if name not in ("transformer", "lightgbm"):
                 raise typer.BadParameter(f"unknown --model {name!r}: transformer or lightgbm")
         window = Window.from_date(train_start.date().isoformat(), train_days, delay_days, test_days, history_days)
-        frame = (read_handbook(data, window.history_start_ms, window.test_end_ms) if fmt == "handbook"
+        frame = (read_handbook_frame(data, window.history_start_ms, window.test_end_ms) if fmt == "handbook"
                  else read_simulated(data))
         settings_override = {}
         for item in overrides:
@@ -145,3 +151,37 @@ def register(app: typer.Typer) -> None:
             report_dir.mkdir(parents=True, exist_ok=True)
             (report_dir / "backtest_metrics.json").write_text(
                 json.dumps({k: r.metrics for k, r in results.items()}, indent=2, default=str))
+
+    _register_export(app)
+
+
+def _register_export(app: typer.Typer) -> None:
+    """``tollgate model export``: joins the ``model`` group (``feedback.commands`` adds
+    list|promote|rollback|audit|bootstrap to the same group)."""
+    group = next((g.typer_instance for g in app.registered_groups if g.name == "model"), None)
+    if group is None:
+        group = typer.Typer(help="Model versions: list, promote, roll back, export.", no_args_is_help=True)
+        app.add_typer(group, name="model")
+
+    @group.command("export")
+    def export(
+        model_dir: Path = typer.Argument(..., exists=True, file_okay=False, help="The model directory to export."),
+        fmt: str = typer.Option("onnx", "--format", help="onnx | torchscript"),
+        dtype: str = typer.Option("fp32", "--dtype", help="fp32 | fp16 | int8"),
+        out: Path | None = typer.Option(None, "--out", help="The new model directory (default: MODEL_DIR's "
+                                        "sibling <name>-<format>-<dtype>)."),
+    ) -> None:
+        """Write a model directory that serves through ONNX Runtime or TorchScript, after
+        checking it agrees with the PyTorch model; TOLLGATE_MODEL__RUNTIME=auto (the
+        default) then serves its graph in the worker, the API, HTTP and `tollgate score`."""
+        from engine.model.export import ExportError, export_model_dir
+
+        target = out or model_dir.with_name(f"{model_dir.name}-{fmt}-{dtype}")
+        try:
+            result = export_model_dir(model_dir, target, fmt, dtype)  # type: ignore[arg-type]
+        except (ExportError, ValueError, FileExistsError) as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(1) from exc
+        diffs = ", ".join(f"{k} {v:.2g}" for k, v in result.max_abs_diff.items())
+        typer.echo(f"exported {result.card.version} to {result.path} (largest difference to PyTorch: {diffs}; "
+                   f"tolerance {result.card.serving.tolerance if result.card.serving else '?'})")

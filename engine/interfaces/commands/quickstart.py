@@ -41,7 +41,7 @@ class Proc:
     """A worker subprocess with its log file."""
 
     def __init__(self, name: str, args: list[str], env: dict[str, str], log_dir: Path):
-        from engine.quickstart import TOLLGATE
+        from engine.interfaces.quickstart import TOLLGATE
 
         log_dir.mkdir(parents=True, exist_ok=True)
         self.name, self.log_path = name, log_dir / f"{name}.log"
@@ -98,7 +98,7 @@ def wait_worker_ready(worker: Proc, timeout: float = 180.0) -> int:
 def report_meta(version: str, *, days: int, speed: float, customers: int, seed: int, wall_s: float) -> dict:
     """The run as the report states it: the customers are the simulated world's (at
     least 1,000 — ``world_customers``), not the option as typed."""
-    from engine.quickstart import world_customers
+    from engine.interfaces.quickstart import world_customers
 
     return {"model_version": version, "days": days, "speed": speed, "customers": world_customers(customers),
             "seed": seed, "wall_s": round(wall_s, 1)}
@@ -165,12 +165,17 @@ def register(app: typer.Typer) -> None:
         the engine and feedback workers, and print a live summary and a report."""
         import redis
 
-        from engine.redisconn import connect
-
-        from engine.quickstart import (
-            LiveSummary, QuickstartError, Replay, ensure_model, ensure_stack, summary_line, world_customers,
+        from engine.interfaces.quickstart import (
+            LiveSummary,
+            PacedProducer,
+            QuickstartError,
+            ensure_model,
+            ensure_stack,
+            summary_line,
+            world_customers,
             write_report,
         )
+        from engine.wire.redisconn import connect
 
         started = time.monotonic()
         env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -184,7 +189,7 @@ def register(app: typer.Typer) -> None:
             client.ping()
         except (QuickstartError, redis.RedisError) as exc:
             raise typer.Exit(_fail(f"the stack is not available: {exc}\n"
-                                   "  run `ops/stack up` (or set TOLLGATE_KAFKA_BOOTSTRAP / TOLLGATE_REDIS_URL)"))
+                                   "  run `ops/stack up` (or set TOLLGATE_KAFKA_BOOTSTRAP / TOLLGATE_REDIS_URL)")) from exc
         say(f"stack: Kafka {settings.kafka.bootstrap}, Redis {settings.redis.url}")
 
         try:
@@ -207,7 +212,7 @@ def register(app: typer.Typer) -> None:
             say(f"engine worker ready: http://127.0.0.1:{port}/metrics")
             # The scored days continue the world the model was trained on (same seed and
             # cards), after its last days of history have warmed the engine's context.
-            replay = Replay(settings, days=days, customers=world_customers(customers), seed=seed, speed=speed,
+            replay = PacedProducer(settings, days=days, customers=world_customers(customers), seed=seed, speed=speed,
                             start_date=None, outcome_delay_days=outcome_delay_days,
                             skip_days=history_days, warm_days=min(4, history_days))
             summary = LiveSummary(settings, replay.truth)  # reads from the end of tx.verdicts, as of now

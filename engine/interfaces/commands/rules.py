@@ -47,7 +47,7 @@ def register(app: typer.Typer) -> None:
         """Run the YAML test cases in DIR/tests/ against the rules in DIR."""
         import logging
 
-        from engine.rules.cases import run_cases, summarize
+        from engine.offline.rules_tools.cases import run_cases, summarize
         from engine.rules.loader import RuleSetError
 
         logging.getLogger("tollgate.rules").setLevel(logging.ERROR)
@@ -84,7 +84,7 @@ def register(app: typer.Typer) -> None:
         import json
         import logging
 
-        from engine.rules.backtest import format_report, run_backtest
+        from engine.offline.rules_tools.backtest import format_report, run_backtest
 
         logging.getLogger("tollgate.rules").setLevel(logging.ERROR)
         if not data.exists():

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from engine.settings import get_settings
-
 
 #: ``tollgate score``'s exit code when some rows were refused (and the rest scored).
 SOME_ROWS_REFUSED = 3
@@ -36,10 +34,10 @@ def _settings():  # noqa: ANN202 - engine.settings.Settings
 
 
 def serve(
-    host: Optional[str] = typer.Option(None, help="Interface to bind (default: settings.http.host)."),
-    port: Optional[int] = typer.Option(None, help="Port (default: settings.http.serve_port, 8080)."),
-    model: Optional[Path] = typer.Option(None, help="Model directory or version (default: the registry's serving model)."),
-    rules: Optional[Path] = typer.Option(None, help="Rules directory (default: settings.paths.rules_dir)."),
+    host: str | None = typer.Option(None, help="Interface to bind (default: settings.http.host)."),
+    port: int | None = typer.Option(None, help="Port (default: settings.http.serve_port, 8080)."),
+    model: Path | None = typer.Option(None, help="Model directory or version (default: the registry's serving model)."),
+    rules: Path | None = typer.Option(None, help="Rules directory (default: settings.paths.rules_dir)."),
     memory: bool = typer.Option(False, "--memory", help="Keep context in process memory instead of the stream's Redis state."),
     log_level: str = typer.Option("info", help="uvicorn log level."),
 ) -> None:
@@ -52,8 +50,8 @@ def serve(
     `Authorization: Bearer <token>`; without one the service only binds a loopback address.
     """
     from engine.assemble import ModelNotFound, build_pipeline
-    from engine.serve import run
-    from engine.serve_guard import InsecureExposure, check_exposure
+    from engine.interfaces.http import run
+    from engine.interfaces.http_guard import InsecureExposure, check_exposure
 
     settings = _settings()
     try:
@@ -77,15 +75,15 @@ def score(
     input_path: Path = typer.Argument(..., exists=True, dir_okay=False, metavar="INPUT",
                                       help="Events as .csv, .parquet or .jsonl (columns/keys as in tx.events)."),
     output: Path = typer.Option(..., "-o", "--output", help="Verdicts file: .csv, .parquet or .jsonl."),
-    model: Optional[Path] = typer.Option(None, help="Model directory or version (default: the registry's serving model)."),
-    rules: Optional[Path] = typer.Option(None, help="Rules directory (default: settings.paths.rules_dir)."),
+    model: Path | None = typer.Option(None, help="Model directory or version (default: the registry's serving model)."),
+    rules: Path | None = typer.Option(None, help="Rules directory (default: settings.paths.rules_dir)."),
     redis_context: bool = typer.Option(False, "--redis",
                                        help="Read the stream's live Redis context instead of replaying the file "
                                             "into a private in-memory context (nothing is written to it)."),
     record: bool = typer.Option(False, "--record",
                                 help="With --redis: also record the scored events into the stream's state "
                                      "(history, decision log), as the stream would."),
-    outcomes: Optional[Path] = typer.Option(
+    outcomes: Path | None = typer.Option(
         None, "--outcomes", exists=True, dir_okay=False, metavar="FILE",
         help="Delayed outcomes (.csv/.parquet/.jsonl, tx.outcomes columns; `tollgate simulate --out "
              "week.parquet` writes week.outcomes.parquet), fed into the context in outcome-time order as the "
@@ -106,8 +104,8 @@ def score(
     (see the errors file); 1 the input could not be read (nothing is written); 2 usage.
     """
     from engine.assemble import ModelNotFound, build_pipeline
-    from engine.score import file_format, score_file
-    from engine.score_read import FileUnreadable
+    from engine.interfaces.file_rows import FileUnreadable, file_format
+    from engine.interfaces.file_scoring import score_file
 
     try:
         file_format(input_path)
@@ -138,7 +136,7 @@ def score(
         _fail(str(exc))
     feed = None
     if outcomes is not None:
-        from engine.outcome_feed import OutcomeFeed
+        from engine.interfaces.outcome_feed import OutcomeFeed
 
         # Read whole before scoring (an index by event_id, ~220 bytes an outcome): the
         # outcome file is in outcome-time order, the events file in event-time order.

@@ -37,8 +37,8 @@ def register(app: typer.Typer) -> None:
         from confluent_kafka import KafkaException
         from tqdm import tqdm
 
-        from engine.simulate import SimConfig, Simulator
-        from engine.simulate_sinks import KafkaSink, file_sink
+        from engine.offline.simulate.simulator import SimConfig, Simulator
+        from engine.offline.simulate.sinks import KafkaSink, file_sink
 
         if (out is None) == (not kafka):
             typer.echo("error: give exactly one of --out FILE.{parquet,jsonl} or --kafka", err=True)

@@ -16,7 +16,7 @@ def register(app: typer.Typer) -> None:
         """Create tx.events, tx.verdicts, tx.outcomes and tx.events.dlq; existing ones are kept."""
         from confluent_kafka import KafkaException
 
-        from engine.topics import ensure_topics
+        from engine.wire.topics import ensure_topics
 
         settings = get_settings()
         try:
@@ -36,7 +36,7 @@ def register(app: typer.Typer) -> None:
         """List topics and their partition counts; Tollgate's missing ones are marked."""
         from confluent_kafka import KafkaException
 
-        from engine.topics import admin_client, existing_partitions, topic_specs
+        from engine.wire.topics import admin_client, existing_partitions, topic_specs
 
         settings = get_settings()
         try:
@@ -62,9 +62,9 @@ def register(app: typer.Typer) -> None:
         """Read topics from the beginning and print how many committed messages they hold."""
         from confluent_kafka import KafkaException
 
-        from engine.codec import Codec
         from engine.records import SourcePosition
-        from engine.topics import count_messages
+        from engine.wire.codec import Codec
+        from engine.wire.topics import count_messages
 
         settings = get_settings()
         t = settings.topics

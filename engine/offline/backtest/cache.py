@@ -10,7 +10,7 @@ never reuses stale tensors. Scoring from the cache still goes through ``Inferenc
 the very micro-batches the replay produced.
 
 >>> import tempfile
->>> from engine.encode import EncodedBatch, FeatureSchema
+>>> from engine.stages.encode import EncodedBatch, FeatureSchema
 >>> schema = FeatureSchema.default()
 >>> w = EncodedWindow(np.arange(3), EncodedBatch.empty(schema, 3), np.arange(3, 5),
 ...                   [EncodedBatch.empty(schema, 1), EncodedBatch.empty(schema, 1)])
@@ -34,6 +34,8 @@ import pandas as pd
 import torch
 from safetensors.torch import load_file, save_file
 
+from engine.stages.encode import EncodedBatch
+
 _TENSORS = ("control_numeric", "control_categorical", "history_numeric", "history_categorical",
             "history_mask", "text_ids", "text_mask")
 _FINGERPRINT_COLUMNS = ("event_id", "event_time_ms", "customer_id", "terminal_id", "amount", "tx_fraud")
@@ -54,8 +56,6 @@ class EncodedWindow:
 
     def save(self, path: str | Path) -> Path:
         """One safetensors file (no pickle); written to a temporary name, then renamed."""
-        from engine.encode import EncodedBatch
-
         out = Path(path)
         out.parent.mkdir(parents=True, exist_ok=True)
         test = EncodedBatch.concat(self.test_batches)
@@ -71,9 +71,7 @@ class EncodedWindow:
         return out
 
     @classmethod
-    def load(cls, path: str | Path) -> "EncodedWindow":
-        from engine.encode import EncodedBatch
-
+    def load(cls, path: str | Path) -> EncodedWindow:
         t = load_file(str(path))
         train = EncodedBatch(*(t["train." + n] for n in _TENSORS))
         test = EncodedBatch(*(t["test." + n] for n in _TENSORS))

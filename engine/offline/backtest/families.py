@@ -8,32 +8,31 @@ the infer stage the stream worker runs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
 
+from engine.model import InputSpec, ModelConfig, save_model_dir
 from engine.model.losses import VerdictCosts, verdict_costs
+from engine.offline.train.fit import train_model
+from engine.offline.train.sets import LabelledSet, TrainConfig
+from engine.stages.encode import EncodedBatch, FeatureSchema
+from engine.stages.infer import Inference
 
 Scorer = Callable[[Any], tuple[np.ndarray, np.ndarray]]
 
 
 def _concat(batches: list[Any]) -> Any:
-    from engine.encode import EncodedBatch
-
     return EncodedBatch.concat(batches)
 
 
 def fit_transformer(rows: pd.DataFrame, batches: list[Any], *, seed: int, epochs: int,
                     overrides: dict[str, Any], int8: bool, report_dir: str | Path | None,
                     models_dir: str | Path | None, window: Any) -> dict[str, Scorer]:
-    from engine.encode import FeatureSchema
-    from engine.infer import Inference
-    from engine.model import InputSpec, ModelConfig, save_model_dir
-    from engine.train import LabelledSet, TrainConfig, train_model
-
     inputs = _concat(batches)
     data = LabelledSet(inputs, torch.tensor(rows["tx_fraud"].to_numpy(), dtype=torch.float32),
                        torch.tensor(rows["amount"].to_numpy(), dtype=torch.float32),
@@ -73,6 +72,7 @@ def lightgbm_features(encoded: Any) -> np.ndarray:
 def fit_lightgbm(rows: pd.DataFrame, batches: list[Any], *, seed: int, epochs: int,
                  overrides: dict[str, Any], int8: bool, report_dir: str | Path | None,
                  models_dir: str | Path | None, window: Any) -> dict[str, Scorer]:
+    # local: LightGBM loads only for the baseline model
     import lightgbm as lgb
 
     x = lightgbm_features(_concat(batches))

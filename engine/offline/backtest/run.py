@@ -7,14 +7,14 @@ The handbook's protocol (Le Borgne et al., 2022, ch. 3-5), step by step:
    through ``MemoryFeatureStore.enrich`` and ``FieldIsolatedEncoder.encode``, in event
    order, revealing each outcome (good or bad) ``delay_days`` after its transaction
    through ``record_outcomes``. The training window's encoded events are kept.
-2. Train on them (``engine.train``, or LightGBM on the same features).
+2. Train on them (``engine.offline.train.fit``, or LightGBM on the same features).
 3. Keep replaying, delay period then test days, micro-batch by micro-batch, now also
    through ``Inference`` (the infer stage); the same store keeps learning outcomes as
    they arrive. Every test-window event is scored.
 4. Metrics on the test window with the book's definitions: cards already known to be
    compromised (a fraud of theirs in the training window, or labelled by the day's start)
    are removed from each day (``assessed_mask``, computed over the whole replayed frame);
-   AUC ROC, AP and card precision@100 (``engine.metrics_quality``).
+   AUC ROC, AP and card precision@100 (``engine.offline.quality``).
 
 Features never see a label early: ``record_outcomes`` only receives arrivals whose
 arrival time is before the micro-batch being enriched.
@@ -22,10 +22,11 @@ arrival time is before the micro-batch being enriched.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -34,18 +35,21 @@ from tqdm.auto import tqdm
 
 from engine.features.memory import MemoryFeatureStore
 from engine.features.store import LabelArrival
-from engine.metrics_quality import quality_report
-from engine.records import DECISIONS, TransactionEvent
-from engine.simulate_frames import events_from_frame
+from engine.offline.backtest.cache import EncodedWindow, cache_key
+from engine.offline.backtest.families import FITTERS
+from engine.offline.quality import quality_report
+from engine.offline.simulate.frames import events_from_frame
+from engine.records import DECISIONS, OutcomeKind, TransactionEvent
+from engine.stages.encode import EncodedBatch, FeatureSchema, FieldIsolatedEncoder
 
 if TYPE_CHECKING:
-    from engine.backtest_cache import EncodedWindow
+    from engine.offline.backtest.cache import EncodedWindow
 
 DAY_MS = 86_400_000
 HANDBOOK_COLUMNS = ("TRANSACTION_ID", "TX_DATETIME", "CUSTOMER_ID", "TERMINAL_ID", "TX_AMOUNT", "TX_FRAUD")
 
 
-def read_handbook(path: str | Path, start_ms: int | None = None, end_ms: int | None = None) -> pd.DataFrame:
+def read_handbook_frame(path: str | Path, start_ms: int | None = None, end_ms: int | None = None) -> pd.DataFrame:
     """The handbook's raw Parquet layout -> an event frame (``simulate_frames`` layout) with
     ``tx_fraud`` as ground truth. The handbook has no channel, country or merchant data:
     those get constant values, so the model sees only what the book's models see."""
@@ -94,8 +98,8 @@ class Window:
 
     @classmethod
     def from_date(cls, train_start: str, train_days: int = 7, delay_days: int = 7, test_days: int = 7,
-                  history_days: int = 30) -> "Window":
-        t = datetime.fromisoformat(train_start).replace(tzinfo=timezone.utc)
+                  history_days: int = 30) -> Window:
+        t = datetime.fromisoformat(train_start).replace(tzinfo=UTC)
         return cls(int(t.timestamp() * 1000), train_days, delay_days, test_days, history_days)
 
     @property
@@ -127,8 +131,6 @@ def delayed_truth_arrivals(frame: pd.DataFrame, delay_ms: int) -> pd.DataFrame:
 def outcome_arrivals(frame: pd.DataFrame, outcomes: pd.DataFrame) -> pd.DataFrame:
     """Real outcomes (``tollgate simulate`` writes them) joined to their events by event id;
     each arrives at its ``outcome_time_ms``. A later outcome for an event replaces an earlier one."""
-    from engine.records import OutcomeKind
-
     joined = outcomes.merge(frame[["event_id", "terminal_id", "event_time_ms"]], on="event_id",
                             how="inner", suffixes=("_outcome", ""))
     bad = joined["kind"].map(lambda k: OutcomeKind(k).is_bad)
@@ -223,14 +225,11 @@ class BacktestResult:
     metrics: dict[str, Any]
 
 
-def encode_window(frame: pd.DataFrame, window: Window, batch_size: int = 512) -> "EncodedWindow":
+def encode_window(frame: pd.DataFrame, window: Window, batch_size: int = 512) -> EncodedWindow:
     """Steps 1 and 3's replay: every event from the history start to the test end through
     enrich and encode, in event order with delayed labels; keeps the training window's
     encoded events and the test window's micro-batches. ``frame`` is already cut to
     [history start, test end)."""
-    from engine.backtest_cache import EncodedWindow
-    from engine.encode import EncodedBatch, FieldIsolatedEncoder
-
     times = frame["event_time_ms"].to_numpy()
     replay = Replay(frame, delayed_truth_arrivals(frame, window.delay_days * DAY_MS), FieldIsolatedEncoder(),
                     batch_size=batch_size)
@@ -241,7 +240,8 @@ def encode_window(frame: pd.DataFrame, window: Window, batch_size: int = 512) ->
         def on_batch(r: np.ndarray, events: list[TransactionEvent], encoded: Any) -> None:
             sel = times[r] >= start_ms
             if sel.any():
-                rows[part].append(r[sel]); batches[part].append(encoded[torch.from_numpy(sel)])
+                rows[part].append(r[sel])
+                batches[part].append(encoded[torch.from_numpy(sel)])
         return on_batch
 
     replay.run_until(window.train_end_ms, keep("train", window.train_start_ms), desc="replay history+train")
@@ -251,14 +251,11 @@ def encode_window(frame: pd.DataFrame, window: Window, batch_size: int = 512) ->
 
 
 def cached_encode_window(frame: pd.DataFrame, window: Window, cache_dir: str | Path | None,
-                         batch_size: int = 512) -> "EncodedWindow":
+                         batch_size: int = 512) -> EncodedWindow:
     """``encode_window``, reusing ``cache_dir/<key>.safetensors`` when the same events,
-    window and feature schema were replayed before (``engine.backtest_cache``)."""
+    window and feature schema were replayed before (``engine.offline.backtest.cache``)."""
     if cache_dir is None:
         return encode_window(frame, window, batch_size)
-    from engine.backtest_cache import EncodedWindow, cache_key
-    from engine.encode import FeatureSchema
-
     path = Path(cache_dir) / f"window-{cache_key(frame, window, batch_size, FeatureSchema.default().schema_hash())}.safetensors"
     if path.is_file():
         return EncodedWindow.load(path)
@@ -280,8 +277,6 @@ def run_backtest(frame: pd.DataFrame, window: Window, models: Sequence[str] = ("
     The model is fixed once trained, so replaying the test days first and scoring their
     micro-batches afterwards gives exactly the scores of scoring them during the replay;
     ``cache_dir`` keeps the replayed tensors for the next run on the same window."""
-    from engine.backtest_models import FITTERS
-
     torch.set_num_threads(threads)
     frame = frame[(frame["event_time_ms"] >= window.history_start_ms)
                   & (frame["event_time_ms"] < window.test_end_ms)].reset_index(drop=True)
@@ -317,7 +312,7 @@ def run_backtest(frame: pd.DataFrame, window: Window, models: Sequence[str] = ("
                                  days=(a["event_time_ms"] // DAY_MS).to_numpy(), cards=a["customer_id"].to_numpy())
         metrics.update({
             "model": name, "seed": seed, "n_train": int(len(idx)), "n_scored": int(len(scores)),
-            "train_start": datetime.fromtimestamp(window.train_start_ms / 1000, timezone.utc).date().isoformat(),
+            "train_start": datetime.fromtimestamp(window.train_start_ms / 1000, UTC).date().isoformat(),
             "train_days": window.train_days, "delay_days": window.delay_days, "test_days": window.test_days,
             "verdict_share": scores["verdict"].value_counts(normalize=True).to_dict()})
         results[name] = BacktestResult(scores, metrics)

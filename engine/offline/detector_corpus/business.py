@@ -47,18 +47,18 @@ _TIERS = ["Premium", "Business", "Comfort Plus", "Gold", "Pro"]
 
 _EN = [
     # travel and bookings
-    "Your booking {ref} is confirmed.", 
+    "Your booking {ref} is confirmed.",
     "Check-in opens {h} hours before your flight and closes {n} minutes before.",
-    
-    "You can change your seat or add luggage in Manage Booking.", 
+
+    "You can change your seat or add luggage in Manage Booking.",
     "Download the app to keep your tickets on your phone.",
     "Your e-ticket is attached to this email.",
     "Free cancellation until {date}.", "What's included: breakfast, Wi-Fi and late check-out.",
     "Need to make changes? Reply to this email or call us on {phone}.", "Your room will be ready from 3 pm on {date}.",
     "Boarding starts at {hh}:{mm} from gate {k}.", "Your hotel voucher is attached.", "Car hire pick-up is in the arrivals hall.",
     "Seat reservations are free on this route.", "Parking at the {place} costs {amt} per day.",
-    
-    
+
+
     # orders and delivery
     "Your order #{n} has shipped and is on its way.", "Track your parcel with the link below.",
     "Estimated delivery: {weekday}, {date}.", "Your package was left with a neighbour at number {k}.",
@@ -74,7 +74,7 @@ _EN = [
     "Your subscription renews on {date}; no action is required.", "Update your billing details in your account settings.",
     "If you have already paid, please ignore this reminder.", "Please disregard this message if payment has already been made.",
     "Your expense claim of {amt} has been approved by {first} {last}.", "The refund will appear on your statement within 5-10 business days.",
-    "Invoice {inv} | Due {date} | Total {amt}", "VAT {k}% included. PO number {n}.", 
+    "Invoice {inv} | Due {date} | Total {amt}", "VAT {k}% included. PO number {n}.",
     "Your statement for {month} is ready to view.",
     "A payment of {amt} to {company} is scheduled for {date}.", "Credit note {inv} has been applied to your account.",
     # accounts and security
@@ -85,17 +85,17 @@ _EN = [
     "Confirm your email address to finish setting up your account.",
     # work, sales and recruiting
     "Thanks for applying for the {role} position.", "Could you send me your availability for a call next week?",
-    
+
     "Please review the contract and sign it by {weekday}.", "Register on the supplier portal before {date}.",
     "Set up a standing order for the monthly fee.", "Open the attachment to see the full breakdown.",
     "Let me know if you have any questions.",
-    
+
     "Here's a summary of what we agreed on the call.", "Can we move our meeting to {hh}:{mm}?",
     "Timesheets are due on {weekday} at {hh}:00.", "Add the team offsite to your calendar: {date}.",
     "Use code {code} at checkout for {k}0% off.", "Write to us at support@{domain} if anything is unclear.",
-    "Describe the issue and attach a photo if you can.", 
-    "We'd love your feedback on the new dashboard.", 
-    
+    "Describe the issue and attach a photo if you can.",
+    "We'd love your feedback on the new dashboard.",
+
     "Please send the signed purchase order to {first} in accounts.", "The review meeting is moved to {weekday}.",
     "Best regards, {first} {last}, {role}", "Kind regards, {first}", "Hi {first}, hope you're well!",
     "Thanks {first}, that works for me.", "Sorry for the late reply, I was out of office until {weekday}.",

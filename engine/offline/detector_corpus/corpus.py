@@ -27,7 +27,8 @@ import base64
 import random
 
 _MONTHS = {
-    "en": ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December", "Jan", "Feb", "Mar", "Sept", "Dec"],
+    "en": ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December", "Jan", "Feb", "Mar", "Sept", "Dec"],
     "de": ["Januar", "Februar", "März", "April", "Mai", "Juni", "Juli", "August", "September", "Oktober", "November", "Dezember"],
     "fr": ["janvier", "février", "mars", "avril", "mai", "juin", "juillet", "août", "septembre", "octobre", "novembre", "décembre"],
     "es": ["enero", "febrero", "marzo", "abril", "mayo", "junio", "julio", "agosto", "septiembre", "octubre", "noviembre", "diciembre"],
@@ -293,7 +294,7 @@ def injection_memos(n: int, seed: int = 0, obfuscate_share: float = 0.3, wrap_sh
 # looks, to character n-grams, much like a bare control token ("[SEP]", "<s>"), so without
 # such texts in the benign corpus the model flags them. First names span many cultures so
 # the model learns the *shape* (name + initial) rather than a few names. The names the
-# stream simulator uses (engine/simulate_text.py) are deliberately left out here, so the
+# stream simulator uses (engine/offline/simulate/text.py) are deliberately left out here, so the
 # stream benchmark measures generalisation to unseen names, not recall of a list.
 _NAME_FIRST = [
     # Dutch / Flemish

@@ -35,9 +35,9 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.detector.business import business_texts
-from engine.detector.corpus import benign_memos, injection_memos, person_names
-from engine.detector.tasks import ai_task_attacks
+from engine.offline.detector_corpus.business import business_texts
+from engine.offline.detector_corpus.corpus import benign_memos, injection_memos, person_names
+from engine.offline.detector_corpus.tasks import ai_task_attacks
 from engine.settings import REPO_ROOT
 
 DEFAULT_INJECTION_CSV = REPO_ROOT.parent / "shared" / "data" / "injection" / "injection_train.csv"
@@ -55,13 +55,13 @@ class LabelledTexts:
     def __len__(self) -> int:
         return len(self.texts)
 
-    def extend(self, other: "LabelledTexts") -> "LabelledTexts":
+    def extend(self, other: LabelledTexts) -> LabelledTexts:
         n = len(self.groups)
         return LabelledTexts(self.texts + other.texts, self.labels + other.labels, self.kinds + other.kinds,
                              (self.groups or [f"g{i}" for i in range(len(self))]) +
                              (other.groups or [f"h{n + i}" for i in range(len(other))]))
 
-    def subset(self, idx) -> "LabelledTexts":
+    def subset(self, idx) -> LabelledTexts:
         idx = list(idx)
         return LabelledTexts([self.texts[i] for i in idx], [self.labels[i] for i in idx],
                              [self.kinds[i] for i in idx], [self.groups[i] for i in idx] if self.groups else [])
@@ -159,6 +159,7 @@ def _email_segments(data: LabelledTexts, min_chars: int = 20) -> LabelledTexts:
 
 
 def load_injection_csv(path: Path = DEFAULT_INJECTION_CSV) -> LabelledTexts:
+    # local: pandas loads only for tables
     import pandas as pd
 
     frame = pd.read_csv(path)
@@ -171,6 +172,7 @@ def load_injection_csv(path: Path = DEFAULT_INJECTION_CSV) -> LabelledTexts:
 
 def split_injection(data: LabelledTexts, test_share: float = 0.25, seed: int = 7) -> tuple[LabelledTexts, LabelledTexts]:
     """Stratified (by kind), grouped, seeded split into (train, test)."""
+    # local: scikit-learn loads only for training and evaluation
     from sklearn.model_selection import StratifiedGroupKFold
 
     n_splits = max(2, round(1 / test_share))

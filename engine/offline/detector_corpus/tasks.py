@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import random
 
+from engine.offline.detector_corpus.corpus import benign_memos
+
 _FORMS = ["poem", "short poem", "haiku", "limerick", "sonnet", "short story", "fable", "bedtime story", "essay",
           "five-paragraph essay", "blog post", "speech", "toast", "product description", "cover letter",
           "song chorus", "motivational quote", "tweet", "riddle", "dialogue between two characters"]
@@ -68,8 +70,6 @@ def ai_task_attacks(n: int, seed: int = 0, wrap_share: float = 0.3, templates: l
     """``n`` AI-directed off-task requests ("Explain the water cycle."), by seed; a share
     of them follow or precede a benign memo, as an injected line would. ``templates``
     receives each text's template (see ``corpus.benign_memos``)."""
-    from engine.detector.corpus import benign_memos
-
     rng = random.Random(seed)
     out = []
     for _ in range(n):

@@ -22,15 +22,15 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
-from engine.detector.data import DetectorData, LabelledTexts, assemble
 from engine.detector.features import DENSE_NAMES, HASH_BITS, TextFeatures, design_matrix, featurize, featurize_views
-from engine.detector.signals import ALL_SIGNALS
 from engine.detector.model import DetectorWeights
+from engine.detector.signals import ALL_SIGNALS
+from engine.offline.detector_corpus.data import DetectorData, LabelledTexts, assemble
 
 C_GRID: tuple[float, ...] = (1.0, 4.0, 16.0)
 
@@ -96,7 +96,10 @@ def _fit(X, y: np.ndarray, C: float, weights: np.ndarray | None = None) -> Detec
     on the raw one), so only distinctive n-grams carry weight. Folded into the stored
     weights, it costs nothing at serving time: the served features are unchanged.
     """
+    # local: scipy loads only where sparse features are built
     from scipy import sparse
+
+    # local: scikit-learn loads only for training and evaluation
     from sklearn.linear_model import LogisticRegression
 
     idf = bucket_idf(X)
@@ -117,6 +120,7 @@ def out_of_fold_scores(X, y: np.ndarray, groups: Sequence[str], views: list[list
     """Each training text scored, exactly as served (max over views), by a model that
     never saw its group; and each ``extra`` text (its group, its views) by the fold
     model that held out that group (NaN when no fold did)."""
+    # local: scikit-learn loads only for training and evaluation
     from sklearn.model_selection import StratifiedGroupKFold
 
     oof = np.zeros(len(y))
@@ -161,6 +165,7 @@ def rates(scores: Sequence[float], labels: Sequence[int], threshold: float) -> d
 
 def evaluate(score: Callable[[Sequence[str]], list[float]], data: DetectorData, threshold: float) -> dict:
     """Rates on every held-out set, plus the false positives and misses by name."""
+    # local: scikit-learn loads only for training and evaluation
     from sklearn.metrics import roc_auc_score
 
     report: dict = {}
@@ -194,6 +199,7 @@ def evaluate(score: Callable[[Sequence[str]], list[float]], data: DetectorData, 
 def train_detector(out_dir: Path, data: DetectorData | None = None, seed: int = 7, max_fpr: float = 0.01,
                    c_grid: Sequence[float] = C_GRID, progress: Callable[[str], None] = print) -> tuple[DetectorWeights, dict]:
     """Fit, threshold, evaluate and save. Returns the weights and the evaluation report."""
+    # local: scikit-learn loads only for training and evaluation
     from sklearn.metrics import average_precision_score
 
     started = time.perf_counter()
@@ -240,8 +246,8 @@ def train_detector(out_dir: Path, data: DetectorData | None = None, seed: int = 
     report = evaluate(score, data, threshold)
     digest = hashlib.sha256(coef.tobytes()).hexdigest()[:12]
     weights.card = {
-        "version": f"detector-{datetime.now(timezone.utc):%Y%m%d}-{digest}",
-        "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "version": f"detector-{datetime.now(UTC):%Y%m%d}-{digest}",
+        "trained_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "model": "logistic regression (liblinear, L2, class_weight=balanced) on IDF-scaled hashed char/word n-grams "
                  "(IDF folded into the weights) + named signals",
         "C": best_c, "cv_average_precision": cv,

@@ -1,10 +1,10 @@
 """``tollgate rules backtest``: replay history through the current and a proposed rule set.
 
 A rule set is its rules *and* its policy (``policy.yaml``), so each side of the
-comparison makes its own proposal: ``engine.decide.decide`` on the event's model
+comparison makes its own proposal: ``engine.stages.decide.decide`` on the event's model
 outputs with that set's policy (``RuleSet.decision_policy``, built as the worker
 builds it), then that set's rules. Both sides start from the same recorded inputs —
-context, the model's probabilities, the detector's result (``engine.rules.replay``)
+context, the model's probabilities, the detector's result (``engine.offline.rules_tools.replay``)
 — so every difference in the report comes from the rules or the policy. A threshold
 change in ``policy.yaml`` moves the migration matrix like a rule change does.
 
@@ -28,12 +28,12 @@ from typing import Any
 import pandas as pd
 from prometheus_client import CollectorRegistry
 
-from engine.decide import Policy, decide
-from engine.guard import Guard, ProposedVerdict
+from engine.offline.rules_tools.replay import BATCH, ReplayInput, input_source, read_arrivals, read_events
 from engine.records import DECISIONS, SEVERITY, Decision
-from engine.rules.metrics import RuleMetrics
-from engine.rules.replay import BATCH, ReplayInput, input_source, read_arrivals, read_events
+from engine.rules.rule_metrics import RuleMetrics
 from engine.rules.ruleset import RuleSet
+from engine.stages.decide import Policy, decide
+from engine.stages.guard import Guard, ProposedVerdict
 
 __all__ = ["BATCH", "BacktestReport", "SideStats", "format_report", "read_arrivals", "read_events", "run_backtest"]
 
@@ -178,6 +178,7 @@ def _labels(frame: pd.DataFrame) -> list[int] | None:
 
 
 def _progress(total: int, enabled: bool) -> Any:
+    # local: progress bars only on this path
     from tqdm import tqdm
 
     return tqdm(total=total, unit="ev", desc="backtest", file=sys.stderr, disable=not enabled)

@@ -16,7 +16,7 @@ Cases live in ``<rules dir>/tests/*.yaml``::
 
 The proposal the rules start from is made as in the worker: with the model's
 probabilities (``p_pass``, ``p_review``, ``p_reject``, all three) the policy decides —
-``engine.decide.decide`` with this set's ``policy.yaml`` over the settings' policy,
+``engine.stages.decide.decide`` with this set's ``policy.yaml`` over the settings' policy,
 the detector result and ``model.degraded`` included — so a threshold change in
 ``policy.yaml`` changes the outcome of a case as it changes live verdicts.
 ``proposed: pass|review|reject`` overrides the policy (the model's outputs then only
@@ -42,10 +42,13 @@ from prometheus_client import CollectorRegistry
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.records import Decision, TransactionEvent
-from engine.rules.loader import RuleProblem, RuleSetError, TESTS_DIR
-from engine.rules.metrics import RuleMetrics
+from engine.rules.loader import TESTS_DIR, RuleProblem, RuleSetError
+from engine.rules.rule_metrics import RuleMetrics
 from engine.rules.ruleset import RuleSet
 from engine.rules.yamlsafe import YamlFileError, read_yaml
+from engine.stages.decide import ScoreRow, decide
+from engine.stages.detect import DetectorResult
+from engine.stages.guard import Guard, ProposedVerdict
 
 DEFAULT_EVENT: dict[str, Any] = {
     "event_id": "case-event", "event_time_ms": 1_767_268_800_000,  # 2026-01-01 12:00 UTC
@@ -101,7 +104,7 @@ class CaseResult:
 
 
 def neutral_context() -> dict[str, float]:
-    try:
+    try:  # local: guarded by ImportError, so rule cases run without the feature package
         from engine.features.snapshot import EMPTY_VALUES
         from engine.features.spec import CONTEXT_FEATURES
     except ImportError:
@@ -140,8 +143,6 @@ def load_cases(directory: str | Path) -> list[tuple[str, int | None, CaseSpec]]:
 def run_case(ruleset: RuleSet, case: CaseSpec, where: str = "", policy: Any = None) -> CaseResult:
     """Run one case. ``policy``: the decide stage's policy (default: the set's, as the
     worker builds it — ``RuleSet.decision_policy``)."""
-    from engine.guard import Guard
-
     failures: list[str] = []
     try:
         event = TransactionEvent.from_dict({**DEFAULT_EVENT, **case.event}).validate()
@@ -188,14 +189,12 @@ def _proposal(ruleset: RuleSet, case: CaseSpec, policy: Any) -> tuple[dict[str, 
     """(what rules read as model.*/detector.*, the proposal). With probabilities and no
     ``proposed:``, the policy decides as in the worker; ``ValueError`` says why a case's
     model outputs cannot be used."""
-    from engine.decide import ScoreRow, decide
-    from engine.guard import ProposedVerdict
-    from engine.stage_adapters import EventDetection
-
     model = dict(case.model)
     detection = None
     if case.detector:
-        detection = EventDetection(float(case.detector.get("score", 0.0)), bool(case.detector.get("flagged", False)))
+        flagged = bool(case.detector.get("flagged", False))
+        detection = DetectorResult(float(case.detector.get("score", 0.0)), flagged, threshold=float("nan"),
+                                   field="case")
     probs = _probabilities(model)
     if case.proposed is not None or probs is None:
         view = model

@@ -5,8 +5,8 @@ A backtest compares two rule sets, and a rule set carries its own policy
 (``policy.yaml``: thresholds, tie margin, abstain level, detector floor). So what is
 recorded per event is everything *before* the policy — the context features, the
 model's probabilities (``ScoreRow``), the detector's result, degraded mode — and each
-side of the comparison runs ``engine.decide.decide`` with its own policy, then its
-own rules (``engine.rules.backtest``).
+side of the comparison runs ``engine.stages.decide.decide`` with its own policy, then its
+own rules (``engine.offline.rules_tools.backtest``).
 
 Where the model's outputs come from, in order of preference:
 
@@ -34,8 +34,16 @@ from typing import Any
 
 import pandas as pd
 
-from engine.decide import ScoreRow
-from engine.records import Decision, TransactionEvent
+from engine.assemble import build_pipeline
+from engine.features.memory import MemoryFeatureStore
+from engine.features.store import LabelArrival
+from engine.offline.simulate.frames import events_from_frame
+from engine.pipeline import detect_events, rule_contexts
+from engine.records import Decision, OutcomeKind, TransactionEvent
+from engine.rules.rule_metrics import RuleMetrics
+from engine.settings import get_settings
+from engine.stages.decide import ScoreRow
+from engine.stages.guard import Guard
 
 PROB_COLUMNS = ("p_pass", "p_review", "p_reject")
 BATCH = 256
@@ -43,7 +51,7 @@ BATCH = 256
 
 @dataclass(slots=True, frozen=True)
 class FileDetection:
-    """A detector result read from the data file (``engine.decide.DetectorLike``)."""
+    """A detector result read from the data file (``engine.stages.decide.DetectorLike``)."""
 
     score: float
     flagged: bool
@@ -87,9 +95,6 @@ def read_events(path: Path) -> pd.DataFrame:
 
 def read_arrivals(path: Path, frame: pd.DataFrame) -> list[Any]:
     """Label arrivals from the sibling outcomes file, in arrival order (empty if none)."""
-    from engine.features.store import LabelArrival
-    from engine.records import OutcomeKind
-
     source = path.with_name(f"{path.stem}.outcomes{path.suffix}")
     if not source.exists():
         return []
@@ -132,8 +137,6 @@ def input_source(frame: pd.DataFrame, model_dir: Path | None, ruleset: Any) -> I
 
 
 def _batches(frame: pd.DataFrame) -> Iterator[tuple[int, list[TransactionEvent]]]:
-    from engine.simulate_frames import events_from_frame
-
     for start in range(0, len(frame), BATCH):
         yield start, events_from_frame(frame.iloc[start:start + BATCH])
 
@@ -148,8 +151,6 @@ def _feed(store: Any, arrivals: list[Any], cursor: int, until_ms: int) -> int:
 
 
 def _file_batches(frame: pd.DataFrame, has_probs: bool, has_proposed: bool):
-    from engine.features.memory import MemoryFeatureStore
-
     def gen(arrivals: list[Any]) -> Iterator[tuple[int, list[ReplayInput]]]:
         store, cursor = MemoryFeatureStore(), 0
         for start, events in _batches(frame):
@@ -194,14 +195,8 @@ def _or(value: Any, default: Any) -> Any:
 def _pipeline_batches(frame: pd.DataFrame, model_dir: Path, ruleset: Any):
     """enrich → encode → infer → detect through the real pipeline; policy and rules are
     left to each side. The pipeline's guard is never called (``finish`` is not run)."""
+    # local: a metrics registry only on this path
     from prometheus_client import CollectorRegistry
-
-    from engine import stage_adapters as adapt
-    from engine.assemble import build_pipeline
-    from engine.features.memory import MemoryFeatureStore
-    from engine.guard import Guard
-    from engine.rules.metrics import RuleMetrics
-    from engine.settings import get_settings
 
     def gen(arrivals: list[Any]) -> Iterator[tuple[int, list[ReplayInput]]]:
         store, cursor = MemoryFeatureStore(), 0
@@ -211,8 +206,8 @@ def _pipeline_batches(frame: pd.DataFrame, model_dir: Path, ruleset: Any):
             cursor = _feed(store, arrivals, cursor, events[0].event_time_ms)
             scored = pipeline.score(pipeline.prepare(events))
             p, n = scored.prepared, len(events)
-            detections = adapt.detect(p.components.detector, events)
-            contexts = adapt.rule_contexts(p.components.guard, p.snapshots)
+            detections = detect_events(p.components.detector, events)
+            contexts = rule_contexts(p.components.guard, p.snapshots)
             twins: dict[int, ScoreRow] = {}
             for i, row in zip(p.text_rows, scored.rows[n:]):
                 twins.setdefault(i, row)  # an event's first twin is the one without any user text

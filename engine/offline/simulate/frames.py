@@ -53,7 +53,7 @@ def object_frame(columns: dict[str, Any]) -> pd.DataFrame:
     missing) — a costly copy per day that the records have to undo again.
     """
     return pd.DataFrame({name: pd.Series(values, dtype=object)
-                         if isinstance(values, list) or getattr(values, "dtype", None) == object else values
+                         if isinstance(values, list) or str(getattr(values, "dtype", "")) == "object" else values
                          for name, values in columns.items()})
 
 
@@ -76,7 +76,6 @@ def events_from_frame(frame: pd.DataFrame) -> list[TransactionEvent]:
     missing = [c for c in REQUIRED_EVENT_COLUMNS if c not in frame.columns]
     if missing:
         raise KeyError(f"event frame lacks columns {missing}")
-    n = len(frame)
     required = [frame[c].tolist() for c in REQUIRED_EVENT_COLUMNS]
     required[1] = frame["event_time_ms"].astype("int64").tolist()  # Python ints, never np.int64
     required[6] = frame["amount"].astype("float64").tolist()

@@ -19,7 +19,7 @@ merchant, transfer payee) decides the channel; merchant category, country and
 currency per terminal; a device and IP per customer for card-not-present channels
 (a leaked card is mostly used from a new device and often a foreign IP; a cloned
 card at a POS shows up as magstripe); multilingual memos and merchant descriptors,
-a labelled few of which try a prompt injection (``engine.simulate_text``).
+a labelled few of which try a prompt injection (``engine.offline.simulate.text``).
 
 Outcomes: reported fraud becomes a chargeback or a fraud-desk confirmation 1–30
 days later (mean ``outcome_delay_mean_days``); a sample of genuine transactions is
@@ -43,21 +43,21 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 import numpy as np
 import pandas as pd
 
-from engine.records import Outcome, TransactionEvent
-from engine.simulate_frames import (
+from engine.offline.simulate.frames import (
     EVENT_FRAME_DTYPES,
     OUTCOME_COLUMNS,
-    object_frame,
     events_from_frame,
+    object_frame,
     outcomes_from_frame,
 )
-from engine.simulate_text import descriptor_texts, injection_texts, memo_texts
-from engine.simulate_world import World, build_world, mix64
+from engine.offline.simulate.text import descriptor_texts, injection_texts, memo_texts
+from engine.offline.simulate.world import World, build_world, mix64
+from engine.records import Outcome, TransactionEvent
 
 DAY_MS = 86_400_000
 
@@ -110,7 +110,7 @@ class SimConfig:
     @property
     def start_ms(self) -> int:
         return int(datetime(self.start_date.year, self.start_date.month, self.start_date.day,
-                            tzinfo=timezone.utc).timestamp() * 1000)
+                            tzinfo=UTC).timestamp() * 1000)
 
 
 @dataclass(slots=True)

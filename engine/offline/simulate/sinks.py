@@ -23,11 +23,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from engine.codec import JSON_HEADERS, Codec
-from engine.records import Outcome, TransactionEvent
-from engine.settings import Settings
-from engine.simulate import SimDay
-from engine.simulate_frames import (
+from engine.offline.simulate.frames import (
     ATTRIBUTE_PREFIX,
     EVENT_FRAME_DTYPES,
     OPTIONAL_EVENT_COLUMNS,
@@ -37,6 +33,11 @@ from engine.simulate_frames import (
     outcomes_from_frame,
     text_column,
 )
+from engine.offline.simulate.simulator import SimDay
+from engine.records import Outcome, TransactionEvent
+from engine.settings import Settings
+from engine.wire.codec import JSON_HEADERS, Codec
+from engine.wire.topics import outcome_topic
 
 _ARROW = {"object": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "int8": pa.int8()}
 EVENT_PARQUET_SCHEMA = pa.schema([(c, _ARROW[d]) for c, d in EVENT_FRAME_DTYPES.items()])
@@ -148,8 +149,10 @@ class KafkaSink:
 
     def __init__(self, settings: Settings, events_topic: str | None = None, outcomes_topic: str | None = None,
                  codec: Codec | None = None, json_events: bool = False, with_outcomes: bool = True):
+        # local: a Kafka client only on this path (no broker needed elsewhere)
         from confluent_kafka import Producer
 
+        self.settings = settings
         self.codec = codec or Codec(settings)
         self.events_topic = events_topic or settings.topics.events
         self.outcomes_topic = outcomes_topic or settings.topics.outcomes
@@ -186,8 +189,9 @@ class KafkaSink:
                 self._produce(self.events_topic, record.customer_id, value, headers)
                 self.events_sent += 1
             elif self.with_outcomes and isinstance(record, Outcome):
-                self._produce(self.outcomes_topic, record.event_id,
-                              self.codec.outcomes.encode(record, self.outcomes_topic))
+                # Analysts' reviews go to the trusted topic: the gate's held-out set.
+                topic = outcome_topic(self.settings, record.source, self.outcomes_topic)
+                self._produce(topic, record.event_id, self.codec.outcomes.encode(record, topic))
                 self.outcomes_sent += 1
         self._producer.poll(0)
         self._raise_errors()

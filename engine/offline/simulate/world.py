@@ -1,6 +1,6 @@
 """The simulated world: customer and terminal profiles, built once per simulation.
 
-Profiles follow the handbook (see ``engine.simulate``): locations on a 100×100 grid,
+Profiles follow the handbook (see ``engine.offline.simulate.simulator``): locations on a 100×100 grid,
 spending habits, and the set of terminals within reach of each customer, stored as
 CSR arrays (``reach_offset``/``reach_count``/``reach_flat``) so a day's terminal
 draws are one vectorised gather. The rest — country, language, app usage, IP range,

@@ -1,7 +1,7 @@
 """From an event frame to what ``tollgate train`` trains on: encoded events and their labels.
 
 The events are replayed through enrich → encode in event time (the stream's own code,
-``engine.backtest.Replay``), each outcome revealed to the feature store when it arrived.
+``engine.offline.backtest.run.Replay``), each outcome revealed to the feature store when it arrived.
 Two sources of labels:
 
 * **outcomes**: an event's label is its latest outcome. Without rule verdicts an event
@@ -23,18 +23,22 @@ zeros and ``pass``, and shadow rules do not count.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
 from torch import Tensor
 
+from engine.offline.backtest.run import Replay
+from engine.offline.train.sets import LabelledSet
 from engine.records import DECISIONS, Decision, TransactionEvent
-from engine.train import LabelledSet
+from engine.rules.rule_metrics import RuleMetrics
+from engine.stages.encode import EncodedBatch, FieldIsolatedEncoder
+from engine.stages.guard import Guard, ProposedVerdict
 
 VERDICT_INDEX = {d.value: i for i, d in enumerate(DECISIONS)}
 #: Default probability a rule verdict puts on itself (label smoothing for imperfect rules).
@@ -71,10 +75,8 @@ def _verdict_index(verdict: str, where: str) -> int:
 def rule_judge(rules_dir: str | Path) -> RuleJudge:
     """``(events, context snapshots) -> verdicts`` by the YAML rule set in ``rules_dir``
     (raises ``RuleSetError`` if it does not load), as the guard stage decides them."""
+    # local: a metrics registry only on this path
     from prometheus_client import CollectorRegistry
-
-    from engine.guard import Guard, ProposedVerdict
-    from engine.rules.metrics import RuleMetrics
 
     # A private registry: verdicts for training data are not live rule hits.
     guard = Guard.from_dir(rules_dir, metrics=RuleMetrics(CollectorRegistry()))
@@ -120,7 +122,7 @@ def outcome_labels(frame: pd.DataFrame, arrivals: pd.DataFrame, unknown_as_good:
 
 
 def no_arrivals() -> pd.DataFrame:
-    """An empty outcome-arrival frame (``engine.backtest`` layout): a cold start's outcomes."""
+    """An empty outcome-arrival frame (``engine.offline.backtest.run`` layout): a cold start's outcomes."""
     return pd.DataFrame({"event_id": pd.Series(dtype=object), "terminal_id": pd.Series(dtype=object),
                          "event_time_ms": pd.Series(dtype="int64"), "arrival_time_ms": pd.Series(dtype="int64"),
                          "is_bad": pd.Series(dtype=bool)})
@@ -134,9 +136,6 @@ def build_training_set(frame: pd.DataFrame, arrivals: pd.DataFrame, *, judge: Ru
     either ``judge`` (``rule_judge(DIR)``: a rule set that decides every event during
     the replay, on its context at that moment) or ``rule_verdicts`` (event_id → verdict;
     events it lacks get none)."""
-    from engine.backtest import Replay
-    from engine.encode import EncodedBatch, FieldIsolatedEncoder
-
     if judge is not None and rule_verdicts is not None:
         raise ValueError("give a rule set or recorded rule verdicts, not both")
     use_rules = judge is not None or rule_verdicts is not None

@@ -1,4 +1,4 @@
-"""Held-out evaluation for ``engine.train``: per-epoch scores, temperature scaling, report.
+"""Held-out evaluation for ``engine.offline.train.fit``: per-epoch scores, temperature scaling, report.
 
 Two kinds of held-out truth, either or both present:
 
@@ -21,17 +21,22 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
-from engine.infer import Inference
-from engine.metrics_quality import (
-    auc_roc, average_precision, expected_calibration_error, plot_confusion, plot_pr_curve, plot_reliability,
-)
 from engine.model.calibration import fit_temperature, nll
 from engine.model.card import ModelCard, Temperatures
 from engine.model.decision import DecisionModel
 from engine.model.inputs import ModelInputs, take_rows
 from engine.model.losses import verdict_targets
+from engine.offline.quality import (
+    auc_roc,
+    average_precision,
+    expected_calibration_error,
+    plot_confusion,
+    plot_pr_curve,
+    plot_reliability,
+)
+from engine.offline.train.sets import LabelledSet, TrainConfig, rule_rows
 from engine.records import DECISIONS
-from engine.train import LabelledSet, TrainConfig, rule_rows
+from engine.stages.infer import Inference
 
 VERDICT_NAMES = [d.value for d in DECISIONS]
 
@@ -62,7 +67,7 @@ def rule_agreement(predicted: Tensor | np.ndarray, rule: Tensor | np.ndarray) ->
 
 
 def val_scores(model: DecisionModel, val: LabelledSet) -> dict[str, float]:
-    """The per-epoch held-out scores (``engine.train`` picks the best epoch from them)."""
+    """The per-epoch held-out scores (``engine.offline.train.fit`` picks the best epoch from them)."""
     logits = predict_logits(model, val.inputs)
     out: dict[str, float] = {}
     known = ~torch.isnan(val.is_bad)

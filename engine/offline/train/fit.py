@@ -6,7 +6,7 @@ One forward pass feeds every head, so one loss sums them:
    re-weighted by inverse square-root frequency, plus a KL regulariser that keeps the
    batch's mean verdict distribution near the targets' (no collapse onto ``pass``);
    rule-engine verdicts, when given as soft labels (``soft_verdict``, built by
-   ``engine.train_data``), are a second focal target: the only one for a cold start
+   ``engine.offline.train.data``), are a second focal target: the only one for a cold start
    with no outcomes yet, where they also pick the epoch and fit the verdict temperature;
 2. **risk**: binary cross-entropy on the bad-outcome label, only where the outcome is
    known (NaN = unknown: masked, never presumed good). With ``negative_keep`` < 1 each
@@ -23,96 +23,24 @@ is held out: it picks the best epoch and fits the temperatures.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
-from engine.encode import TEXT_FIELDS
 from engine.model.card import ModelCard, Temperatures
 from engine.model.config import ModelConfig
 from engine.model.decision import DecisionModel
-from engine.model.inputs import ModelInputs, take_rows
-from engine.model.losses import (
-    VerdictCosts, class_weights, collapse_penalty, focal_loss, verdict_targets,
-)
-
-
-@dataclass(slots=True)
-class LabelledSet:
-    """Encoded events with what training needs beside the tensors."""
-
-    inputs: ModelInputs
-    is_bad: Tensor  # [N] float: 1 bad, 0 good, NaN = outcome not (yet) known
-    amount: Tensor  # [N] float, for the cost-derived verdict targets
-    event_time_ms: Tensor  # [N] int64
-    #: [N, 3] rule-engine verdicts as soft labels (cold start); a NaN row = no rule verdict.
-    soft_verdict: Tensor | None = None
-    extra_targets: dict[str, Tensor] = field(default_factory=dict)
-
-    def __len__(self) -> int:
-        return int(self.is_bad.shape[0])
-
-    def rows(self, idx: Tensor) -> "LabelledSet":
-        return LabelledSet(take_rows(self.inputs, idx), self.is_bad[idx], self.amount[idx],
-                           self.event_time_ms[idx],
-                           None if self.soft_verdict is None else self.soft_verdict[idx],
-                           {k: v[idx] for k, v in self.extra_targets.items()})
-
-    def split_by_time(self, val_fraction: float) -> tuple["LabelledSet", "LabelledSet"]:
-        """Earlier events train, the latest ``val_fraction`` validate (no look-ahead)."""
-        order = torch.argsort(self.event_time_ms, stable=True)
-        n_val = int(round(len(self) * val_fraction))
-        return self.rows(order[: len(self) - n_val]), self.rows(order[len(self) - n_val:])
-
-
-class TrainConfig(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    seed: int = 0
-    #: 14: the configuration the published handbook figures were measured with
-    #: (docs/decision-model.md); quick runs (tests, quickstart) pass fewer.
-    epochs: int = Field(default=14, ge=1)
-    batch_size: int = Field(default=128, ge=1)
-    lr: float = Field(default=3e-3, gt=0)
-    weight_decay: float = Field(default=1e-4, ge=0)
-    focal_gamma: float = Field(default=2.0, ge=0)
-    risk_weight: float = Field(default=1.0, ge=0)
-    verdict_weight: float = Field(default=0.5, ge=0)
-    collapse_weight: float = Field(default=0.1, ge=0)
-    soft_label_weight: float = Field(default=0.5, ge=0)
-    exit_weight: float = Field(default=0.5, ge=0)
-    #: Weight of the model's own risk estimate in the belief behind verdict targets
-    #: (ramped up from 0 over the first epoch, while that estimate is still noise).
-    belief_mix: float = Field(default=0.5, ge=0, le=1)
-    costs: VerdictCosts = Field(default_factory=VerdictCosts)
-    #: Re-sampling: each epoch keeps every bad (and unlabelled) event and this share of
-    #: the good ones, drawn afresh, so epochs are short but all data is seen. The risk
-    #: loss adds log(1/keep) to the logit (logit adjustment), so the head still learns
-    #: the natural-prior probability and only needs a temperature.
-    negative_keep: float = Field(default=1.0, gt=0, le=1)
-    val_fraction: float = Field(default=0.15, ge=0, lt=1)
-    #: Per training row and user-text field, the chance that the field is blanked, as if
-    #: the event had come without it; the row keeps its labels. Without it the model saw
-    #: no event without a descriptor and learned that text means safety: any polite memo
-    #: lowered the risk score (issue 22). Chosen on validation data, measured with
-    #: ``python ops/bench/user_text_train.py`` (docs/field-isolation.md). 0: off.
-    text_dropout: float = Field(default=0.5, ge=0, le=1)
-    #: Token positions of each user-text field in ``text_ids``, in order: what
-    #: ``text_dropout`` blanks as one field. None: the encoder's ``TEXT_FIELDS`` when they
-    #: cover the inputs' text segment, else the whole segment as one field.
-    text_field_lengths: tuple[int, ...] | None = None
-    #: 1 by default: on a shared, oversubscribed CPU two OpenMP threads spin and run many
-    #: times slower (docs/performance.md, "Quickstart"); raise it on a dedicated machine.
-    threads: int = Field(default=1, ge=1)
-    early_exit_threshold: float | None = 0.98
-    progress: bool = True
+from engine.model.losses import class_weights, collapse_penalty, focal_loss, verdict_targets
+from engine.model.moe import moe_layers
+from engine.offline.train.evaluate import calibrate, val_scores, write_report
+from engine.offline.train.sets import LabelledSet, TrainConfig, rule_rows
+from engine.stages.encode import TEXT_FIELDS
 
 
 @dataclass(slots=True)
@@ -139,13 +67,6 @@ class TargetStats:
     prior: Tensor
     rule_alpha: Tensor  # rule verdicts (soft labels)
     rule_prior: Tensor
-
-
-def rule_rows(data: LabelledSet) -> Tensor | None:
-    """[N] bool: rows that carry a rule verdict (None: no soft labels at all)."""
-    if data.soft_verdict is None:
-        return None
-    return ~torch.isnan(data.soft_verdict).any(-1)
 
 
 def _losses(model: DecisionModel, out: dict[str, Tensor], batch: LabelledSet, cfg: TrainConfig,
@@ -193,6 +114,24 @@ def _losses(model: DecisionModel, out: dict[str, Tensor], batch: LabelledSet, cf
         parts[spec.name] = extra.detach()
         total = total + spec.loss_weight * extra
     return total, {k: float(v) for k, v in parts.items()}
+
+
+def _log_expert_load(record: dict[str, float], loads: list[Tensor], aux_weight: float,
+                     cfg: TrainConfig) -> float:
+    """Add each layer's per-expert token share this epoch and their variance to
+    ``record``; return the load-balance weight for the next epoch (doubled, at most 1.0,
+    when the variance crossed ``cfg.moe_load_variance_limit``)."""
+    variances = []
+    for i, load in enumerate(loads):
+        share = load / load.sum().clamp_min(1e-12)
+        variances.append(float(share.var(unbiased=False)))
+        for e, value in enumerate(share.tolist()):
+            record[f"moe_load_l{i + 1}_e{e}"] = value
+    record["moe_load_variance"] = sum(variances) / len(variances)
+    record["moe_aux_weight"] = aux_weight
+    if record["moe_load_variance"] > cfg.moe_load_variance_limit:
+        return min(1.0, aux_weight * 2)
+    return aux_weight
 
 
 def _weights_and_prior(counts: Tensor) -> tuple[Tensor, Tensor]:
@@ -280,8 +219,6 @@ def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig =
                 version: str = "trained", report_dir: str | Path | None = None,
                 validation: LabelledSet | None = None) -> TrainResult:
     """Train, pick the best epoch on held-out events, fit temperatures, write the report."""
-    from engine.train_eval import calibrate, val_scores, write_report
-
     gen = _seed_everything(cfg.seed, cfg.threads)
     if validation is None and cfg.val_fraction > 0:
         data, validation = data.split_by_time(cfg.val_fraction)
@@ -298,6 +235,8 @@ def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig =
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=cfg.epochs * steps_per_epoch,
                                                 pct_start=0.1)
     stats = _target_stats(data, cfg)
+    routed = moe_layers(model)
+    aux_weight = cfg.moe_aux_weight
     history: list[dict[str, float]] = []
     best: tuple[float, dict[str, Tensor]] | None = None
     bar = tqdm(total=cfg.epochs * steps_per_epoch, desc=f"train {version}", disable=not cfg.progress,
@@ -307,6 +246,7 @@ def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig =
         keep = ~negatives | (torch.rand(len(data), generator=gen) < cfg.negative_keep)
         order = keep.nonzero().squeeze(1)[torch.randperm(int(keep.sum()), generator=gen)]
         running = 0.0
+        loads = [torch.zeros_like(layer.expert_load) for layer in routed]
         for step in range(steps_per_epoch):
             idx = order[step * cfg.batch_size:(step + 1) * cfg.batch_size]
             if idx.numel() == 0:
@@ -316,13 +256,20 @@ def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig =
                 batch = drop_text_fields(batch, cfg, gen)
             mix = cfg.belief_mix * min(1.0, (epoch * steps_per_epoch + step) / steps_per_epoch)
             loss, _ = _losses(model, model(batch.inputs), batch, cfg, mix, stats)
+            if routed:
+                loss = loss + aux_weight * sum(layer.pop_aux_loss() for layer in routed)
+                for load, layer in zip(loads, routed):
+                    load += layer.expert_load
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step(); sched.step()
+            opt.step()
+            sched.step()
             running += float(loss.detach())
             bar.update(1)
         record = {"epoch": epoch + 1, "train_loss": running / steps_per_epoch}
+        if routed:
+            aux_weight = _log_expert_load(record, loads, aux_weight, cfg)
         if validation is not None and len(validation):
             record.update(val_scores(model, validation))
             score = _selection_score(record)

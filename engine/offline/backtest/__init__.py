@@ -1,0 +1,1 @@
+"""The handbook-protocol backtest: replayed windows, their cache, the model families compared."""

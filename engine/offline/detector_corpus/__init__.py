@@ -1,0 +1,1 @@
+"""The detector's training data: generated corpus and tasks, splits, and training."""

@@ -1,0 +1,1 @@
+"""Rule tooling: rule test cases, rule backtests and replays over history."""

@@ -1,0 +1,1 @@
+"""A seeded card-payment simulator: world, text, frames and sinks."""

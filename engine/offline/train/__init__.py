@@ -1,0 +1,1 @@
+"""Training the decision model: fit, training sets, evaluation and calibration."""

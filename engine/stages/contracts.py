@@ -1,0 +1,59 @@
+"""The typed contracts between ``DecisionPipeline`` and the stages it calls.
+
+One ``Protocol`` per pluggable stage, between typed records: the real implementations
+(``FieldIsolatedEncoder``, ``Inference`` / ``ProcessInference``, ``InjectionDetector``,
+``Guard``) satisfy them, and so must any test double. The feature store's contract is
+``engine.features.store.FeatureStore``; the policy (``engine.stages.decide.decide``) is
+a plain function.
+
+The record types are imported for the checker only: the pipeline must stay importable
+without loading torch, the rules engine or the detector's weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from engine.records import TransactionEvent
+
+if TYPE_CHECKING:
+    from engine.features.snapshot import ContextSnapshot
+    from engine.stages.decide import PolicyDecision
+    from engine.stages.detect import DetectorResult
+    from engine.stages.encode import EncodedBatch
+    from engine.stages.guard import GuardedDecision
+    from engine.stages.infer import ModelOutputs
+
+__all__ = ["Detector", "Encoder", "RuleGuard", "Scorer"]
+
+
+class Encoder(Protocol):
+    """encode: events and their context → one tensor batch (user text in its own segment)."""
+
+    def encode(self, events: Sequence[TransactionEvent], snapshots: Sequence[ContextSnapshot]) -> EncodedBatch: ...
+
+
+class Scorer(Protocol):
+    """infer: one forward pass over a batch → calibrated outputs. Pure: never changes state."""
+
+    def __call__(self, batch: EncodedBatch) -> ModelOutputs: ...
+
+
+class Detector(Protocol):
+    """detect: one result per event over its untrusted text fields (``field`` is None
+    when the event carries no text)."""
+
+    def screen_events(self, events: Sequence[TransactionEvent]) -> list[DetectorResult]: ...
+
+
+class RuleGuard(Protocol):
+    """guard: the hard rules, applied after the policy; they always win. One rule-set
+    version decides a whole batch."""
+
+    @property
+    def version(self) -> str: ...
+
+    def apply_batch(self, events: Sequence[TransactionEvent], contexts: Sequence[Mapping[str, float]],
+                    model_views: Sequence[Mapping[str, Any]],
+                    proposed: Sequence[PolicyDecision]) -> list[GuardedDecision]: ...

@@ -1,0 +1,1 @@
+"""Untrusted text: cleaning (textproc) and the byte-level BPE tokenizer."""

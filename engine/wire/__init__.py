@@ -1,0 +1,1 @@
+"""What travels on Kafka: Avro/JSON codecs, the schema catalog, topic administration."""

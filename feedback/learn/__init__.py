@@ -1,0 +1,1 @@
+"""Learning from outcomes: dataset, preference loss, fine-tune, gate, scheduler, export."""

@@ -1,0 +1,61 @@
+"""Derived card means and amount-to-mean ratios: computed from the encoded fields inside
+the model, so a model that reads them is served by the same inputs as any other."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from pydantic import ValidationError
+
+from engine.model import InputSpec, ModelConfig, fresh_model, load_model_dir, random_inputs, save_model_dir
+from engine.model.derived import DERIVED_NAMES, DerivedNumeric
+from engine.stages.encode import FeatureSchema
+from engine.stages.infer import Inference
+
+torch.set_num_threads(1)
+SPEC = InputSpec.from_schema(FeatureSchema.default())
+
+
+def encoded_row(amount: float, windows: dict[str, tuple[float, float]]) -> torch.Tensor:
+    """One row of encoded numeric fields (log1p scale, as the encoder writes them)."""
+    row = torch.zeros(1, SPEC.n_numeric)
+    names = SPEC.numeric_names
+    row[0, names.index("amount_log")] = torch.log1p(torch.tensor(amount))
+    for w, (count, total) in windows.items():
+        row[0, names.index(f"velocity_{w}_count")] = torch.log1p(torch.tensor(count))
+        row[0, names.index(f"velocity_{w}_amount")] = torch.log1p(torch.tensor(total))
+    return row
+
+
+def test_means_and_ratios_follow_the_windows():
+    derive = DerivedNumeric(SPEC.numeric_names)
+    out = derive(encoded_row(500.0, {"1h": (0, 0), "1d": (1, 100.0), "7d": (5, 250.0)}))
+    got = dict(zip(DERIVED_NAMES, out[0, SPEC.n_numeric:].tolist()))
+    assert got["card_mean_amount_1h_log"] == 0.0 and got["amount_to_mean_1h_log"] == 0.0  # empty window
+    assert got["card_mean_amount_1d_log"] == pytest.approx(torch.log1p(torch.tensor(100.0)).item(), abs=1e-4)
+    assert got["amount_to_mean_1d_log"] == pytest.approx(torch.log(torch.tensor(5.0)).item(), abs=1e-4)
+    assert got["amount_to_mean_7d_log"] == pytest.approx(torch.log(torch.tensor(10.0)).item(), abs=1e-4)
+    assert torch.equal(out[:, :SPEC.n_numeric], encoded_row(500.0, {"1h": (0, 0), "1d": (1, 100.0),
+                                                                      "7d": (5, 250.0)}))
+
+
+def test_a_model_reading_them_round_trips_and_serves_fp32_and_int8(tmp_path):
+    model, card = fresh_model(SPEC, version="d1", d_model=16, n_heads=2, derived_numeric=True)
+    batch = random_inputs(SPEC, 6, seed=4)
+    model.fit_input_statistics(batch, torch.tensor([0.0, 1.0, 0.0, 0.0, 1.0, 0.0]))
+    save_model_dir(model, card, tmp_path / "d1")
+    loaded = load_model_dir(tmp_path / "d1", expected_schema_hash=SPEC.schema_hash)
+    a, b = Inference(model, card)(batch), Inference.from_loaded(loaded)(batch)
+    assert torch.allclose(a.risk, b.risk) and torch.isfinite(Inference(model, card, int8=True)(batch).risk).all()
+    # the derived fields really enter: the wide path is sized for them
+    plain, _ = fresh_model(SPEC, version="p", d_model=16, n_heads=2)
+    assert model.wide[0].in_features - plain.wide[0].in_features == len(DERIVED_NAMES) * 16
+
+
+def test_missing_fields_are_refused():
+    spec = InputSpec(n_numeric=2, n_categorical=1, categorical_buckets=8, history_len=1, history_numeric=1,
+                     history_categorical=1, text_len=1, text_vocab=4, schema_hash="x", numeric_names=("a", "b"))
+    with pytest.raises(ValueError, match="velocity_1h_count"):
+        fresh_model(spec, derived_numeric=True)
+    with pytest.raises(ValidationError, match="derived_numeric"):
+        ModelConfig(inputs=spec, backbone="hf", hf_path="/nowhere", derived_numeric=True)
