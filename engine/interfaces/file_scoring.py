@@ -1,8 +1,8 @@
 """Batch scoring: ``tollgate score INPUT.{csv,parquet,jsonl} -o OUTPUT.{csv,parquet,jsonl}``.
 
-The file is read and written in chunks (pyarrow's streaming CSV reader, Parquet
-``iter_batches``, line-by-line JSONL; a Parquet/CSV/JSONL writer that appends per
-chunk), so memory stays flat on a file of any length; a progress bar shows rows and
+The file is read and written in chunks (``engine.interfaces.file_rows`` reads CSV and
+JSONL line by line and Parquet by ``iter_batches``; a Parquet/CSV/JSONL writer appends
+per chunk), so memory stays flat on a file of any length; a progress bar shows rows and
 rate. Each chunk goes through ``DecisionPipeline.decide_batch`` — the stream's path.
 
 Context, and why the verdicts equal the stream's: by default a private
@@ -49,8 +49,6 @@ from engine.records import EventValidationError, TransactionEvent, Verdict, even
 
 #: Columns ``attr_<name>`` are folded into ``attributes`` (how tables flatten the map).
 ATTRIBUTE_PREFIX = "attr_"
-_STRING_FIELDS = ("event_id", "customer_id", "account_id", "terminal_id", "merchant_category", "currency",
-                  "channel", "country", "device_id", "ip", "memo", "merchant_descriptor")
 _OPTIONAL_TEXT = frozenset({"device_id", "ip", "memo", "merchant_descriptor"})
 #: Flat output columns for CSV and Parquet (JSONL gets the full verdict record).
 OUTPUT_COLUMNS = ("event_id", "customer_id", "verdict", "confidence", "p_pass", "p_review", "p_reject",
@@ -60,52 +58,18 @@ OUTPUT_COLUMNS = ("event_id", "customer_id", "verdict", "confidence", "p_pass", 
 
 # -- reading ------------------------------------------------------------------------------
 
-def read_chunks(path: Path, chunk_rows: int) -> Iterator[list[dict[str, Any]]]:
-    """Rows as dicts, ``chunk_rows`` at a time, never the whole file in memory."""
+def read_events(path: Path, chunk_rows: int) -> Iterator[list[TransactionEvent]]:
+    """Events of a file that must be valid (benchmarks, tests), ``chunk_rows`` at a time,
+    read as ``tollgate score`` reads them; the first bad row raises, naming where it is."""
     fmt = file_format(path)
-    if fmt == "parquet":
-        # local: pyarrow loads only for table files
-        import pyarrow.parquet as pq
-
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=chunk_rows):
-            yield batch.to_pylist()
-    elif fmt == "csv":
-        # local: pyarrow loads only for table files
-        import pyarrow as pa
-
-        # local: pyarrow loads only for table files
-        import pyarrow.csv as pacsv
-
-        types = {name: pa.string() for name in _STRING_FIELDS + ("attributes",)}
-        types.update({"event_time_ms": pa.int64(), "amount": pa.float64()})
-        reader = pacsv.open_csv(path, read_options=pacsv.ReadOptions(block_size=1 << 20),
-                                convert_options=pacsv.ConvertOptions(column_types=types, strings_can_be_null=True))
-        pending: list[dict[str, Any]] = []
-        for batch in reader:
-            pending.extend(batch.to_pylist())
-            while len(pending) >= chunk_rows:
-                yield pending[:chunk_rows]
-                pending = pending[chunk_rows:]
-        if pending:
-            yield pending
-    else:
-        chunk: list[dict[str, Any]] = []
-        with path.open("rb") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    row = {"__error__": f"line {lineno}: not JSON ({exc.msg} at column {exc.colno})"}
-                if not isinstance(row, dict):
-                    row = {"__error__": f"line {lineno}: a JSON object per line is expected"}
-                chunk.append(row)
-                if len(chunk) >= chunk_rows:
-                    yield chunk
-                    chunk = []
-        if chunk:
-            yield chunk
+    for chunk in read_rows(path, fmt, chunk_rows):
+        events = []
+        for row in chunk:
+            try:
+                events.append(_row_event(row, fmt != "jsonl"))
+            except (EventValidationError, TypeError, ValueError) as exc:
+                raise ValueError(f"{path}: {row.where}: {exc}") from exc
+        yield events
 
 
 def count_rows(path: Path) -> int | None:

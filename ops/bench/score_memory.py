@@ -111,7 +111,7 @@ def replay_child(src: Path, out: Path, forget: bool, first_ms: int, checkpoints:
 
     from engine.features.memory import MemoryFeatureStore
     from engine.features.spec import CONTEXT_FEATURES, DAY_MS, IDLE_STATE_TTL_MS
-    from engine.interfaces.file_scoring import read_chunks, row_to_event
+    from engine.interfaces.file_scoring import read_events
     from engine.stages.encode import FieldIsolatedEncoder
 
     # The store `tollgate score` builds (engine/interfaces/commands/serve.py), or one that never forgets.
@@ -122,8 +122,7 @@ def replay_child(src: Path, out: Path, forget: bool, first_ms: int, checkpoints:
     writer = pq.ParquetWriter(out, schema)
     every = max(1, total // checkpoints)
     rows, next_mark, peak, t0 = 0, every, 0.0, time.perf_counter()
-    for chunk in read_chunks(src, 4096):
-        events = [row_to_event(r) for r in chunk]
+    for events in read_events(src, 4096):
         columns: dict[str, list] = {"event_id": [e.event_id for e in events]}
         values = []
         for start in range(0, len(events), 512):

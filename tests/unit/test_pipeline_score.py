@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine.interfaces.file_rows import file_format
-from engine.interfaces.file_scoring import read_chunks, row_to_event, score_file
+from engine.interfaces.file_scoring import read_events, row_to_event, score_file
 from engine.records import EventValidationError, TransactionEvent, Verdict
 from tests.unit.test_pipeline import ev, make
 
@@ -88,14 +88,13 @@ def test_simulator_files_round_trip_with_their_attributes(tmp_path):
     assert any(e.attributes for e in evs)
     src = tmp_path / "sim.csv"
     frame_from_events(evs).to_csv(src, index=False)
-    rows = [r for chunk in read_chunks(src, 8) for r in chunk]
-    assert [row_to_event(r) for r in rows] == evs
+    assert [e for chunk in read_events(src, 8) for e in chunk] == evs
 
 
 def test_chunks_are_bounded(tmp_path):
     src = tmp_path / "in.parquet"
     write(src, events(25), "parquet")
-    sizes = [len(c) for c in read_chunks(src, 10)]
+    sizes = [len(c) for c in read_events(src, 10)]
     assert sizes == [10, 10, 5]
 
 
