@@ -38,12 +38,12 @@ from celpy.celparser import CELParseError, CELParser
 from celpy.celtypes import IntType, UintType
 from celpy.evaluation import celstr
 
+from engine.rules.celtree import dotted_names, unwrap
+
 #: Python ints beyond this lose precision as float64 (and NumPy's int64 ends soon after):
 #: such a column is evaluated row by row.
 _EXACT_INT = 2 ** 53
 
-_PASS_THROUGH = frozenset({"expr", "conditionalor", "conditionaland", "relation", "addition",
-                           "multiplication", "unary", "member", "primary"})
 _ORDER = {"relation_lt": operator.lt, "relation_le": operator.le, "relation_gt": operator.gt,
           "relation_ge": operator.ge}
 
@@ -162,7 +162,7 @@ class _Compiler:
         self.lists = lists
 
     def node(self, tree: Any) -> Node:
-        tree = _unwrap(tree)
+        tree = unwrap(tree)
         if isinstance(tree, lark.Token):
             raise Unsupported(tree.value)
         kind, kids = tree.data, tree.children
@@ -211,9 +211,9 @@ class _Compiler:
         return order
 
     def member(self, left: Node, right_tree: Any) -> Node:
-        right = _unwrap(right_tree)
+        right = unwrap(right_tree)
         if right.data == "list_lit":
-            items = [_unwrap(k) for k in right.children[0].children] if right.children and right.children[0] else []
+            items = [unwrap(k) for k in right.children[0].children] if right.children and right.children[0] else []
             if not all(k.data == "literal" for k in items):
                 raise Unsupported("a list of non-literals")
             values = [_literal(k.children[0]) for k in items]
@@ -222,7 +222,7 @@ class _Compiler:
                 raise Unsupported("only lists of strings")
             allowed = frozenset(values)
             return lambda t: self._isin(left(t), allowed)
-        parts = _dotted(right)
+        parts = dotted_names(right)
         if parts is not None and len(parts) == 2 and parts[0] == "lists" and parts[1] in self.lists:
             holder = self.lists[parts[1]]
             return lambda t: self._isin(left(t), holder.values)  # read now: a refreshed list is seen at once
@@ -239,7 +239,7 @@ class _Compiler:
         return item in allowed
 
     def path(self, tree: Any) -> Node:
-        parts = _dotted(tree)
+        parts = dotted_names(tree)
         if parts is None or len(parts) != 2 or parts[0] not in ("event", "ctx", "model", "detector"):
             raise Unsupported("only root.field names")
         root, field = parts
@@ -259,25 +259,3 @@ def _literal(token: lark.Token) -> Any:
     if kind == "BOOL_LIT":
         return text == "true"
     raise Unsupported(kind)
-
-
-def _dotted(tree: Any) -> list[str] | None:
-    parts: list[str] = []
-    while True:
-        tree = _unwrap(tree)
-        if not isinstance(tree, lark.Tree):
-            return None
-        if tree.data == "member_dot":
-            parts.append(str(tree.children[1]))
-            tree = tree.children[0]
-        elif tree.data == "ident":
-            parts.append(str(tree.children[0]))
-            return parts[::-1]
-        else:
-            return None
-
-
-def _unwrap(tree: Any) -> Any:
-    while isinstance(tree, lark.Tree) and tree.data in _PASS_THROUGH and len(tree.children) == 1:
-        tree = tree.children[0]
-    return tree

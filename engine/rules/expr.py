@@ -57,6 +57,7 @@ from engine.rules.celops import (
     size,
     str_method,
 )
+from engine.rules.celtree import dotted_names, unwrap
 from engine.rules.columns import compile_columns
 from engine.rules.typecheck import TypeMismatch, check_types
 
@@ -317,22 +318,8 @@ class _Compiler:
                                   token.line, token.column)
         return lambda env: value
 
-    def dotted(self, tree: Any) -> list[str] | None:
-        """``a.b.c`` as ["a", "b", "c"], or None when the chain is not a plain name path."""
-        parts: list[str] = []
-        while True:
-            tree = _unwrap(tree)
-            if tree.data == "member_dot":
-                parts.append(str(tree.children[1]))
-                tree = tree.children[0]
-            elif tree.data == "ident":
-                parts.append(str(tree.children[0]))
-                return parts[::-1]
-            else:
-                return None
-
     def path(self, tree: Any) -> Fn:
-        parts = self.dotted(tree)
+        parts = dotted_names(tree)
         if parts is None:  # a field of a computed value: (x).f — resolve at run time
             target, name = self.node(tree.children[0]), str(tree.children[1])
             self.check_name(tree, name)
@@ -393,8 +380,8 @@ class _Compiler:
         self.check_name(tree, name)
         arg_trees = self.args(tree)
         if name == "has":
-            inner = _unwrap(arg_trees[0]) if len(arg_trees) == 1 else None
-            parts = self.dotted(inner) if inner is not None else None
+            inner = unwrap(arg_trees[0]) if len(arg_trees) == 1 else None
+            parts = dotted_names(inner) if inner is not None else None
             if inner is None or parts is None or len(parts) < 3:
                 raise self.error(tree, "has() takes one field of a map, e.g. has(event.attributes.promo)")
             container, key = self.node(inner.children[0]), str(inner.children[1])
@@ -430,14 +417,3 @@ class _Compiler:
             arg, method = self.node(arg_trees[0]), str_method(name)
             return lambda env: method(target(env), arg(env))
         raise self.error(tree, f"unknown method .{name}() (allowed: size, {', '.join(STRING_METHODS)})")
-
-
-_PASS_THROUGH = frozenset({"expr", "conditionalor", "conditionaland", "relation", "addition",
-                           "multiplication", "unary", "member", "primary"})
-
-
-def _unwrap(tree: Any) -> Any:
-    """Skip the grammar's single-child pass-through levels."""
-    while isinstance(tree, lark.Tree) and tree.data in _PASS_THROUGH and len(tree.children) == 1:
-        tree = tree.children[0]
-    return tree
