@@ -74,6 +74,8 @@ class RuleWatcher:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._poll_lock = threading.Lock()
+        #: Notified after every background poll (``wait_until``).
+        self._polled = threading.Condition()
         # The first load has no last good set to fall back on: a bad set fails loudly here.
         self._fingerprint = self._scan()
         self._refused: Fingerprint | None = None
@@ -189,6 +191,13 @@ class RuleWatcher:
             self._thread.join(timeout)
             self._thread = None
 
+    def wait_until(self, done: Callable[[], bool], timeout: float) -> bool:
+        """Block until ``done()`` is true, checked now and after each background poll, or
+        ``timeout`` seconds pass; return ``done()``. For a tool (or a test) that edits the
+        files and must know the watcher has acted on them, without sleeping in a loop."""
+        with self._polled:
+            return self._polled.wait_for(done, timeout)
+
     def __enter__(self) -> RuleWatcher:
         return self.start()
 
@@ -201,3 +210,5 @@ class RuleWatcher:
                 self.poll_once()
             except Exception:  # noqa: BLE001 - keep watching whatever happens
                 log.exception("rules: watcher poll failed")
+            with self._polled:
+                self._polled.notify_all()

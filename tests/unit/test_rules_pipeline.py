@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -110,11 +109,9 @@ def test_an_edit_reaches_the_running_pipeline_within_seconds(setup) -> None:
     for p in (path, policy):
         st = p.stat()
         os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
-    deadline = time.monotonic() + 60.0
     # two files: a poll may catch the first alone; the policy file was written last
-    while pipeline.policy.reject_threshold != 0.03 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert pipeline.policy.reject_threshold == 0.03, "the edit did not reach the pipeline within 60 s"
+    assert watcher.wait_until(lambda: pipeline.policy.reject_threshold == 0.03, timeout=60.0), \
+        "the edit did not reach the pipeline within 60 s"
     assert pipeline.rules_version != v1
     verdict = pipeline.decide_batch([_event(2, 3_000.0)])[0]
     # large-amount no longer fires; the new policy threshold rejects on p(reject)=0.04
@@ -127,9 +124,7 @@ def test_a_broken_edit_leaves_the_pipeline_alone(setup) -> None:
     v1 = pipeline.rules_version
     path = rules / "card_payments.yaml"
     path.write_text(path.read_text().replace("when: event.amount >= 2500", "when: event.amount >= "))
-    deadline = time.monotonic() + 60.0
-    while watcher.last_error is None and time.monotonic() < deadline:  # the background thread polls
-        time.sleep(0.05)
+    watcher.wait_until(lambda: watcher.last_error is not None, timeout=60.0)  # the background thread polls
     assert "card_payments.yaml:17: rule 'large-amount': `when` does not compile" in (watcher.last_error or "")
     assert pipeline.rules_version == v1
     assert pipeline.decide_batch([_event(1, 3_000.0)])[0].verdict is Decision.REVIEW
