@@ -26,6 +26,7 @@ import os
 from pathlib import Path
 
 HANDBOOK_FILE = "transactions_2018-04-01_to_2018-08-07.parquet"
+INJECTION_TRAIN = "injection/injection_train.csv"
 ENV_DIR = "TOLLGATE_SHARED_DATA"
 ENV_REQUIRE = "TOLLGATE_REQUIRE_SHARED_DATA"
 # engine/offline/shared_data.py -> the repository root, without resolving links (see candidates()).
@@ -56,6 +57,19 @@ def shared_file(relative: str) -> Path | None:
         raise SharedDataMissing(f"{relative} not found under any of {[str(c) for c in candidates()]} "
                                 f"and {ENV_REQUIRE} is set")
     return None
+
+
+def injection_train_file() -> Path | None:
+    """The injection data's training split (``../shared/data/injection/``), or None when absent."""
+    return shared_file(INJECTION_TRAIN)
+
+
+def require(path: Path | None, what: str) -> Path:
+    """``path``, or a FileNotFoundError that says where ``what`` was looked for."""
+    if path is None:
+        raise FileNotFoundError(f"{what} not found under any of {[str(c) for c in candidates()]}; "
+                                f"set {ENV_DIR} or pass the file")
+    return path
 
 
 def handbook_file() -> Path | None:

@@ -40,7 +40,6 @@ PAD_ID, UNK_ID = 0, 1
 SPECIALS = ("[PAD]", "[UNK]")
 #: Strings that must never be a vocabulary entry (checked when loading).
 FORBIDDEN_TOKENS = ("[CLS]", "[SEP]", "[MASK]", "<s>", "</s>", "<|endoftext|>", "<pad>", "<unk>")
-INJECTION_CSV = Path("/work/shared/data/injection/injection_train.csv")
 
 
 class TextTokenizer:
@@ -125,7 +124,7 @@ _WORDS = {
 
 
 def training_corpus(seed: int = 7, n_synthetic: int = 20_000,
-                    injection_csv: Path = INJECTION_CSV) -> Iterator[str]:
+                    injection_csv: Path | None = None) -> Iterator[str]:
     """Simulated memos and descriptors in many languages, plus the labelled injection texts
     (benign e-mails and attacks), so attack vocabulary is represented, not UNK."""
     rng = random.Random(seed)
@@ -135,7 +134,12 @@ def training_corpus(seed: int = 7, n_synthetic: int = 20_000,
         yield template.format(
             n=rng.randint(1, 99999), year=rng.randint(2015, 2030),
             code=f"{rng.randint(0, 36 ** 4):X}", **{k: rng.choice(v) for k, v in _WORDS.items()})
-    if injection_csv.exists():
+    if injection_csv is None:
+        # local: the offline data locator, only when building a tokenizer
+        from engine.offline.shared_data import injection_train_file
+
+        injection_csv = injection_train_file()
+    if injection_csv is not None and injection_csv.exists():
         with injection_csv.open(newline="", encoding="utf-8") as fh:
             for row in csv.DictReader(fh):
                 yield row["text"]

@@ -1,7 +1,7 @@
 """Does learning from outcomes reach the verdicts? Three fine-tune cycles on a simulated
 stream, for several fine-tune objectives side by side.
 
-    source /work/issues/stack.env   # or any Redis: TOLLGATE_REDIS_URL
+    eval "$(ops/stack up)"   # or any Redis: TOLLGATE_REDIS_URL
     OMP_NUM_THREADS=1 python ops/bench/feedback_loop.py [--seed 11] [--variants seed,default]
 
 The world: 1,200 cards over 16 days (~37,000 events), outcomes about 3 days late

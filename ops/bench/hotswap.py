@@ -1,7 +1,7 @@
 """The verdict stream around a model hot swap: the largest gap between consecutive
 verdicts near each swap, at 250 and 1,000 events/s, with and without the model process.
 
-    source /work/issues/stack.env   # or: eval "$(ops/stack up)"
+    eval "$(ops/stack up)"   # or export TOLLGATE_KAFKA_BOOTSTRAP and TOLLGATE_REDIS_URL
     OMP_NUM_THREADS=1 python ops/bench/hotswap.py --swaps 5
 
 Needs the broker and Redis (TOLLGATE_KAFKA_BOOTSTRAP, TOLLGATE_REDIS_URL). For each

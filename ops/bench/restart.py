@@ -1,7 +1,7 @@
 """Restart-to-first-verdict: how long a stream goes without decisions when a worker is
 SIGKILLed and restarted under the same id, and where that time goes.
 
-    source /work/issues/stack.env   # or: eval "$(ops/stack up)"
+    eval "$(ops/stack up)"   # or export TOLLGATE_KAFKA_BOOTSTRAP and TOLLGATE_REDIS_URL
     OMP_NUM_THREADS=1 python ops/bench/restart.py --rounds 3
 
 Needs the broker and Redis (TOLLGATE_KAFKA_BOOTSTRAP, TOLLGATE_REDIS_URL). Makes its

@@ -25,9 +25,9 @@ def test_score_shows_flag_and_signals():
 
 
 def test_eval_reports_every_held_out_set(tmp_path):
-    from engine.offline.detector_corpus.data import DEFAULT_INJECTION_CSV
+    from engine.offline.shared_data import injection_train_file
 
-    if not DEFAULT_INJECTION_CSV.exists():
+    if injection_train_file() is None:
         import pytest
 
         pytest.skip("shared injection data not present")

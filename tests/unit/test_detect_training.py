@@ -55,9 +55,10 @@ def test_injection_split_keeps_related_rows_together():
 
 
 def test_shared_data_split_is_grouped_and_stratified():
-    from engine.offline.detector_corpus.data import DEFAULT_INJECTION_CSV, load_injection_csv
+    from engine.offline.detector_corpus.data import load_injection_csv
+    from engine.offline.shared_data import injection_train_file
 
-    if not DEFAULT_INJECTION_CSV.exists():
+    if injection_train_file() is None:
         import pytest
 
         pytest.skip("shared injection data not present")

@@ -22,10 +22,10 @@ def register(app: typer.Typer) -> None:
         max_fpr: float = typer.Option(0.01, help="Benign false-positive budget used to pick the threshold."),
     ) -> None:
         """Train on the injection data + generated memos; pick the threshold out-of-fold; evaluate held-out."""
-        from engine.offline.detector_corpus.data import DEFAULT_INJECTION_CSV, assemble
+        from engine.offline.detector_corpus.data import assemble
         from engine.offline.detector_corpus.train import train_detector
 
-        dataset = assemble(data or DEFAULT_INJECTION_CSV, seed=seed)
+        dataset = assemble(data, seed=seed)
         weights, report = train_detector(out, dataset, seed=seed, max_fpr=max_fpr,
                                          progress=lambda m: typer.echo(m, err=True))
         typer.echo(_table(report, weights.threshold))
@@ -38,13 +38,13 @@ def register(app: typer.Typer) -> None:
         report: Path | None = typer.Option(None, help="Also write the full report as JSON here."),
     ) -> None:
         """Recompute TPR/FPR on every held-out set with a trained artifact."""
-        from engine.offline.detector_corpus.data import DEFAULT_INJECTION_CSV, assemble
+        from engine.offline.detector_corpus.data import assemble
         from engine.offline.detector_corpus.train import evaluate as run_eval
         from engine.stages.detect import InjectionDetector
 
         det = InjectionDetector.from_path(model, threshold)
         seed = int(det.weights.card.get("data", {}).get("seed", 7))
-        dataset = assemble(data or DEFAULT_INJECTION_CSV, seed=seed)
+        dataset = assemble(data, seed=seed)
         result = run_eval(lambda texts: [r.score for r in det.score_texts(texts)], dataset, det.threshold)
         typer.echo(f"detector {det.version}")
         typer.echo(_table(result, det.threshold))

@@ -38,11 +38,7 @@ import numpy as np
 from engine.offline.detector_corpus.business import business_texts
 from engine.offline.detector_corpus.corpus import benign_memos, injection_memos, person_names
 from engine.offline.detector_corpus.tasks import ai_task_attacks
-from engine.settings import REPO_ROOT
-
-DEFAULT_INJECTION_CSV = REPO_ROOT.parent / "shared" / "data" / "injection" / "injection_train.csv"
-if not DEFAULT_INJECTION_CSV.exists():  # the shared data sits next to the repo checkout
-    DEFAULT_INJECTION_CSV = Path("/work/shared/data/injection/injection_train.csv")
+from engine.offline.shared_data import injection_train_file, require
 
 
 @dataclass(slots=True)
@@ -158,7 +154,9 @@ def _email_segments(data: LabelledTexts, min_chars: int = 20) -> LabelledTexts:
     return LabelledTexts(texts, [0] * len(texts), ["email_segment"] * len(texts), groups)
 
 
-def load_injection_csv(path: Path = DEFAULT_INJECTION_CSV) -> LabelledTexts:
+def load_injection_csv(path: Path | None = None) -> LabelledTexts:
+    """The injection CSV (default: the shared training split, ``engine.offline.shared_data``)."""
+    path = path or require(injection_train_file(), "the injection training split")
     # local: pandas loads only for tables
     import pandas as pd
 
@@ -202,7 +200,7 @@ def _whole_emails(data: LabelledTexts) -> LabelledTexts:
     return data.subset(idx)
 
 
-def assemble(csv_path: Path = DEFAULT_INJECTION_CSV, seed: int = 7, n_benign: int = 1500,
+def assemble(csv_path: Path | None = None, seed: int = 7, n_benign: int = 1500,
              n_attacks: int = 700, n_generated_test: int = 300, n_names: int = 500,
              n_business: int = 900, n_tasks: int = 400) -> DetectorData:
     """Build the training set and every evaluation set, reproducibly from ``seed``."""
