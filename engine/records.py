@@ -238,7 +238,7 @@ def event_from_json(data: Mapping[str, Any], source: SourcePosition | None = Non
         if data.get(name) is not None and not isinstance(data[name], str):
             raise EventValidationError(name, f"must be a string or null, got {type(data[name]).__name__}")
     if "event_time_ms" in data:
-        data["event_time_ms"] = _json_time_ms(data["event_time_ms"])
+        data["event_time_ms"] = json_time_ms(data["event_time_ms"])
     amount = data.get("amount")
     if isinstance(amount, int) and not isinstance(amount, bool):
         data["amount"] = float(amount)
@@ -253,7 +253,7 @@ def event_from_json(data: Mapping[str, Any], source: SourcePosition | None = Non
     return TransactionEvent.from_dict(data, source).validate()
 
 
-def _json_time_ms(value: Any) -> Any:
+def json_time_ms(value: Any) -> Any:
     """Epoch milliseconds as given (a whole float becomes an int), or an ISO-8601 time with
     an explicit zone."""
     if isinstance(value, float) and value.is_integer():

@@ -33,15 +33,25 @@ from engine.records import (
     MIN_EVENT_TIME_MS,
     EventValidationError,
     check_identifier,
+    json_time_ms,
 )
-from engine.text.textproc import MAX_RAW_BYTES
+
+#: Longest memo or descriptor taken, in characters: what one request may carry. Text over
+#: ``engine.text.textproc.MAX_RAW_BYTES`` is cut there, with an input reason, exactly as on
+#: the stream and in files (one rule for every entry point).
+MAX_USER_TEXT_CHARS = 1_048_576
 
 
-def _whole_number(value: object) -> object:
-    """JSON has one number type: accept 1722470400000.0 as an integer, never "17…" or true."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
+def _event_time(value: object) -> object:
+    """``records.json_time_ms``, the rule every entry point shares: JSON has one number
+    type, so 1722470400000.0 is an integer; ISO-8601 text with a zone is converted; "17…"
+    digits as text and true are refused."""
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        raise ValueError("epoch milliseconds must be a JSON number, not text")
+    try:
+        return json_time_ms(value)
+    except EventValidationError as exc:
+        raise ValueError(str(exc).removeprefix("event_time_ms: ")) from None
 
 
 def _valid_unicode(value: str) -> str:
@@ -65,7 +75,8 @@ def _identifier(value: str) -> str:
 _NO_CONTROL = r"^[^\x00-\x1f\x7f-\x9f]*$"
 Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH, pattern=_NO_CONTROL), AfterValidator(_identifier)]
 Code = Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH, pattern=_NO_CONTROL), AfterValidator(_identifier)]
-UserText = Annotated[str, Field(max_length=MAX_RAW_BYTES, description="Untrusted user text (screened by the detector).")]
+UserText = Annotated[str, Field(max_length=MAX_USER_TEXT_CHARS,
+                                 description="Untrusted user text (screened by the detector; cut at 16,384 characters).")]
 
 
 class EventIn(BaseModel):
@@ -77,9 +88,16 @@ class EventIn(BaseModel):
         "currency": "EUR", "channel": "card_present", "country": "BE", "memo": "groceries"}]})
 
     event_id: Id
-    event_time_ms: Annotated[StrictInt, Field(ge=MIN_EVENT_TIME_MS, le=MAX_EVENT_TIME_MS,
-                                              description="Event time, epoch milliseconds (UTC)."),
-                             BeforeValidator(_whole_number)]
+    event_time_ms: Annotated[StrictInt, Field(ge=MIN_EVENT_TIME_MS, le=MAX_EVENT_TIME_MS),
+                             BeforeValidator(_event_time),
+                             # The schema publishes the integer form only: JSON Schema cannot bound an
+                             # ISO string's date to the accepted range, and a fuzzer would take any
+                             # well-formed one as valid.
+                             WithJsonSchema({"type": "integer", "minimum": MIN_EVENT_TIME_MS,
+                                             "maximum": MAX_EVENT_TIME_MS,
+                                             "description": "Event time, epoch milliseconds (UTC). ISO-8601 text "
+                                                            "with a zone (2024-08-01T00:00:00Z) is also accepted, "
+                                                            "as on the stream and in files."})]
     customer_id: Id
     account_id: Id
     terminal_id: Id

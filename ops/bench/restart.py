@@ -1,5 +1,6 @@
 """Restart-to-first-verdict: how long a stream goes without decisions when a worker is
-SIGKILLed and restarted under the same id, and where that time goes.
+SIGKILLed (a crash) or SIGTERMed (a deploy) and restarted under the same id, and where
+that time goes.
 
     eval "$(ops/stack up)"   # or export TOLLGATE_KAFKA_BOOTSTRAP and TOLLGATE_REDIS_URL
     OMP_NUM_THREADS=1 python ops/bench/restart.py --rounds 3
@@ -22,6 +23,11 @@ the process to its first committed transaction, and the phases the worker logs:
 * cpu_to_first_verdict_s  CPU seconds the worker and its model process had used when
                       the bench saw the first verdict: on a loaded host, wall seconds
                       say how busy the machine was; this says what a start costs
+
+``--stops kill,term`` alternates a SIGKILL with a SIGTERM (the restart is spawned as soon
+as the old process has exited, as a supervisor does) and also reports
+``signal_to_first_verdict_s``: from the signal to the new process's first verdict, the
+whole pause a deploy or a crash puts in the stream.
 
 ``--modes static,dynamic`` alternates static group membership with dynamic (the
 default), round by round, so both see the same machine load. ``--baseline DIR`` runs
@@ -90,6 +96,7 @@ def _one_start(wenv: WorkerEnv, log_dir: Path, env: dict[str, str],
     out["assigned_after_ready_s"] = float(assigned["after_ready_s"])
     out["first_commit_after_ready_s"] = float(first["after_ready_s"]) - out["assigned_after_ready_s"]
     out["to_first_verdict_s"] = float(first["ts"]) - spawned
+    out["spawned"] = spawned
     out["cpu_to_first_verdict_s"] = cpu_s
     # spawn → exec and anything the phases miss (a phase the baseline does not log counts here)
     out["unaccounted_s"] = out["to_first_verdict_s"] - sum(v for k, v in out.items() if k in PHASES and not math.isnan(v)) \
@@ -104,6 +111,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rate", type=float, default=200.0, help="events/s streamed throughout")
     ap.add_argument("--modes", default="static", help="comma list of static,dynamic (alternated)")
+    ap.add_argument("--stops", default="kill", help="comma list of kill,term (alternated)")
     ap.add_argument("--infer-process", choices=("true", "false"), default="true")
     ap.add_argument("--baseline", type=Path, help="a tree of the code before (same layout); alternated with this one")
     args = ap.parse_args()
@@ -134,12 +142,14 @@ def main() -> int:
     trees = {"after": str(_common.REPO)} if args.baseline is None else {
         "before": str(args.baseline.resolve()), "after": str(_common.REPO)}
     modes = [f"{m}/{t}" if len(trees) > 1 else m for m in args.modes.split(",") for t in trees]
+    modes = [f"{m} {stop}" for m in modes for stop in args.stops.split(",")]
     results: dict[str, dict[str, list[float]]] = {m: {} for m in modes}
     worker = None
     try:
         for rnd in range(args.rounds):
             for mode in modes:
-                membership, _, tree = mode.partition("/")
+                setup, _, how = mode.partition(" ")
+                membership, _, tree = setup.partition("/")
                 env = {"TOLLGATE_WORKER__STATIC_MEMBERSHIP": "true" if membership == "static" else "false",
                        "TOLLGATE_BATCH__INFER_PROCESS": args.infer_process,
                        "PYTHONPATH": trees[tree or "after"]}
@@ -147,8 +157,15 @@ def main() -> int:
                     worker.stop_quietly()
                 where = Path(trees[tree or "after"])
                 worker, first = _one_start(wenv, work, env, where)  # a start after a clean exit/kill
-                worker.kill()  # SIGKILL mid-stream: open transaction, member still in the group
+                signalled = time.time()
+                if how == "term":  # a deploy: the worker finishes its batch, commits and leaves the group
+                    worker.terminate()
+                else:  # a crash, mid-stream: open transaction, member still in the group
+                    worker.kill()
+                    worker.proc.wait()
                 worker, again = _one_start(wenv, work, env, where)
+                again["signal_to_first_verdict_s"] = again["to_first_verdict_s"] + (again["spawned"] - signalled)
+                del again["spawned"]
                 for key, value in again.items():
                     results[mode].setdefault(key, []).append(value)
                 print(f"round {rnd + 1} {mode}: first start {first['to_first_verdict_s']:.2f} s, restart "
@@ -160,12 +177,13 @@ def main() -> int:
             worker.stop_quietly()
         admin.delete_topics(list(topics))
         delete_prefix(client, wenv.key_prefix)
-    print(f"\nrestart after SIGKILL, median of {args.rounds} (infer_process={args.infer_process}, {args.rate:g} events/s)")
+    print(f"\nrestart, median of {args.rounds} (infer_process={args.infer_process}, {args.rate:g} events/s)")
     for mode in modes:
         r = results[mode]
         print(f"  {mode:15s} to first verdict {statistics.median(r['to_first_verdict_s']):6.2f} s  ("
               + ", ".join(f"{k} {statistics.median(r[k]):.2f}" for k in (*PHASES, "first_commit_after_ready_s",
-                                                                            "unaccounted_s", "cpu_to_first_verdict_s"))
+                                                                            "unaccounted_s", "cpu_to_first_verdict_s",
+                                                                            "signal_to_first_verdict_s"))
               + ")")
     return 0
 

@@ -420,3 +420,21 @@ def test_a_poisoned_event_id_does_not_change_the_streams_decision(stack, unique,
     again = stream2.decide_batch([TransactionEvent.from_dict(real)])[0]
     assert (again.verdict, again.risk_score) == (expected.verdict, expected.risk_score)
     assert stream2_store.conflicts == 1
+
+
+def test_iso_times_and_long_memos_follow_the_streams_rules(server):
+    """One rule per field at every entry point (records.event_from_json): an ISO-8601 time
+    with a zone is the same event as its epoch milliseconds, a memo over 16,384 characters
+    is cut (with an input reason) rather than refused, and digits as text stay refused."""
+    from engine.records import event_from_json
+
+    url = server.url + "/v1/decide"
+    iso = httpx.post(url, json=event(700, event_time_ms="2024-08-01T00:11:40Z"), headers=AUTH)
+    assert iso.status_code == 200, iso.text
+    assert iso.json()["event_time_ms"] == event_from_json(event(700, event_time_ms="2024-08-01T00:11:40Z")).event_time_ms
+    assert httpx.post(url, json=event(701, event_time_ms="2024-08-01T00:11:40"), headers=AUTH).status_code == 422
+    assert httpx.post(url, json=event(702, event_time_ms="1722471100000"), headers=AUTH).status_code == 422
+    long_memo = httpx.post(url, json=event(703, memo="rent " * 4_000), headers=AUTH)  # 20,000 characters
+    assert long_memo.status_code == 200, long_memo.text
+    assert "memo_oversized" in json.dumps(long_memo.json()["reasons"]) or \
+        "memo_truncated" in json.dumps(long_memo.json()["reasons"])

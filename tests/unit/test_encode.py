@@ -146,7 +146,8 @@ def test_tokenizer_vocabulary_has_no_control_tokens():
 
 
 def test_tokenizer_training_is_reproducible(tmp_path):
-    from engine.text.tokenizer import TextTokenizer, train_text_tokenizer
+    from engine.offline.text_tokenizer_build import train_text_tokenizer
+    from engine.text.tokenizer import TextTokenizer
 
     out = train_text_tokenizer(tmp_path / "tok.json", vocab_size=400, n_synthetic=2000)
     again = train_text_tokenizer(tmp_path / "tok2.json", vocab_size=400, n_synthetic=2000)

@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Retrain the untrusted-text BPE offline (deterministic). Changing it changes the
         feature-schema hash, so models trained on the old one are refused."""
-        from engine.text.tokenizer import ASSET, train_text_tokenizer
+        from engine.offline.text_tokenizer_build import ASSET, train_text_tokenizer
 
         path = train_text_tokenizer(out or ASSET, vocab_size, seed)
         typer.echo(f"wrote {path}")
