@@ -53,9 +53,16 @@ def _wait_gone(pid: int, timeout_s: float = 10.0) -> bool:
 def test_outputs_equal_the_in_process_stage(model_dir, served):
     path, spec = model_dir
     local = Inference.from_dir(path)
-    for rows in (1, 7, 150):  # 150 > CPU_CHUNK_ROWS: the chunked path in the child too
-        batch = random_inputs(spec, rows, seed=rows)
-        ours, theirs = served(batch), local(batch)
+    # Bit for bit under the same PyTorch threads as the child's (ProcessInference's default
+    # torch_threads=1): a float reduction split over more threads rounds differently, so
+    # without this the test passed or failed with whichever earlier test set the threads.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        pairs = [(served(b), local(b)) for b in (random_inputs(spec, rows, seed=rows) for rows in (1, 7, 150))]
+    finally:
+        torch.set_num_threads(threads)
+    for ours, theirs in pairs:  # 150 > CPU_CHUNK_ROWS: the chunked path in the child too
         assert torch.equal(ours.probs, theirs.probs) and torch.equal(ours.risk, theirs.risk)
         assert torch.equal(ours.exit_layer, theirs.exit_layer)
         assert ours.model_version == theirs.model_version == served.version == "pv1"
@@ -153,16 +160,18 @@ def test_a_model_process_whose_worker_died_mid_reply_exits_quietly(model_dir):
 
 
 def test_a_model_process_started_by_the_hot_swap_loader_serves_at_the_workers_priority(model_dir):
-    # The hot-swap loader thread runs LOADER_NICE nicer, and a child inherits the nice
-    # level of the thread that starts it: before the fix a swapped-in model process served
-    # every batch after the swap at +10 (engine.worker.infer_process._nice_while).
-    from engine.worker.hotswap import LOADER_NICE, _lower_this_thread
+    # A child inherits the nice level of the thread that starts it: when the hot-swap loader
+    # thread ran niced, a swapped-in model process served every batch after the swap at +10.
+    # Whatever thread starts it, the child serves at the worker's priority
+    # (engine.worker.infer_process._nice_while).
+    from engine.worker.hotswap import LOADER_NICE
 
     path, spec = model_dir
     started: dict[str, object] = {}
 
     def load() -> None:
-        _lower_this_thread(LOADER_NICE)
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + LOADER_NICE))
         started["inference"] = ProcessInference(path, load_nice=LOADER_NICE)
 
     loader = threading.Thread(target=load)
