@@ -9,13 +9,18 @@ Why it looks like this:
   key every ``check_every_s``: pub/sub gives seconds, the periodic check gives
   certainty.
 * Loading and warming a model takes long enough to hurt p99, so it happens on a
-  background thread at low priority (the thread makes itself ``LOADER_NICE`` nicer; a
-  new model process loads that much nicer too: ``engine.worker.infer_process``), warmed at
+  background thread, and a new model process imports PyTorch and loads ``LOADER_NICE``
+  nicer (``engine.worker.infer_process``), warmed at
   the batch sizes the stream uses, so that its first real batch is not its first large
   one. The old model process is stopped without waiting on the loop (its stdin is
   closed; it is reaped on a thread of its own: ``engine.worker.infer_process._stop``).
   The hot loop only calls ``apply_ready`` between batches, which is one reference swap (``DecisionPipeline.swap``): no batch is ever half old model,
   half new, and no batch waits for a load.
+* The loader *thread* runs at the worker's own priority on purpose: it shares the GIL
+  with the loop, and a niced thread that is preempted while it holds the GIL stalls the
+  loop until the kernel runs it again (priority inversion). Niced, it put 0.4–0.8 s gaps
+  in the verdict stream while a model loaded (``python ops/bench/hotswap.py``, gap_end_ms
+  before the swap; docs/performance-worker.md). Only the separate model process is niced.
 * A version that fails to load or to decide synthetic events is *refused*: it is
   logged, counted, remembered (so it is not retried every few seconds), and the old
   model keeps serving. A later pointer change to another version is tried afresh.
@@ -26,7 +31,6 @@ Why it looks like this:
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -34,7 +38,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.worker.infer_process import may_return_to, process_nice
 from engine.worker.warmup import synthetic_events
 
 log = logging.getLogger("tollgate.hotswap")
@@ -163,7 +166,6 @@ class ModelWatcher:
     # -- threads ------------------------------------------------------------------------
 
     def _poll_loop(self) -> None:
-        _lower_this_thread(LOADER_NICE)
         while not self._stop.is_set():
             try:
                 self.check_once(self.metrics)
@@ -185,19 +187,3 @@ class ModelWatcher:
             except Exception as exc:  # noqa: BLE001 - reconnect after a pause
                 log.warning("pub/sub connection lost", extra={"error": str(exc)})
                 self._stop.wait(1.0)
-
-
-
-def _lower_this_thread(increment: int) -> None:
-    """Make the calling thread ``increment`` nicer (Linux schedules threads one by one);
-    it only loads and warms models, so it never needs its priority back."""
-    if not may_return_to(process_nice()):
-        # A model process started from this thread inherits its nice level and could not
-        # return to the worker's priority to serve (engine.worker.infer_process._nice_while).
-        log.info("model loader runs at normal priority", extra={"error": "may not renice back"})
-        return
-    try:
-        tid = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + increment))
-    except (OSError, AttributeError) as exc:  # not Linux, or not permitted: load at normal priority
-        log.info("model loader runs at normal priority", extra={"error": str(exc)})

@@ -176,9 +176,9 @@ def spawn_model_process(model_dir: str | Path, *, torch_threads: int = 1, load_n
 
 
 def _spawn(args: dict[str, Any]) -> subprocess.Popen[bytes]:
-    # A child inherits the nice level of the *thread* that starts it, and a hot swap starts
-    # it from the loader thread, which runs LOADER_NICE nicer (engine.worker.hotswap): the
-    # child must serve at the worker's own priority, not the loader's.
+    # A child inherits the nice level of the *thread* that starts it, which need not be the
+    # worker's own (a caller may load from a niced thread): the child serves at the
+    # process's priority, whatever thread started it.
     args = {**args, "serve_nice": process_nice()}
     child = subprocess.Popen([sys.executable, "-m", "engine.worker.infer_process"], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, env=os.environ.copy())

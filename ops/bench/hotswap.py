@@ -49,8 +49,13 @@ BEFORE_MS, AFTER_MS = 500, 3_000
 
 
 def _largest_gap(times: list[float], lo: float, hi: float) -> float:
+    return _largest_gap_at(times, lo, hi)[0]
+
+
+def _largest_gap_at(times: list[float], lo: float, hi: float) -> tuple[float, float]:
+    """The largest gap between consecutive times inside [lo, hi], and when it ended."""
     inside = [t for t in times if lo <= t <= hi]
-    return max((b - a for a, b in zip(inside, inside[1:])), default=float("nan"))
+    return max(((b - a, b) for a, b in zip(inside, inside[1:])), default=(float("nan"), float("nan")))
 
 
 def run_one(bootstrap: str, redis_url: str, infer_process: bool, rate: float, swaps: int, settle_s: float,
@@ -105,12 +110,15 @@ def run_one(bootstrap: str, redis_url: str, infer_process: bool, rate: float, sw
         for key in client.scan_iter(f"{wenv.key_prefix}:*", count=5000):
             client.delete(key)
     times = sorted(v.decided_at_ms for v in verdicts)
-    around = [_largest_gap(times, m - BEFORE_MS, s + AFTER_MS) for m, s in zip(moved_ms, swap_ms)]
+    gaps = [_largest_gap_at(times, m - BEFORE_MS, s + AFTER_MS) for m, s in zip(moved_ms, swap_ms)]
+    around = [gap for gap, _ in gaps]
+    # where each largest gap ended, from the swap (negative: while the new model loaded)
+    gap_end_ms = [round(end - s) for (_, end), s in zip(gaps, swap_ms)]
     start = times[0] + 1_000  # the baseline: the first settle stretch, after a second of warm-up
     baseline = _largest_gap(times, start, moved_ms[0] - BEFORE_MS)
     load_s = [round((s - m) / 1000, 2) for m, s in zip(moved_ms, swap_ms)]
     versions = sorted({v.model_version for v in verdicts})
-    return {"around": around, "baseline": baseline, "load_s": load_s, "verdicts": len(verdicts), "produced": produced[0],
+    return {"around": around, "gap_end_ms": gap_end_ms, "baseline": baseline, "load_s": load_s, "verdicts": len(verdicts), "produced": produced[0],
             "versions": versions}
 
 
@@ -134,7 +142,8 @@ def main() -> int:
             r = run_one(bootstrap, redis_url, mode == "model-process", rate, args.swaps, args.settle_s, work)
             print(f"{mode:13s} {rate:6.0f}/s: largest gap around each swap (ms) "
                   f"{', '.join(f'{g:.0f}' for g in r['around'])}; baseline {r['baseline']:.0f} ms; "
-                  f"pointer to swap {r['load_s']} s; {r['verdicts']}/{r['produced']} verdicts, "
+                  f"gap ended at {r['gap_end_ms']} ms from the swap; pointer to swap {r['load_s']} s; "
+                  f"{r['verdicts']}/{r['produced']} verdicts, "
                   f"versions {r['versions']}", flush=True)
             rows.append((mode, rate, r))
     print(f"\np99 (nearest rank) over {args.swaps} swaps of the largest verdict gap from "
