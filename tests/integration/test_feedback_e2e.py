@@ -62,6 +62,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 #: slow enough that the world's last days last the whole test. How long the stream pauses
 #: at a swap is a benchmark figure (ops/bench/hotswap.py), not asserted here.
 LIVE_RATE = 10.0
+#: How long the live traffic waits for the engine to swap to a promoted model.
+SWAP_GIVE_UP_S = 180.0
 
 
 def test_feedback_loop_end_to_end(stack, unique, kafka_topics, redis_client, tmp_path, monkeypatch):
@@ -312,11 +314,13 @@ def _tick_under_live_traffic(scheduler: Any, now: int, streamer: Streamer, engin
     def swapped() -> dict | None:
         return next((line for line in engine.logged("model swapped") if line.get("version") == candidate), None)
 
-    give_up = time.monotonic() + 30
+    # A liveness bound, not a speed claim (that is ops/bench/hotswap.py's): a swap's load
+    # took up to 65 s on a shared two-core machine at load 20+ (docs/performance-worker.md).
+    give_up = time.monotonic() + SWAP_GIVE_UP_S
     cycle.sent_after_promotion = streamer.live(lambda: swapped() is not None or time.monotonic() > give_up,
                                                LIVE_RATE)
     cycle.swap = swapped()
-    assert cycle.swap is not None, f"the engine did not swap to {candidate} within 30 s:\n{engine.tail()}"
+    assert cycle.swap is not None, f"the engine did not swap to {candidate} within {SWAP_GIVE_UP_S:g} s:\n{engine.tail()}"
     stop_at = time.monotonic() + 1.5
     cycle.sent_after_swap = streamer.live(lambda: time.monotonic() > stop_at, LIVE_RATE)
     return cycle
