@@ -165,23 +165,56 @@ class SplitInference:
         self.remote.close()
 
 
+#: A model process started before anyone knew which model it would serve
+#: (``prestart_model_process``); the next ``spawn_model_process`` takes it.
+_prestarted: subprocess.Popen[bytes] | None = None
+_prestarted_lock = threading.Lock()
+
+
+def prestart_model_process() -> None:
+    """Start a model process that imports PyTorch and the inference code at once, before
+    this process knows which model it will serve (that needs settings and the registry's
+    serving pointer); the next ``spawn_model_process`` hands it its model. ``tollgate run``
+    calls this first thing, so the child's PyTorch import (2.3-2.5 s of CPU on an idle core)
+    overlaps the worker's own imports and wiring instead of following them
+    (``python ops/bench/restart.py``). A prestarted process that is never used exits when
+    this process does (end of file on its stdin)."""
+    global _prestarted
+    with _prestarted_lock:
+        if _prestarted is None or _prestarted.poll() is not None:
+            _prestarted = _popen(preload=True)
+
+
+def _take_prestarted() -> subprocess.Popen[bytes] | None:
+    global _prestarted
+    with _prestarted_lock:
+        child, _prestarted = _prestarted, None
+    return child if child is not None and child.poll() is None else None
+
+
 def spawn_model_process(model_dir: str | Path, *, torch_threads: int = 1, load_nice: int = 0,
                         **inference_kwargs: Any) -> subprocess.Popen[bytes]:
-    """Start a model process now and return it, to be handed to ``ProcessInference``
-    (``spawned=``) once this process has loaded what it needs: the child's start
-    (importing PyTorch, loading the model) then overlaps ours. It does not check the
-    schema hash; the in-process model loaded from the same directory does."""
+    """Start a model process now (or hand its model to the prestarted one) and return it,
+    to be handed to ``ProcessInference`` (``spawned=``) once this process has loaded what
+    it needs: the child's start (importing PyTorch, loading the model) then overlaps ours.
+    It does not check the schema hash; the in-process model loaded from the same
+    directory does."""
     return _spawn({"model_dir": str(Path(model_dir)), "expected_schema_hash": None,
-                   "torch_threads": torch_threads, "load_nice": load_nice, "inference": inference_kwargs})
+                   "torch_threads": torch_threads, "load_nice": load_nice, "inference": inference_kwargs},
+                  _take_prestarted())
 
 
-def _spawn(args: dict[str, Any]) -> subprocess.Popen[bytes]:
+def _popen(preload: bool = False) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "engine.worker.infer_process", *(["--preload"] if preload else [])],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=os.environ.copy())
+
+
+def _spawn(args: dict[str, Any], prestarted: subprocess.Popen[bytes] | None = None) -> subprocess.Popen[bytes]:
     # A child inherits the nice level of the *thread* that starts it, which need not be the
     # worker's own (a caller may load from a niced thread): the child serves at the
     # process's priority, whatever thread started it.
     args = {**args, "serve_nice": process_nice()}
-    child = subprocess.Popen([sys.executable, "-m", "engine.worker.infer_process"], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, env=os.environ.copy())
+    child = prestarted if prestarted is not None else _popen()
     try:
         _write(_stdin(child), args)
     except BaseException:
@@ -303,9 +336,19 @@ class _nice_while:
             os.setpriority(os.PRIO_PROCESS, 0, self.original)
 
 
-def _serve(inp: BinaryIO, out: BinaryIO) -> None:
-    """Load the model, then answer batches until end-of-file on ``inp``."""
-    args = _read(inp)
+def _serve(inp: BinaryIO, out: BinaryIO, preload: bool = False) -> None:
+    """Load the model, then answer batches until end-of-file on ``inp``. ``preload``
+    (``prestart_model_process``): import PyTorch and the inference code before the parent
+    says which model to load."""
+    if preload:
+        # local: the point of a prestarted process is importing these before its model is known
+        import torch  # noqa: F401
+
+        from engine.stages.infer import Inference  # noqa: F401
+    try:
+        args = _read(inp)
+    except EOFError:
+        return  # the parent never used us (or died): nothing to serve
     try:
         with _nice_while(args.get("load_nice", 0), args.get("serve_nice")):
             # local: `python -m engine.worker.infer_process` runs this module first; torch and the model load later, niced
@@ -345,7 +388,7 @@ if __name__ == "__main__":
     protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     try:
-        _serve(sys.stdin.buffer, protocol_out)
+        _serve(sys.stdin.buffer, protocol_out, preload="--preload" in sys.argv[1:])
     except (BrokenPipeError, ConnectionResetError):
         # The worker died (SIGKILL, a bounded exit) while we answered: nothing to report
         # to anyone. Point the pipe at /dev/null so the exit-time flush cannot raise again.

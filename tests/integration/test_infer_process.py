@@ -184,3 +184,43 @@ def test_a_model_process_started_by_the_hot_swap_loader_serves_at_the_workers_pr
         assert os.getpriority(os.PRIO_PROCESS, inference._child.pid) == os.getpriority(os.PRIO_PROCESS, os.getpid())
     finally:
         inference.close()
+
+
+def test_a_prestarted_model_process_serves_the_model_it_is_given_later(model_dir):
+    # tollgate run prestarts its model process before it knows the model, so the child's
+    # PyTorch import overlaps the worker's start (engine.worker.infer_process.prestart_model_process).
+    from engine.worker.infer_process import prestart_model_process, spawn_model_process
+
+    path, spec = model_dir
+    prestart_model_process()
+    child = spawn_model_process(path)
+    again = spawn_model_process(path)  # the prestarted one is used once: this one is new
+    assert again.pid != child.pid
+    served = ProcessInference(path, spawned=child)
+    ProcessInference(path, spawned=again).close()
+    try:
+        local = Inference.from_dir(path)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # the child's threads: bit-for-bit (test_outputs_equal_the_in_process_stage)
+        try:
+            batch = random_inputs(spec, 5, seed=2)
+            ours, theirs = served(batch), local(batch)
+        finally:
+            torch.set_num_threads(threads)
+        assert served.version == "pv1" and torch.equal(ours.probs, theirs.probs)
+    finally:
+        served.close()
+
+
+def test_a_prestarted_model_process_nobody_uses_exits_quietly():
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-m", "engine.worker.infer_process", "--preload"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child.stdin.close()  # the worker exited (or died) before it had a model to send
+    child.wait(120)
+    err = child.stderr.read()
+    child.stdout.close()
+    child.stderr.close()
+    assert child.returncode == 0 and b"Traceback" not in err, err.decode(errors="replace")

@@ -50,6 +50,12 @@ def register(app: typer.Typer) -> None:
         """Run one engine worker until SIGTERM: tx.events → verdicts on tx.verdicts, exactly once."""
         started_s = _seconds_since_process_start()  # the interpreter and the CLI's imports
         t_imports = time.perf_counter()
+        settings = get_settings()
+        if settings.batch.infer_process:
+            # local: engine.worker.infer_process imports no PyTorch; its child does, from now on
+            from engine.worker.infer_process import prestart_model_process
+
+            prestart_model_process()  # its PyTorch import overlaps everything below
         # local: the worker's modules (torch, librdkafka, the model) load only for this command
         from engine.observe.metrics import configure_json_logging
         from engine.worker.main import WorkerConfig
@@ -60,7 +66,7 @@ def register(app: typer.Typer) -> None:
         config = WorkerConfig(worker_id=worker_id or socket.gethostname(), group_id=group, port=port, model=model,
                               hot_swap=hot_swap, hot_swap_check_s=hot_swap_check_s, follow_rules=follow_rules,
                               pipeline_factory=_load_factory(pipeline))
-        run_worker(get_settings(), config, process_start_s=started_s, imports_s=imports_s)
+        run_worker(settings, config, process_start_s=started_s, imports_s=imports_s)
 
 
 def _seconds_since_process_start() -> float:
