@@ -192,6 +192,14 @@ def _take_prestarted() -> subprocess.Popen[bytes] | None:
     return child if child is not None and child.poll() is None else None
 
 
+def discard_prestarted() -> None:
+    """Stop a prestarted model process nobody took (a pipeline without a model process):
+    it would otherwise hold an imported PyTorch for the life of the worker."""
+    child = _take_prestarted()
+    if child is not None:
+        _stop(child)
+
+
 def spawn_model_process(model_dir: str | Path, *, torch_threads: int = 1, load_nice: int = 0,
                         **inference_kwargs: Any) -> subprocess.Popen[bytes]:
     """Start a model process now (or hand its model to the prestarted one) and return it,

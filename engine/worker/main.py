@@ -44,6 +44,7 @@ from engine.wire.redisconn import connect
 from engine.worker.commit import BatchCommitter
 from engine.worker.dedupe import ReSendFilter
 from engine.worker.hotswap import LOADER_NICE, ModelWatcher
+from engine.worker.infer_process import discard_prestarted
 from engine.worker.loop import Worker, WorkerOptions
 from engine.worker.redis_hold import HoldingStore, RedisHold
 from engine.worker.watchdog import EXIT_FATAL_KAFKA, ExitDeadline, StallWatchdog, hard_exit
@@ -111,6 +112,7 @@ def run(settings: Settings, config: WorkerConfig, *, process_start_s: float = 0.
     t_load = time.perf_counter()
     imports_s += t_load - t_settings  # the worker's own imports, settings, the Redis client
     pipeline = config.pipeline_factory(settings, model=config.model)  # spawns the model process first
+    discard_prestarted()  # `tollgate run` prestarted one; a pipeline without a model process left it unused
     load_s = time.perf_counter() - t_load
     t_wiring = time.perf_counter()
     if settings.batch.torch_threads:

@@ -212,6 +212,17 @@ def test_a_prestarted_model_process_serves_the_model_it_is_given_later(model_dir
         served.close()
 
 
+def test_an_unused_prestarted_model_process_is_discarded():
+    from engine.worker import infer_process
+
+    infer_process.prestart_model_process()
+    child = infer_process._prestarted
+    assert child is not None
+    infer_process.discard_prestarted()  # what the worker does when its pipeline took none
+    assert infer_process._prestarted is None
+    assert child.wait(120) == 0
+
+
 def test_a_prestarted_model_process_nobody_uses_exits_quietly():
     import subprocess
     import sys
