@@ -93,8 +93,9 @@ class HealthServer:
         handler = _make_handler(state, render_metrics)
         self._server = ThreadingHTTPServer((host, port), handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="tollgate-health",
-                                        daemon=True)
+        # stop() waits for serve_forever's next poll: 0.5 s by default, on every worker stop.
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="tollgate-health", daemon=True)
 
     @property
     def port(self) -> int:

@@ -93,7 +93,7 @@ from engine.observe.metrics import EngineMetrics
 from engine.pipeline import DecisionPipeline
 from engine.settings import Settings
 from engine.stages.batch import MicroBatcher
-from engine.stages.consume import EventConsumer, FatalKafkaError, RawRecord
+from engine.stages.consume import MAX_POLL_TIMEOUT_S, EventConsumer, FatalKafkaError, RawRecord
 from engine.stages.decode import Decoded, DecodeStage
 from engine.wire.codec import Codec, DeadLetter
 from engine.worker.commit import BatchCommitter, TransactionFailed
@@ -285,10 +285,10 @@ class Worker:
         """Poll into the batcher; return the batch if it closed."""
         b = self.batcher
         if not len(b):
-            # Wait for the record that opens a batch: up to 1 s when idle (so SIGTERM is
-            # seen), briefly when work in flight needs the loop.
+            # Wait for the record that opens a batch: up to MAX_POLL_TIMEOUT_S when idle (so
+            # SIGTERM is seen), briefly when work in flight needs the loop.
             wait_s = (SCORING_POLL_S if self._pending
-                      else COMMITTING_POLL_S if self.committer.in_flight is not None else 1.0)
+                      else COMMITTING_POLL_S if self.committer.in_flight is not None else MAX_POLL_TIMEOUT_S)
             b.add(self.consumer.poll(1, wait_s))
             if not len(b):
                 return None

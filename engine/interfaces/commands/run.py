@@ -14,6 +14,7 @@ This command only parses options; ``engine.worker.main`` builds and runs the wor
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import socket
 import time
@@ -67,6 +68,13 @@ def register(app: typer.Typer) -> None:
                               hot_swap=hot_swap, hot_swap_check_s=hot_swap_check_s, follow_rules=follow_rules,
                               pipeline_factory=_load_factory(pipeline))
         run_worker(settings, config, process_start_s=started_s, imports_s=imports_s)
+        # Stopped cleanly: every verdict is committed and the group is left. Tearing the
+        # interpreter down (PyTorch, librdkafka's destructors) only delays the supervisor's
+        # restart, by 0.5-1 s here (python ops/bench/restart.py --stops term).
+        from engine.worker.watchdog import hard_exit  # local: with the worker's modules above
+
+        logging.shutdown()
+        hard_exit(0)
 
 
 def _seconds_since_process_start() -> float:

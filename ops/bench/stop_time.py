@@ -1,0 +1,72 @@
+"""How long a worker on an idle stream takes to stop after SIGTERM: a deploy's restart
+waits for it before the supervisor starts the new process (``ops/bench/restart.py
+--stops term`` measures a restart under a steady stream, where polls return at once).
+
+    eval "$(ops/stack up)"   # or export TOLLGATE_KAFKA_BOOTSTRAP and TOLLGATE_REDIS_URL
+    OMP_NUM_THREADS=1 python ops/bench/stop_time.py --rounds 3
+
+Makes its own topics and a fresh model, then per round starts worker w1, waits until it
+is ready and one second more (no events: the loop sits in its idle poll), sends SIGTERM
+and prints the seconds to the worker's "worker stopped" line and to the process's exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import _common  # noqa: F401  (first: the repository, not this folder, on sys.path)
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.support.worker_support import WorkerEnv, WorkerProcess, delete_prefix, save_fresh_model
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    bootstrap, redis_url = os.environ.get("TOLLGATE_KAFKA_BOOTSTRAP"), os.environ.get("TOLLGATE_REDIS_URL")
+    if not (bootstrap and redis_url):
+        print("set TOLLGATE_KAFKA_BOOTSTRAP and TOLLGATE_REDIS_URL (source the stack's env)", file=sys.stderr)
+        return 2
+    import redis
+
+    unique = "bench-stop-" + uuid.uuid4().hex[:8]
+    work = Path(tempfile.mkdtemp(prefix="tollgate-stop-"))
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topics = {f"tx.events.{unique}": 4, f"tx.verdicts.{unique}": 4, f"tx.events.dlq.{unique}": 1}
+    for f in admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()]).values():
+        f.result(60)
+    events_t, verdicts_t, dlq_t = topics
+    wenv = WorkerEnv(bootstrap, redis_url, unique, events_t, verdicts_t, dlq_t, models_dir=work / "models")
+    save_fresh_model(wenv.models_dir, "v1")
+    client = redis.Redis.from_url(redis_url)
+    client.set(f"{wenv.key_prefix}:model:serving", "v1")
+    try:
+        for rnd in range(args.rounds):
+            # this tree's CLI (a copy of the tree elsewhere measures that code: before/after)
+            worker = WorkerProcess(wenv, "w1", work, command=_common.tree_cli(_common.REPO), cwd=_common.REPO,
+                                   PYTHONPATH=str(_common.REPO))
+            worker.wait_for("worker ready", timeout=300)
+            time.sleep(1.0)  # the loop is in its idle poll: what a deploy on a quiet stream meets
+            signalled = time.time()
+            worker.proc.send_signal(signal.SIGTERM)
+            worker.proc.wait(120)
+            exited = time.time()
+            stopped = worker.wait_for("worker stopped", timeout=10)
+            print(f"round {rnd + 1}: SIGTERM to 'worker stopped' {float(stopped['ts']) - signalled:.3f} s, "
+                  f"to exit {exited - signalled:.3f} s (exit code {worker.proc.returncode})", flush=True)
+    finally:
+        admin.delete_topics(list(topics))
+        delete_prefix(client, wenv.key_prefix)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
