@@ -18,6 +18,7 @@ the p99 (nearest rank) over swaps of the around-swap gap, and the baseline.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -31,12 +32,11 @@ from pathlib import Path
 
 import _common  # noqa: F401  (first: the repository, not this folder, on sys.path)
 from _common import percentile
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from engine.wire.codec import Codec
 from tests.support.worker_support import (
-    WorkerEnv,
     WorkerProcess,
+    bench_worker_env,
     make_events,
     produce_events,
     read_verdicts,
@@ -60,19 +60,12 @@ def _largest_gap_at(times: list[float], lo: float, hi: float) -> tuple[float, fl
 
 def run_one(bootstrap: str, redis_url: str, infer_process: bool, rate: float, swaps: int, settle_s: float,
             work: Path) -> dict:
-    import redis
-
     unique = "bench-swap-" + uuid.uuid4().hex[:8]
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    topics = {f"tx.events.{unique}": 4, f"tx.verdicts.{unique}": 4, f"tx.events.dlq.{unique}": 1}
-    for f in admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()]).values():
-        f.result(60)
-    events_t, verdicts_t, dlq_t = topics
-    wenv = WorkerEnv(bootstrap, redis_url, unique, events_t, verdicts_t, dlq_t, models_dir=work / unique)
+    cleanup = contextlib.ExitStack()  # topics and keys go when the run ends
+    wenv, client = cleanup.enter_context(bench_worker_env(bootstrap, redis_url, unique, work / unique))
+    events_t, verdicts_t = wenv.events, wenv.verdicts
     for i in range(1, swaps + 2):
         save_fresh_model(wenv.models_dir, f"v{i}", seed=i)
-    client = redis.Redis.from_url(redis_url)
-    client.set(f"{wenv.key_prefix}:model:serving", "v1")
     codec = Codec()
     stop = threading.Event()
     produced: list[int] = []
@@ -106,9 +99,7 @@ def run_one(bootstrap: str, redis_url: str, infer_process: bool, rate: float, sw
     finally:
         stop.set()
         worker.terminate()
-        admin.delete_topics(list(topics))
-        for key in client.scan_iter(f"{wenv.key_prefix}:*", count=5000):
-            client.delete(key)
+        cleanup.close()
     times = sorted(v.decided_at_ms for v in verdicts)
     gaps = [_largest_gap_at(times, m - BEFORE_MS, s + AFTER_MS) for m, s in zip(moved_ms, swap_ms)]
     around = [gap for gap, _ in gaps]

@@ -38,6 +38,7 @@ tar -x -C DIR``) on ``PYTHONPATH``, once with this tree: before/after in one run
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import math
 import os
@@ -51,14 +52,13 @@ import uuid
 from pathlib import Path
 
 import _common  # noqa: F401  (first: the repository, not this folder, on sys.path)
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from engine.wire.codec import Codec
 from tests.support.worker_support import (
     WorkerEnv,
     WorkerProcess,
+    bench_worker_env,
     child_processes,
-    delete_prefix,
     make_events,
     produce_events,
     save_fresh_model,
@@ -119,24 +119,16 @@ def main() -> int:
     if not (bootstrap and redis_url):
         print("set TOLLGATE_KAFKA_BOOTSTRAP and TOLLGATE_REDIS_URL (source the stack's env)", file=sys.stderr)
         return 2
-    import redis
-
     unique = "bench-restart-" + uuid.uuid4().hex[:8]
     work = Path(tempfile.mkdtemp(prefix="tollgate-restart-"))
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    topics = {f"tx.events.{unique}": 4, f"tx.verdicts.{unique}": 4, f"tx.events.dlq.{unique}": 1}
-    for f in admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()]).values():
-        f.result(60)
-    events_t, verdicts_t, dlq_t = topics
-    wenv = WorkerEnv(bootstrap, redis_url, unique, events_t, verdicts_t, dlq_t, models_dir=work / "models")
+    cleanup = contextlib.ExitStack()  # topics and keys go when the run ends
+    wenv, _ = cleanup.enter_context(bench_worker_env(bootstrap, redis_url, unique, work / "models"))
     save_fresh_model(wenv.models_dir, "v1")
-    client = redis.Redis.from_url(redis_url)
-    client.set(f"{wenv.key_prefix}:model:serving", "v1")
     stop = threading.Event()
     codec = Codec()
     stream = itertools.takewhile(lambda _: not stop.is_set(), itertools.chain.from_iterable(
         make_events(unique, 1_000, start=k * 1_000) for k in itertools.count()))
-    producer = threading.Thread(target=produce_events, args=(bootstrap, events_t, stream, codec),
+    producer = threading.Thread(target=produce_events, args=(bootstrap, wenv.events, stream, codec),
                                 kwargs={"rate_per_s": args.rate}, daemon=True)
     producer.start()
     trees = {"after": str(_common.REPO)} if args.baseline is None else {
@@ -175,8 +167,7 @@ def main() -> int:
         stop.set()
         if worker is not None:
             worker.stop_quietly()
-        admin.delete_topics(list(topics))
-        delete_prefix(client, wenv.key_prefix)
+        cleanup.close()
     print(f"\nrestart, median of {args.rounds} (infer_process={args.infer_process}, {args.rate:g} events/s)")
     for mode in modes:
         r = results[mode]

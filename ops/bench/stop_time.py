@@ -22,9 +22,8 @@ import uuid
 from pathlib import Path
 
 import _common  # noqa: F401  (first: the repository, not this folder, on sys.path)
-from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.support.worker_support import WorkerEnv, WorkerProcess, delete_prefix, save_fresh_model
+from tests.support.worker_support import WorkerProcess, bench_worker_env, save_fresh_model
 
 
 def main() -> int:
@@ -35,20 +34,10 @@ def main() -> int:
     if not (bootstrap and redis_url):
         print("set TOLLGATE_KAFKA_BOOTSTRAP and TOLLGATE_REDIS_URL (source the stack's env)", file=sys.stderr)
         return 2
-    import redis
-
     unique = "bench-stop-" + uuid.uuid4().hex[:8]
     work = Path(tempfile.mkdtemp(prefix="tollgate-stop-"))
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    topics = {f"tx.events.{unique}": 4, f"tx.verdicts.{unique}": 4, f"tx.events.dlq.{unique}": 1}
-    for f in admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()]).values():
-        f.result(60)
-    events_t, verdicts_t, dlq_t = topics
-    wenv = WorkerEnv(bootstrap, redis_url, unique, events_t, verdicts_t, dlq_t, models_dir=work / "models")
-    save_fresh_model(wenv.models_dir, "v1")
-    client = redis.Redis.from_url(redis_url)
-    client.set(f"{wenv.key_prefix}:model:serving", "v1")
-    try:
+    with bench_worker_env(bootstrap, redis_url, unique, work / "models") as (wenv, _):
+        save_fresh_model(wenv.models_dir, "v1")
         for rnd in range(args.rounds):
             # this tree's CLI (a copy of the tree elsewhere measures that code: before/after)
             worker = WorkerProcess(wenv, "w1", work, command=_common.tree_cli(_common.REPO), cwd=_common.REPO,
@@ -62,9 +51,6 @@ def main() -> int:
             stopped = worker.wait_for("worker stopped", timeout=10)
             print(f"round {rnd + 1}: SIGTERM to 'worker stopped' {float(stopped['ts']) - signalled:.3f} s, "
                   f"to exit {exited - signalled:.3f} s (exit code {worker.proc.returncode})", flush=True)
-    finally:
-        admin.delete_topics(list(topics))
-        delete_prefix(client, wenv.key_prefix)
     return 0
 
 

@@ -3,6 +3,7 @@ subprocesses (``tollgate run``) configured only through the environment."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -12,9 +13,10 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
@@ -77,6 +79,29 @@ def wenv(stack, unique, kafka_topics, redis_client, tmp_path) -> WorkerEnv:
     redis_client.set(f"{env.key_prefix}:model:serving", "v1")
     yield env
     delete_prefix(redis_client, env.key_prefix)
+
+
+@contextlib.contextmanager
+def bench_worker_env(bootstrap: str, redis_url: str, unique: str, models_dir: Path) -> Iterator[tuple[WorkerEnv, Any]]:
+    """A benchmark's own topics (4 event and verdict partitions, 1 for dead letters) named
+    after ``unique``, the ``WorkerEnv`` over them with ``models_dir``, and a Redis client;
+    the serving pointer names ``v1`` (save it there). Topics and keys are removed after."""
+    import redis
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topics = {f"tx.events.{unique}": 4, f"tx.verdicts.{unique}": 4, f"tx.events.dlq.{unique}": 1}
+    for f in admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()]).values():
+        f.result(60)
+    events_t, verdicts_t, dlq_t = topics
+    env = WorkerEnv(bootstrap, redis_url, unique, events_t, verdicts_t, dlq_t, models_dir=models_dir)
+    client = redis.Redis.from_url(redis_url)
+    client.set(f"{env.key_prefix}:model:serving", "v1")
+    try:
+        yield env, client
+    finally:
+        admin.delete_topics(list(topics))
+        delete_prefix(client, env.key_prefix)
 
 
 def delete_prefix(redis_client, prefix: str, chunk_size: int = 2000) -> None:
