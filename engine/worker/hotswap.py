@@ -18,9 +18,9 @@ Why it looks like this:
   half new, and no batch waits for a load.
 * The loader *thread* runs at the worker's own priority on purpose: it shares the GIL
   with the loop, and a niced thread that is preempted while it holds the GIL stalls the
-  loop until the kernel runs it again (priority inversion). Niced, it put 0.4–0.8 s gaps
-  in the verdict stream while a model loaded (``python ops/bench/hotswap.py``, gap_end_ms
-  before the swap; docs/performance-worker.md). Only the separate model process is niced.
+  loop until the kernel runs it again (priority inversion): niced, it put gaps in the
+  verdict stream while a model loaded (``python ops/bench/hotswap.py``, gaps ending before
+  the swap; docs/performance-worker.md). Only the separate model process is niced.
 * A version that fails to load or to decide synthetic events is *refused*: it is
   logged, counted, remembered (so it is not retried every few seconds), and the old
   model keeps serving. A later pointer change to another version is tried afresh.

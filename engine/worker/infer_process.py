@@ -175,9 +175,9 @@ def prestart_model_process() -> None:
     """Start a model process that imports PyTorch and the inference code at once, before
     this process knows which model it will serve (that needs settings and the registry's
     serving pointer); the next ``spawn_model_process`` hands it its model. ``tollgate run``
-    calls this first thing, so the child's PyTorch import (2.3-2.5 s of CPU on an idle core)
+    calls this first thing, so the child's PyTorch import (the largest part of a start)
     overlaps the worker's own imports and wiring instead of following them
-    (``python ops/bench/restart.py``). A prestarted process that is never used exits when
+    (``python ops/bench/restart.py``; figures in docs/performance-worker.md). A prestarted process that is never used exits when
     this process does (end of file on its stdin)."""
     global _prestarted
     with _prestarted_lock:

@@ -70,7 +70,7 @@ def register(app: typer.Typer) -> None:
         run_worker(settings, config, process_start_s=started_s, imports_s=imports_s)
         # Stopped cleanly: every verdict is committed and the group is left. Tearing the
         # interpreter down (PyTorch, librdkafka's destructors) only delays the supervisor's
-        # restart, by 0.5-1 s here (python ops/bench/restart.py --stops term).
+        # restart (python ops/bench/stop_time.py).
         from engine.worker.watchdog import hard_exit  # local: with the worker's modules above
 
         logging.shutdown()
