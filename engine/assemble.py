@@ -27,6 +27,7 @@ from engine.pipeline import Components, DecisionPipeline
 from engine.settings import BatchSettings, Settings
 from engine.stages.decide import Policy
 from engine.stages.detect import InjectionDetector
+from engine.stages.encode import ArrayEncoder, FieldIsolatedEncoder
 from engine.stages.guard import Guard
 from engine.wire.redisconn import connect
 from engine.worker.infer_process import ProcessInference, SplitInference, spawn_model_process
@@ -93,26 +94,37 @@ def make_store(settings: Settings, context: ContextSource | Any = "memory", *, r
 def load_model_components(model_dir: Path, encoder: Any | None = None, *,
                           model_process: BatchSettings | None = None, load_nice: int = 0) -> dict[str, Any]:
     """The pieces a model directory determines (also the hot-swap loader).
-    ``model_process``: when given and its ``infer_process`` is on, batches of at least its
-    ``process_min_rows`` rows are scored in a child process with its ``torch_threads``
-    (``engine.worker.infer_process``; the worker passes ``settings.batch``), smaller ones here.
-    ``load_nice``: that child loads at lower priority (a hot swap: ``engine.worker.hotswap``)."""
-    child = None
+    ``model_process``: when given and its ``infer_process`` is on, the forward pass runs in
+    a child process with its ``torch_threads`` (``engine.worker.infer_process``; the worker
+    passes ``settings.batch``): every batch when ``process_min_rows`` is 1 (this process
+    then encodes NumPy arrays and never imports PyTorch), else batches of at least that
+    many rows, smaller ones here. ``load_nice``: the child loads at lower priority (a hot
+    swap: ``engine.worker.hotswap``)."""
     if model_process is not None and model_process.infer_process:
-        # Before this process imports PyTorch: the child's import and load run meanwhile.
+        # Before this process imports anything heavy: the child's PyTorch import and load run meanwhile.
         child = spawn_model_process(model_dir, torch_threads=model_process.torch_threads, load_nice=load_nice)
-    # local: PyTorch, only once the model process is spawned (tests/integration/test_worker_start_imports.py)
-    from engine.stages.encode import FieldIsolatedEncoder
+        remote_kwargs = {"torch_threads": model_process.torch_threads, "load_nice": load_nice, "spawned": child}
+        if not scores_in_process(model_process):
+            array_encoder = encoder if isinstance(encoder, ArrayEncoder) else ArrayEncoder(encoder)
+            remote = ProcessInference(model_dir, expected_schema_hash=array_encoder.schema.schema_hash(),
+                                      **remote_kwargs)
+            return {"encoder": array_encoder, "inference": remote, "model_version": remote.version}
+    # local: PyTorch, only once the model process (if any) is spawned (tests/integration/test_worker_start_imports.py)
     from engine.stages.infer import Inference
 
-    encoder = encoder or FieldIsolatedEncoder()
-    inference: Any = Inference.from_dir(model_dir, expected_schema_hash=encoder.schema.schema_hash())
-    if child is not None:
-        remote = ProcessInference(model_dir, expected_schema_hash=encoder.schema.schema_hash(),
-                                  torch_threads=model_process.torch_threads, load_nice=load_nice,  # type: ignore[union-attr]
-                                  spawned=child)
-        inference = SplitInference(inference, remote, model_process.process_min_rows)  # type: ignore[union-attr]
-    return {"encoder": encoder, "inference": inference, "model_version": inference.version}
+    tensor_encoder = encoder.inner if isinstance(encoder, ArrayEncoder) else encoder or FieldIsolatedEncoder()
+    inference: Any = Inference.from_dir(model_dir, expected_schema_hash=tensor_encoder.schema.schema_hash())
+    if model_process is not None and model_process.infer_process:
+        remote = ProcessInference(model_dir, expected_schema_hash=tensor_encoder.schema.schema_hash(),
+                                  **remote_kwargs)
+        inference = SplitInference(inference, remote, model_process.process_min_rows)
+    return {"encoder": tensor_encoder, "inference": inference, "model_version": inference.version}
+
+
+def scores_in_process(batch: BatchSettings | None) -> bool:
+    """Whether a worker with these settings runs forward passes itself (and so imports
+    PyTorch): without a model process, or with one that takes only large batches."""
+    return batch is None or not batch.infer_process or batch.process_min_rows > 1
 
 
 def load_guard(settings: Settings, rules_dir: str | Path | None = None) -> Any:

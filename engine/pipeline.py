@@ -57,7 +57,7 @@ from engine.text_twins import text_cannot_lower, text_twins
 
 if TYPE_CHECKING:  # tensor records: the pipeline module itself needs no torch (engine.stages.contracts)
     from engine.features.snapshot import ContextSnapshot
-    from engine.stages.encode import EncodedBatch
+    from engine.stages.encode import ArrayBatch, EncodedBatch
 
 __all__ = ["STAGES", "BatchTimings", "Components", "DecisionPipeline", "GuardOutcome", "PreparedBatch",
            "ScoredBatch", "detect_events", "guard_batch", "rule_contexts"]
@@ -108,7 +108,7 @@ class PreparedBatch:
     start_wall_ms: float
     snapshots: list[ContextSnapshot]
     degraded: bool
-    encoded: EncodedBatch | None  # None only for an empty batch
+    encoded: EncodedBatch | ArrayBatch | None  # None only for an empty batch
     text_rows: list[int]
     timings: BatchTimings
     twins: list[TransactionEvent] = field(default_factory=list)
@@ -299,7 +299,7 @@ class _StageClock:
 
 
 def _encode(c: Components, events: Sequence[TransactionEvent], snapshots: Sequence[ContextSnapshot]
-            ) -> tuple[EncodedBatch, list[int], list[TransactionEvent]]:
+            ) -> tuple[EncodedBatch | ArrayBatch, list[int], list[TransactionEvent]]:
     """The events and, after them, every text-free twin (``text_twins``) with its event's
     context snapshot, encoded in one call of the same encoder."""
     owners, twins = text_twins(events)
@@ -309,7 +309,7 @@ def _encode(c: Components, events: Sequence[TransactionEvent], snapshots: Sequen
     return encoded, owners, twins
 
 
-def _infer(c: Components, encoded: EncodedBatch, n_rows: int) -> list[ScoreRow]:
+def _infer(c: Components, encoded: EncodedBatch | ArrayBatch, n_rows: int) -> list[ScoreRow]:
     rows = c.inference(encoded).score_rows()
     if len(rows) != n_rows:
         raise RuntimeError(f"model returned {len(rows)} rows for {n_rows} events")

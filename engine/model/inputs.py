@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -50,13 +51,16 @@ class ModelInputs:
 
 
 def as_inputs(batch: Any) -> ModelInputs:
-    """View any object with the contract's tensor attributes as ``ModelInputs``."""
+    """View any object with the contract's attributes as ``ModelInputs``: tensors as they
+    are, NumPy arrays (``engine.stages.encode.ArrayBatch``) without a copy."""
     if isinstance(batch, ModelInputs):
         return batch
     try:
-        return ModelInputs(**{name: getattr(batch, name) for name in TENSOR_FIELDS})
+        values = {name: getattr(batch, name) for name in TENSOR_FIELDS}
     except AttributeError as exc:
         raise TypeError(f"{type(batch).__name__} lacks an EncodedBatch tensor: {exc}") from None
+    return ModelInputs(**{name: torch.from_numpy(v) if isinstance(v, np.ndarray) else v
+                          for name, v in values.items()})
 
 
 def inputs_to(batch: Any, device: torch.device | str) -> ModelInputs:

@@ -19,25 +19,39 @@ from engine.records import TransactionEvent
 
 if TYPE_CHECKING:
     from engine.features.snapshot import ContextSnapshot
-    from engine.stages.decide import PolicyDecision
+    from engine.stages.decide import PolicyDecision, ScoreRow
     from engine.stages.detect import DetectorResult
-    from engine.stages.encode import EncodedBatch
+    from engine.stages.encode import ArrayBatch, EncodedBatch
     from engine.stages.guard import GuardedDecision
-    from engine.stages.infer import ModelOutputs
 
-__all__ = ["Detector", "Encoder", "RuleGuard", "Scorer"]
+__all__ = ["Detector", "Encoder", "RuleGuard", "Scorer", "Scores"]
 
 
 class Encoder(Protocol):
-    """encode: events and their context → one tensor batch (user text in its own segment)."""
+    """encode: events and their context → one batch (user text in its own segment), as
+    tensors (``EncodedBatch``) or, for a worker whose model runs in its model process,
+    the same arrays in NumPy (``ArrayBatch``)."""
 
-    def encode(self, events: Sequence[TransactionEvent], snapshots: Sequence[ContextSnapshot]) -> EncodedBatch: ...
+    def encode(self, events: Sequence[TransactionEvent],
+               snapshots: Sequence[ContextSnapshot]) -> EncodedBatch | ArrayBatch: ...
+
+
+class Scores(Protocol):
+    """A batch's calibrated outputs (``ModelOutputs``, or ``ArrayOutputs`` from a model
+    process): what the policy reads is one ``ScoreRow`` per row."""
+
+    @property
+    def model_version(self) -> str: ...
+
+    def __len__(self) -> int: ...
+
+    def score_rows(self) -> list[ScoreRow]: ...
 
 
 class Scorer(Protocol):
     """infer: one forward pass over a batch → calibrated outputs. Pure: never changes state."""
 
-    def __call__(self, batch: EncodedBatch) -> ModelOutputs: ...
+    def __call__(self, batch: EncodedBatch | ArrayBatch) -> Scores: ...
 
 
 class Detector(Protocol):

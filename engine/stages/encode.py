@@ -33,11 +33,9 @@ import json
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
-from torch import Tensor
 
 from engine.features.snapshot import ContextSnapshot
 from engine.features.spec import CONTEXT_FEATURES, FEATURE_SCALING, HISTORY_LEN, SPEC_FINGERPRINT
@@ -50,6 +48,11 @@ from engine.records import (
 )
 from engine.text.textproc import clean_user_text
 from engine.text.tokenizer import load_text_tokenizer
+
+if TYPE_CHECKING:  # EncodedBatch's tensors: a worker whose model runs in its model process
+    # encodes ``ArrayBatch``es and never imports PyTorch (tests/integration/test_worker_start_imports.py)
+    import torch
+    from torch import Tensor
 
 #: Categorical control fields and their id-range sizes (slot 0 of each range = missing).
 CATEGORICAL_FIELDS: tuple[tuple[str, int], ...] = (
@@ -157,8 +160,53 @@ class FeatureSchema:
         )
 
 
-_TENSORS = ("control_numeric", "control_categorical", "history_numeric", "history_categorical",
-            "history_mask", "text_ids", "text_mask")
+#: The seven arrays of the encoded-batch contract, in a fixed order (the model's
+#: ``engine.model.inputs.TENSOR_FIELDS`` names the same ones).
+ENCODED_FIELDS: tuple[str, ...] = ("control_numeric", "control_categorical", "history_numeric",
+                                   "history_categorical", "history_mask", "text_ids", "text_mask")
+
+
+@dataclass(slots=True)
+class ArrayBatch:
+    """The same seven arrays as ``EncodedBatch``, as NumPy arrays: what a worker whose
+    forward passes all run in its model process encodes, so that it never imports
+    PyTorch (a restart then imports it once, in the model process, not twice: ``python
+    ops/bench/restart.py``). ``engine.model.inputs.as_inputs`` reads it as tensors."""
+
+    control_numeric: np.ndarray  # [B, Fn] float32
+    control_categorical: np.ndarray  # [B, Fc] int64
+    history_numeric: np.ndarray  # [B, N, Hn] float32
+    history_categorical: np.ndarray  # [B, N, Hc] int64
+    history_mask: np.ndarray  # [B, N] bool
+    text_ids: np.ndarray  # [B, T] int64
+    text_mask: np.ndarray  # [B, T] bool
+
+    def __len__(self) -> int:
+        return int(self.control_numeric.shape[0])
+
+    @property
+    def batch_size(self) -> int:
+        return len(self)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {n: getattr(self, n) for n in ENCODED_FIELDS}
+
+    def to_tensors(self) -> EncodedBatch:
+        """The same batch as tensors (zero-copy: ``torch.from_numpy``)."""
+        torch = _torch()
+        return EncodedBatch(*(torch.from_numpy(getattr(self, n)) for n in ENCODED_FIELDS))
+
+    def assert_finite(self) -> None:
+        for name in ("control_numeric", "history_numeric"):
+            if not bool(np.isfinite(getattr(self, name)).all()):
+                raise AssertionError(f"{name} holds NaN or inf: refusing to feed the model")
+
+
+def _torch() -> Any:
+    # local: only EncodedBatch's tensor methods need PyTorch; a worker with a model process never calls them
+    import torch
+
+    return torch
 
 
 @dataclass(slots=True)
@@ -184,26 +232,29 @@ class EncodedBatch:
         """Rows of the batch; an int keeps the batch dimension (a batch of one)."""
         if isinstance(index, int):
             index = slice(index, index + 1) if index != -1 else slice(-1, None)
-        elif not isinstance(index, (slice, Tensor)):
+        elif not isinstance(index, slice) and not hasattr(index, "dtype"):
+            torch = _torch()
             index = torch.as_tensor(list(index), dtype=torch.long)
-        return EncodedBatch(*(getattr(self, n)[index] for n in _TENSORS))
+        return EncodedBatch(*(getattr(self, n)[index] for n in ENCODED_FIELDS))
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> EncodedBatch:
-        return EncodedBatch(*(getattr(self, n).to(device, non_blocking=non_blocking) for n in _TENSORS))
+        return EncodedBatch(*(getattr(self, n).to(device, non_blocking=non_blocking) for n in ENCODED_FIELDS))
 
     def tensors(self) -> dict[str, Tensor]:
-        return {n: getattr(self, n) for n in _TENSORS}
+        return {n: getattr(self, n) for n in ENCODED_FIELDS}
 
     @staticmethod
     def concat(batches: Sequence[EncodedBatch]) -> EncodedBatch:
         if not batches:
             raise ValueError("concat needs at least one batch")
-        return EncodedBatch(*(torch.cat([getattr(b, n) for b in batches]) for n in _TENSORS))
+        torch = _torch()
+        return EncodedBatch(*(torch.cat([getattr(b, n) for b in batches]) for n in ENCODED_FIELDS))
 
     @classmethod
     def empty(cls, schema: FeatureSchema, batch_size: int = 0) -> EncodedBatch:
         """All-padding batch of the right shapes (warm-up, degraded paths, tests)."""
         B, N, T = batch_size, schema.history_len, schema.text_len
+        torch = _torch()
         return cls(
             torch.zeros(B, schema.n_numeric), torch.zeros(B, schema.n_categorical, dtype=torch.long),
             torch.zeros(B, N, schema.n_history_numeric),
@@ -213,6 +264,7 @@ class EncodedBatch:
         )
 
     def assert_finite(self) -> None:
+        torch = _torch()
         for name in ("control_numeric", "history_numeric"):
             if not bool(torch.isfinite(getattr(self, name)).all()):
                 raise AssertionError(f"{name} holds NaN or inf: refusing to feed the model")
@@ -290,6 +342,12 @@ class FieldIsolatedEncoder:
 
     def encode(self, events: Sequence[TransactionEvent],
                snapshots: Sequence[ContextSnapshot]) -> EncodedBatch:
+        """The batch as tensors (training, the in-process model)."""
+        return self.encode_arrays(events, snapshots).to_tensors()
+
+    def encode_arrays(self, events: Sequence[TransactionEvent],
+                      snapshots: Sequence[ContextSnapshot]) -> ArrayBatch:
+        """The batch as NumPy arrays: the same values as ``encode``, no PyTorch."""
         if len(events) != len(snapshots):
             raise ValueError(f"{len(events)} events but {len(snapshots)} snapshots")
         for e, s in zip(events, snapshots):
@@ -297,7 +355,7 @@ class FieldIsolatedEncoder:
                 raise ValueError(f"snapshot for {s.event_id!r} paired with event {e.event_id!r}")
         B = len(events)
         if B == 0:
-            return EncodedBatch.empty(self.schema, 0)
+            return self._empty_arrays()
         amounts, times = _checked_numbers(events)
         values = np.array([s.values for s in snapshots], dtype=np.float64).reshape(B, -1)
         numeric = np.empty((B, self.schema.n_numeric), dtype=np.float32)
@@ -317,12 +375,16 @@ class FieldIsolatedEncoder:
 
         h_num, h_cat, h_mask = self._history(events, snapshots, times)
         text_ids, text_mask = self._text(events)
-        batch = EncodedBatch(
-            torch.from_numpy(numeric), torch.from_numpy(categorical), torch.from_numpy(h_num),
-            torch.from_numpy(h_cat), torch.from_numpy(h_mask), torch.from_numpy(text_ids),
-            torch.from_numpy(text_mask))
+        batch = ArrayBatch(numeric, categorical, h_num, h_cat, h_mask, text_ids, text_mask)
         batch.assert_finite()
         return batch
+
+    def _empty_arrays(self) -> ArrayBatch:
+        s, N, T = self.schema, self.schema.history_len, self.schema.text_len
+        return ArrayBatch(np.zeros((0, s.n_numeric), np.float32), np.zeros((0, s.n_categorical), np.int64),
+                          np.zeros((0, N, s.n_history_numeric), np.float32),
+                          np.zeros((0, N, s.n_history_categorical), np.int64), np.zeros((0, N), bool),
+                          np.zeros((0, T), np.int64), np.zeros((0, T), bool))
 
     def _history(self, events: Sequence[TransactionEvent], snapshots: Sequence[ContextSnapshot],
                  times: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -388,3 +450,16 @@ class FieldIsolatedEncoder:
                     ids[i, start:start + len(piece)] = piece
             start += length
         return ids, ids != 0
+
+
+class ArrayEncoder:
+    """The encode stage of a worker whose forward passes all run in its model process:
+    ``FieldIsolatedEncoder``'s encoding, handed over as an ``ArrayBatch`` (no PyTorch in
+    the worker; ``engine.assemble.load_model_components`` chooses it)."""
+
+    def __init__(self, encoder: FieldIsolatedEncoder | None = None):
+        self.inner = encoder or FieldIsolatedEncoder()
+        self.schema = self.inner.schema
+
+    def encode(self, events: Sequence[TransactionEvent], snapshots: Sequence[ContextSnapshot]) -> ArrayBatch:
+        return self.inner.encode_arrays(events, snapshots)

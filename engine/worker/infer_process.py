@@ -1,6 +1,6 @@
 """The infer stage in a child process: ``ProcessInference`` is called exactly like
-``engine.stages.infer.Inference`` and returns the same ``ModelOutputs``, but the forward pass
-runs in a process of its own.
+``engine.stages.infer.Inference`` and returns the same outputs (as NumPy arrays,
+``ArrayOutputs``), but the forward pass runs in a process of its own.
 
 Why: the worker's Python stages (poll, decode, enrich, encode, detect, decide, guard,
 emit) hold the GIL, so in one process the forward pass and those stages take turns on
@@ -17,9 +17,15 @@ Protocol (the child is ``python -m engine.worker.infer_process``, talking over i
 length-prefixed pickled frames. The parent's first frame names the model directory,
 the expected schema hash and the PyTorch threads; the child loads the model with
 ``Inference.from_dir`` — the same loading, schema check and serving layers as in
-process — and answers ``("ready", version)`` or ``("error", class, message)``; then one
-``("ok", outputs)`` or ``("error", ...)`` per batch. Tensors travel as NumPy arrays
-(pickle protocol 5, about 1/2 MB per 128-event batch).
+process — and answers ``("ready", version, schema hash)`` or ``("error", class, message)``;
+then one ``("ok", outputs)`` or ``("error", ...)`` per batch. Batches and outputs travel
+as NumPy arrays (pickle protocol 5, about 1/2 MB per 128-event batch).
+
+With every batch sent to the child (``settings.batch.process_min_rows`` = 1, the
+default), the worker encodes ``ArrayBatch``es and reads ``ArrayOutputs``: it never
+imports PyTorch, so a start imports it once (here, in the child) and a hot swap's load
+runs entirely in the new child, away from the worker's GIL (``python
+ops/bench/restart.py``, ``python ops/bench/hotswap.py``).
 
 Failure handling:
 
@@ -44,12 +50,19 @@ import subprocess
 import sys
 import threading
 import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
-# engine.model.inputs (and so PyTorch) is imported where it is used: the worker spawns
-# its model process before it imports PyTorch itself, so both imports run at once
-# (``spawn_model_process``; ``ops/bench/restart.py`` times a start).
+import numpy as np
+
+from engine.stages.decide import ScoreRow
+from engine.stages.encode import ENCODED_FIELDS
+
+# PyTorch is imported in the child only (``_serve``): a worker that sends every batch
+# here never imports it, and one that keeps small batches (``SplitInference``) spawns
+# its child first, so both imports run at once (``ops/bench/restart.py`` times a start).
 
 log = logging.getLogger("tollgate.infer_process")
 
@@ -62,8 +75,41 @@ class InferenceProcessLost(ConnectionError):
     """The model process died; the batch must be redone (a new process is started)."""
 
 
+class SchemaMismatchRefused(RuntimeError):
+    """The model process loaded a model trained on another feature schema than the
+    worker's encoder produces: refused (``engine.model.card.SchemaMismatchError`` in process)."""
+
+
+@dataclass(slots=True, frozen=True)
+class ArrayOutputs:
+    """A batch's calibrated outputs as the model process returns them, as NumPy arrays
+    (``engine.stages.infer.ModelOutputs`` without PyTorch): row i = event i."""
+
+    probs: np.ndarray  # [B, 3] float32, DECISIONS order (pass, review, reject)
+    risk: np.ndarray  # [B] float32
+    exit_layer: np.ndarray  # [B] int64
+    model_version: str
+    extra: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+    @classmethod
+    def from_fields(cls, fields: dict[str, Any]) -> ArrayOutputs:
+        return cls(fields["probs"], fields["risk"], fields["exit_layer"], fields["model_version"], fields["extra"])
+
+    def __len__(self) -> int:
+        return int(self.probs.shape[0])
+
+    def score_rows(self) -> list[ScoreRow]:
+        """One ``ScoreRow`` per row, as ``ModelOutputs.score_rows`` makes them."""
+        return [ScoreRow((float(p[0]), float(p[1]), float(p[2])), float(r), int(e))
+                for p, r, e in zip(self.probs.tolist(), self.risk.tolist(), self.exit_layer.tolist(), strict=True)]
+
+
+def _as_array(value: Any) -> np.ndarray:
+    return value if isinstance(value, np.ndarray) else value.numpy()
+
+
 class ProcessInference:
-    """Callable infer stage (``EncodedBatch`` -> ``ModelOutputs``) backed by a child process."""
+    """Callable infer stage (``EncodedBatch`` or ``ArrayBatch`` -> ``ArrayOutputs``) backed by a child process."""
 
     def __init__(self, model_dir: str | Path, *, expected_schema_hash: str | None = None,
                  torch_threads: int = 1, load_nice: int = 0, spawned: subprocess.Popen[bytes] | None = None,
@@ -82,12 +128,9 @@ class ProcessInference:
 
     # -- the stage -------------------------------------------------------------------------
 
-    def __call__(self, batch: Any) -> Any:
-        # local: `python -m engine.worker.infer_process` runs this module first; torch and the model load later, niced
-        from engine.model.inputs import TENSOR_FIELDS, as_inputs
-
-        inputs = as_inputs(batch)
-        arrays = {name: getattr(inputs, name).numpy() for name in TENSOR_FIELDS}
+    def __call__(self, batch: Any) -> ArrayOutputs:
+        # An ArrayBatch's arrays go as they are; an EncodedBatch's tensors as NumPy views.
+        arrays = {name: _as_array(getattr(batch, name)) for name in ENCODED_FIELDS}
         with self._lock:
             if self._child is None:
                 self._start()
@@ -103,7 +146,7 @@ class ProcessInference:
                 raise InferenceProcessLost(f"model process {child.pid} lost (exit code {code}): {exc!r}") from exc
         if reply[0] == "error":
             raise RuntimeError(f"model process: {reply[1]}: {reply[2]}")
-        return _outputs(reply[1])
+        return ArrayOutputs.from_fields(reply[1])
 
     def close(self) -> None:
         """Stop the child (it also stops by itself when this process exits)."""
@@ -123,6 +166,13 @@ class ProcessInference:
         if reply[0] != "ready":
             child.wait()
             raise RuntimeError(f"model process could not load {self.model_dir}: {reply[1]}: {reply[2]}")
+        expected, schema_hash = self._args["expected_schema_hash"], reply[2]
+        if expected is not None and schema_hash != expected:
+            _stop(child)
+            # The same refusal as engine.model.card.load_model_dir's, for a model only the child loaded.
+            raise SchemaMismatchRefused(
+                f"model {reply[1]} was trained on feature schema {schema_hash}, but the encoder "
+                f"produces {expected}; retrain or use a matching encoder")
         self._child = child
         self._finalizer = weakref.finalize(self, _stop, child)
         log.info("model process started", extra={"pid": child.pid, "model_version": reply[1]})
@@ -155,10 +205,7 @@ class SplitInference:
         return rows >= self.remote_min_rows
 
     def __call__(self, batch: Any) -> Any:
-        # local: `python -m engine.worker.infer_process` runs this module first; torch and the model load later, niced
-        from engine.model.inputs import as_inputs
-
-        rows = as_inputs(batch).batch_size
+        rows = int(batch.batch_size)
         return self.remote(batch) if self.runs_remote(rows) else self.local(batch)
 
     def close(self) -> None:
@@ -205,8 +252,7 @@ def spawn_model_process(model_dir: str | Path, *, torch_threads: int = 1, load_n
     """Start a model process now (or hand its model to the prestarted one) and return it,
     to be handed to ``ProcessInference`` (``spawned=``) once this process has loaded what
     it needs: the child's start (importing PyTorch, loading the model) then overlaps ours.
-    It does not check the schema hash; the in-process model loaded from the same
-    directory does."""
+    ``ProcessInference`` checks the schema hash the child reports against its encoder's."""
     return _spawn({"model_dir": str(Path(model_dir)), "expected_schema_hash": None,
                    "torch_threads": torch_threads, "load_nice": load_nice, "inference": inference_kwargs},
                   _take_prestarted())
@@ -258,17 +304,6 @@ def _reap(child: subprocess.Popen[bytes]) -> None:
         child.kill()
         child.wait()
     _stdout(child).close()
-
-
-def _outputs(fields: dict[str, Any]) -> Any:
-    # local: `python -m engine.worker.infer_process` runs this module first; torch and the model load later, niced
-    import torch
-
-    from engine.stages.infer import ModelOutputs
-
-    return ModelOutputs(torch.from_numpy(fields["probs"]), torch.from_numpy(fields["risk"]),
-                        torch.from_numpy(fields["exit_layer"]), fields["model_version"],
-                        {k: torch.from_numpy(v) for k, v in fields["extra"].items()})
 
 
 # -- framing -------------------------------------------------------------------------------
@@ -373,7 +408,7 @@ def _serve(inp: BinaryIO, out: BinaryIO, preload: bool = False) -> None:
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which refuses the model
         _write(out, ("error", type(exc).__name__, str(exc)))
         return
-    _write(out, ("ready", inference.version))
+    _write(out, ("ready", inference.version, inference.card.schema_hash))
     while True:
         try:
             arrays = _read(inp)

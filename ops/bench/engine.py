@@ -4,9 +4,10 @@
                                                     # with the model and with it removed
     python ops/bench/engine.py --sweep --rounds 3   # also try other (B, W), interleaved, and say
                                                     # which wins on medians
-    python ops/bench/engine.py --modes              # also: no close-when-idle; the model in the
-                                                    # worker's process; torch threads per core;
-                                                    # backlog depth 1
+    python ops/bench/engine.py --modes              # also: no close-when-idle; small batches in
+                                                    # the worker; the model in the worker's
+                                                    # process; torch threads per core; backlog depth 1
+    python ops/bench/engine.py --rates 250 1000 --modes split-64 --mode-rates 250 1000
     python ops/bench/engine.py --rates 500 1000 --duration 20 --saturation-events 20000
     python ops/bench/engine.py --rates 1000 --floor-ab 3   # the relay only: the transaction as
                                                     # committed now against before
@@ -104,6 +105,8 @@ RELAY = "floor: EOS relay"
 
 #: ``--modes``: the default worker against one setting changed (settings.batch).
 MODES = {"fixed-W": {"TOLLGATE_BATCH__CLOSE_WHEN_IDLE": "false"},
+         # batches under 64 rows in the worker (which then imports PyTorch), as before 2026-12-02
+         "split-64": {"TOLLGATE_BATCH__PROCESS_MIN_ROWS": "64"},
          "one-process": {"TOLLGATE_BATCH__INFER_PROCESS": "false"},
          "one-process-infer-thread": {"TOLLGATE_BATCH__INFER_PROCESS": "false", "TOLLGATE_BATCH__INFER_THREAD": "true"},
          "torch-threads-per-core": {"TOLLGATE_BATCH__TORCH_THREADS": "0"},
@@ -346,12 +349,15 @@ def main() -> None:
     ap.add_argument("--batch", type=str, default=None, help="B,W (default: settings.batch)")
     ap.add_argument("--sweep", action="store_true", help="also compare other (B, W) at 1000 ev/s and saturation")
     ap.add_argument("--rounds", type=int, default=2, help="--sweep: interleaved rounds per candidate")
-    ap.add_argument("--modes", action="store_true",
-                    help="also compare the worker's modes at 1000 ev/s and saturation: batches closed only "
-                         "at B or W (no close-when-idle); the model in the worker's own process (on the "
-                         "main thread, or on a thread of its own) instead of a model process; PyTorch's "
-                         "default threads (one per core) instead of one; one backlog batch on the threads "
-                         "instead of two")
+    ap.add_argument("--modes", nargs="*", default=None, metavar="MODE",
+                    help="also compare the worker's modes (all, or those named) at --mode-rates and "
+                         "saturation: batches closed only at B or W (fixed-W); batches under 64 rows in "
+                         "the worker (split-64); the model in the worker's own process, on the main thread "
+                         "or on a thread of its own (one-process, one-process-infer-thread); PyTorch's "
+                         "default threads (torch-threads-per-core); one backlog batch on the threads "
+                         "(backlog-depth-1)")
+    ap.add_argument("--mode-rates", type=float, nargs="*", default=[1000.0],
+                    help="--modes: the fixed rates each mode runs at (and saturation)")
     ap.add_argument("--no-model-baseline", dest="baseline", action="store_false")
     ap.add_argument("--event-mix", default="users", choices=("users", "legacy"),
                     help="users: JSON and Avro, ~5 %% memos, returning and new customers "
@@ -417,9 +423,11 @@ def main() -> None:
         if base_rate:
             results.append(bench.run(f"no-model {tag}", nm, default, base_rate))
         results.append(bench.run(f"no-model {tag}", nm, default, None))
-    if args.modes:
+    if args.modes is not None:
         for name, env in MODES.items():
-            for rate in (1000.0, None):
+            if args.modes and name not in args.modes:
+                continue
+            for rate in (*args.mode_rates, None):
                 results.append(bench.run(f"model {tag} {name}", model, default, rate, env))
                 print_table(results[-1:])
     if args.sweep:

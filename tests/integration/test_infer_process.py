@@ -9,13 +9,22 @@ import signal
 import threading
 import time
 
+import numpy as np
 import pytest
 import torch
 
+from engine.features import ContextSnapshot
 from engine.model import InputSpec, fresh_model, random_inputs, save_model_dir
-from engine.stages.encode import FieldIsolatedEncoder
+from engine.stages.encode import ArrayEncoder, FieldIsolatedEncoder
 from engine.stages.infer import Inference
-from engine.worker.infer_process import InferenceProcessLost, ProcessInference, SplitInference
+from engine.worker.infer_process import (
+    InferenceProcessLost,
+    ProcessInference,
+    SchemaMismatchRefused,
+    SplitInference,
+    spawn_model_process,
+)
+from engine.worker.warmup import synthetic_events
 
 
 @pytest.fixture(scope="module")
@@ -63,9 +72,31 @@ def test_outputs_equal_the_in_process_stage(model_dir, served):
     finally:
         torch.set_num_threads(threads)
     for ours, theirs in pairs:  # 150 > CPU_CHUNK_ROWS: the chunked path in the child too
-        assert torch.equal(ours.probs, theirs.probs) and torch.equal(ours.risk, theirs.risk)
-        assert torch.equal(ours.exit_layer, theirs.exit_layer)
+        assert np.array_equal(ours.probs, theirs.probs.numpy()) and np.array_equal(ours.risk, theirs.risk.numpy())
+        assert np.array_equal(ours.exit_layer, theirs.exit_layer.numpy())
         assert ours.model_version == theirs.model_version == served.version == "pv1"
+        assert ours.score_rows() == theirs.score_rows()
+
+
+def test_an_array_batch_scores_as_its_tensor_batch_does(model_dir, served):
+    """The worker without PyTorch sends NumPy arrays (ArrayEncoder); the child answers
+    exactly as for the same batch as tensors."""
+    events = synthetic_events(9, now_ms=1_700_000_000_000)
+    snapshots = [ContextSnapshot.empty(e) for e in events]
+    arrays = ArrayEncoder().encode(events, snapshots)
+    tensors = FieldIsolatedEncoder().encode(events, snapshots)
+    assert served(arrays).score_rows() == served(tensors).score_rows()
+    assert len(served(arrays)) == 9
+
+
+def test_a_spawned_model_process_with_another_schema_is_refused(model_dir):
+    """spawn_model_process starts the child before the encoder exists; ProcessInference
+    then checks the schema hash the child reports."""
+    path, _ = model_dir
+    child = spawn_model_process(path)
+    with pytest.raises(SchemaMismatchRefused, match="trained on feature schema .* but the encoder produces other"):
+        ProcessInference(path, expected_schema_hash="other", spawned=child)
+    assert _wait_gone(child.pid)
 
 
 def test_a_dead_child_is_a_transient_error_and_the_next_call_starts_a_new_one(model_dir, served):
@@ -121,7 +152,7 @@ def test_split_inference_scores_small_batches_here_and_large_ones_in_the_child(m
     split.local = lambda b: calls.append("here") or local_call(b)
     for rows in (3, 16, 40):
         batch = random_inputs(spec, rows, seed=rows)
-        assert torch.equal(split(batch).probs, local_call(batch).probs)
+        assert np.array_equal(np.asarray(split(batch).probs), local_call(batch).probs.numpy())
     assert calls == ["here", "child", "child"]
     assert [split.runs_remote(r) for r in (15, 16)] == [False, True] and split.version == "pv1"
 
@@ -207,7 +238,7 @@ def test_a_prestarted_model_process_serves_the_model_it_is_given_later(model_dir
             ours, theirs = served(batch), local(batch)
         finally:
             torch.set_num_threads(threads)
-        assert served.version == "pv1" and torch.equal(ours.probs, theirs.probs)
+        assert served.version == "pv1" and np.array_equal(ours.probs, theirs.probs.numpy())
     finally:
         served.close()
 

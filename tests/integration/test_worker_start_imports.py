@@ -38,3 +38,38 @@ def test_the_worker_start_path_imports_no_pytorch_before_the_model_process_is_sp
                          timeout=300, check=False)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+# A worker with the default settings (every batch to the model process) builds its
+# pipeline and decides events, in a process that never imports PyTorch.
+WORKER_PIPELINE = """
+import sys
+from engine.assemble import build_pipeline, scores_in_process
+from engine.settings import Settings
+from engine.worker.warmup import synthetic_events
+settings = Settings()
+assert not scores_in_process(settings.batch)
+pipeline = build_pipeline(settings, model=sys.argv[1], model_process=settings.batch)
+events = synthetic_events(40)
+verdicts = pipeline.decide_batch(events, [0.0] * len(events))
+assert len(verdicts) == 40 and all(v.model_version == "sv1" for v in verdicts), verdicts[:1]
+print(type(pipeline.components.encoder).__name__, type(pipeline.components.inference).__name__)
+print(sorted(m for m in ("torch",) if m in sys.modules))
+"""
+
+
+def test_a_worker_whose_model_runs_in_its_model_process_never_imports_pytorch(tmp_path):
+    # local: this test module's own process may import PyTorch; the worker under test must not
+    from engine.model import InputSpec, fresh_model, save_model_dir
+    from engine.stages.encode import FieldIsolatedEncoder
+
+    model, card = fresh_model(InputSpec.from_schema(FieldIsolatedEncoder().schema), version="sv1", seed=3)
+    model_dir = save_model_dir(model, card, tmp_path / "sv1")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TOLLGATE_BATCH__INFER_PROCESS": "true"}
+    env.pop("TOLLGATE_BATCH__PROCESS_MIN_ROWS", None)
+    out = subprocess.run([sys.executable, "-c", WORKER_PIPELINE, str(model_dir)], env=env, cwd=REPO,
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.strip().splitlines()
+    assert lines[-2] == "ArrayEncoder ProcessInference"
+    assert lines[-1] == "[]"

@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
 import pytest
 import torch
 
 from engine.features.memory import MemoryFeatureStore
 from engine.features.snapshot import ContextSnapshot
 from engine.records import EventValidationError
-from engine.stages.encode import EncodedBatch, FeatureSchema, FieldIsolatedEncoder
+from engine.stages.encode import ArrayBatch, ArrayEncoder, EncodedBatch, FeatureSchema, FieldIsolatedEncoder
 from engine.text.tokenizer import FORBIDDEN_TOKENS, PAD_ID, UNK_ID, load_text_tokenizer
 from tests.support.events import event
 
@@ -123,6 +124,21 @@ def test_batch_slicing_concat_and_device(encoder):
     assert all(torch.equal(x, y) for x, y in zip(whole.tensors().values(), b.tensors().values()))
     assert b.to("cpu").text_ids.device.type == "cpu"
     assert len(encoder.encode([], [])) == 0
+
+
+def test_array_batches_hold_the_same_values_as_tensor_batches(encoder):
+    """A worker whose model runs in its model process encodes NumPy arrays
+    (ArrayEncoder); the model must see exactly what the tensor path gives it."""
+    events, snaps = enriched([ev(f"e{i}", T0 + i * MIN, memo="rent June" if i % 2 else None) for i in range(5)])
+    arrays, tensors = ArrayEncoder(encoder).encode(events, snaps), encoder.encode(events, snaps)
+    assert isinstance(arrays, ArrayBatch) and len(arrays) == arrays.batch_size == 5
+    for name, value in arrays.arrays().items():
+        assert isinstance(value, np.ndarray)
+        assert np.array_equal(value, getattr(tensors, name).numpy()), name
+        assert value.dtype == getattr(tensors, name).numpy().dtype, name
+    assert len(ArrayEncoder(encoder).encode([], [])) == 0
+    with pytest.raises(AssertionError, match="NaN"):
+        dataclasses.replace(arrays, history_numeric=arrays.history_numeric * np.nan).assert_finite()
 
 
 def test_schema_hash_is_stable_and_sensitive():
