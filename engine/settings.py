@@ -113,12 +113,13 @@ class BatchSettings(_Frozen):
     infer_process: bool = True
     #: With ``infer_process``: only batches of at least this many rows (events plus the
     #: text-blind twins of those with a memo) go to the model process; smaller ones are
-    #: scored in the worker's own process (``engine.worker.infer_process.SplitInference``).
-    #: 1 (every batch to the child) keeps PyTorch out of the worker altogether: a restart
-    #: imports it once, not twice, and a hot swap loads entirely in the new model process,
-    #: off the worker's GIL (``python ops/bench/restart.py``, ``python ops/bench/hotswap.py``;
-    #: docs/performance-worker.md). Above 1 the worker also holds the model itself.
-    process_min_rows: int = Field(default=1, ge=1)
+    #: scored in the worker's own process (``engine.worker.infer_process.SplitInference``),
+    #: where a quiet stream's batch is quicker than a round trip to the child (p50 at
+    #: 250 events/s: ``python ops/bench/engine.py --rates 250 --modes split-64 --mode-rates
+    #: 250``). 1 sends every batch to the child and keeps PyTorch and a second copy of the
+    #: model out of the worker (about 0.5 GB less per worker, ``ops/bench/worker_memory.py``);
+    #: figures for both in docs/performance-worker.md.
+    process_min_rows: int = Field(default=64, ge=1)
     #: PyTorch intra-op threads for the forward pass (0 = PyTorch's default, one per
     #: core). 1 by default: the worker shares its cores with the Kafka client's threads
     #: (and, on small hosts, the broker and Redis), where spinning OpenMP threads cost

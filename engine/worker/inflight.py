@@ -153,10 +153,21 @@ def score_when_prepared(pipeline: Any, preparing: Future[Any]) -> Any:
     return pipeline.score(preparing.result())
 
 
+#: A quiet stream's batch of fewer rows is scored in line, and committed at once: the main
+#: thread waits for the model process (without the GIL) as long as the infer thread would,
+#: while a batch handed to that thread stays pending until later batches push it out
+#: (p50 at 250 events/s: ``python ops/bench/engine.py --rates 250 --modes split-64
+#: --mode-rates 250``; figures in docs/performance-worker.md).
+THREAD_MIN_ROWS = 64
+
+
 def worth_a_thread(prepared: Any) -> bool:
-    """Whether the infer thread should score this batch: always, unless the inference
-    scores batches this small in our own process (``SplitInference``), where a hand-off
-    would only add the thread's wait for the GIL."""
+    """Whether the infer thread should score this quiet-stream batch (a backlog's batches
+    always go there): when it is large enough for the overlap with the next batch to pay,
+    or, for a ``SplitInference``, when it goes to the model process at all (a hand-off
+    of a batch scored here would only add the thread's wait for the GIL)."""
     inference = getattr(getattr(prepared, "components", None), "inference", None)
+    encoded = getattr(prepared, "encoded", None)
+    rows = len(encoded) if encoded is not None else 0
     runs_remote = getattr(inference, "runs_remote", None)
-    return runs_remote is None or runs_remote(len(prepared.encoded))
+    return runs_remote(rows) if runs_remote is not None else rows >= THREAD_MIN_ROWS

@@ -40,7 +40,7 @@ def test_the_worker_start_path_imports_no_pytorch_before_the_model_process_is_sp
     assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
-# A worker with the default settings (every batch to the model process) builds its
+# A worker that sends every batch to its model process (process_min_rows 1) builds its
 # pipeline and decides events, in a process that never imports PyTorch.
 WORKER_PIPELINE = """
 import sys
@@ -65,8 +65,8 @@ def test_a_worker_whose_model_runs_in_its_model_process_never_imports_pytorch(tm
 
     model, card = fresh_model(InputSpec.from_schema(FieldIsolatedEncoder().schema), version="sv1", seed=3)
     model_dir = save_model_dir(model, card, tmp_path / "sv1")
-    env = {**os.environ, "PYTHONPATH": str(REPO), "TOLLGATE_BATCH__INFER_PROCESS": "true"}
-    env.pop("TOLLGATE_BATCH__PROCESS_MIN_ROWS", None)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TOLLGATE_BATCH__INFER_PROCESS": "true",
+           "TOLLGATE_BATCH__PROCESS_MIN_ROWS": "1"}
     out = subprocess.run([sys.executable, "-c", WORKER_PIPELINE, str(model_dir)], env=env, cwd=REPO,
                          capture_output=True, text=True, timeout=300, check=False)
     assert out.returncode == 0, out.stderr[-2000:]

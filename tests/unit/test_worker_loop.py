@@ -412,3 +412,20 @@ def test_a_backlog_keeps_backlog_depth_batches_on_the_threads(depth):
     w.flush()
     assert [c[2] for c in emitter.commits] == [{("tx.events", 0): 100 + 4 * k} for k in range(1, 5)]
 
+
+
+def test_a_quiet_streams_small_batch_is_scored_in_line_and_a_large_one_on_the_infer_thread():
+    """On the infer thread a quiet stream's batch stays pending until later batches push
+    it out; a small one is scored in line and committed at once (engine.worker.inflight)."""
+    from types import SimpleNamespace  # local: this test alone builds prepared-batch stand-ins
+
+    from engine.worker.inflight import THREAD_MIN_ROWS, worth_a_thread
+
+    def prepared(rows: int, inference: object) -> SimpleNamespace:
+        return SimpleNamespace(components=SimpleNamespace(inference=inference), encoded=[None] * rows)
+
+    remote_only = object()  # ProcessInference: no runs_remote
+    assert not worth_a_thread(prepared(THREAD_MIN_ROWS - 1, remote_only))
+    assert worth_a_thread(prepared(THREAD_MIN_ROWS, remote_only))
+    split = SimpleNamespace(runs_remote=lambda rows: rows >= 16)  # SplitInference decides
+    assert [worth_a_thread(prepared(r, split)) for r in (15, 16)] == [False, True]
