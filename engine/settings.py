@@ -167,11 +167,11 @@ class WorkerSettings(_Frozen):
     redis_hold_s: float = Field(default=5.0, ge=0)
     #: Join the group with ``group.instance.id`` = worker id (KIP-345), so a restarted
     #: worker gets its partitions back without waiting for the dead one's session
-    #: timeout. Off by default: a stopped worker then keeps its partitions for
-    #: ``session.timeout.ms``, a zombie with the same id is no longer made to exit
-    #: (test_worker_scale.py fails with it on), and ``python ops/bench/restart.py
-    #: --modes static,dynamic`` showed no join cost on the 2-core machine, whose starts
-    #: outlast the 10 s session timeout anyway.
+    #: timeout (a crash restart's first verdict in 4.7 s instead of 10 s: ``python
+    #: ops/bench/restart.py --modes static,dynamic --stops kill,term``). Off by default:
+    #: a worker stopped for good, or restarted under another id (a Deployment's new pod
+    #: name), keeps its partitions for ``session.timeout.ms`` (10 s), since a static
+    #: member does not leave the group on a clean stop (docs/operations.md).
     static_membership: bool = False
 
 

@@ -207,7 +207,10 @@ class EventConsumer:
                 continue
             if err.code() == KafkaError._PARTITION_EOF:
                 continue
-            if err.fatal():
+            # A fatal error reaches the consumer as an error event whose code is _FATAL and
+            # whose fatal() is False (the cause is in its text: a static member fenced by
+            # another instance with its group.instance.id, test_worker_scale.py).
+            if err.fatal() or err.code() == KafkaError._FATAL:
                 raise FatalKafkaError(str(err))
             log.warning("consumer error (librdkafka retries)",
                         extra={"code": err.name(), "retriable": err.retriable(), "error": err.str()})

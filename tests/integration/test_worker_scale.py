@@ -78,12 +78,16 @@ def test_two_workers_share_partitions_and_rebalances_lose_and_duplicate_nothing(
     assert len([p for p in _assigned(w2) if p != "[]"]) >= 2  # its share, then w1's after it left
 
 
-def test_a_second_instance_with_the_same_worker_id_fences_the_zombie(wenv, tmp_path):
+@pytest.mark.parametrize("membership", ["dynamic", "static"])
+def test_a_second_instance_with_the_same_worker_id_fences_the_zombie(wenv, tmp_path, membership):
     """A worker that is still alive but has been replaced (a zombie: paused VM, network
-    partition) must not commit anything after its replacement started."""
+    partition) must not commit anything after its replacement started. Dynamic
+    membership: the zombie's next transaction is fenced. Static: the group fences its
+    consumer first (a fatal consumer error, which must end it too)."""
     codec = Codec()
     events = make_events(wenv.unique, 3_000)
-    zombie = WorkerProcess(wenv, "w1", tmp_path)
+    static = {"TOLLGATE_WORKER__STATIC_MEMBERSHIP": "true" if membership == "static" else "false"}
+    zombie = WorkerProcess(wenv, "w1", tmp_path, **static)
     replacement = None
     try:
         zombie.wait_for("worker ready")
@@ -92,7 +96,7 @@ def test_a_second_instance_with_the_same_worker_id_fences_the_zombie(wenv, tmp_p
                                     kwargs={"rate_per_s": 400})
         producer.start()
         _verdicts_at_least(wenv, 400, zombie)
-        replacement = WorkerProcess(wenv, "w1", tmp_path)  # same id: init_transactions fences the first
+        replacement = WorkerProcess(wenv, "w1", tmp_path, **static)  # same id: init_transactions fences the first
         replacement.wait_for("worker ready")
         producer.join()
         # Events keep coming after the replacement started, however long it took to warm
