@@ -53,12 +53,12 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 import numpy as np
 
-from engine.stages.decide import ScoreRow
-from engine.stages.encode import ENCODED_FIELDS
+if TYPE_CHECKING:
+    from engine.stages.decide import ScoreRow
 
 # PyTorch is imported in the child only (``_serve``): a worker that sends every batch
 # here never imports it, and one that keeps small batches (``SplitInference``) spawns
@@ -100,6 +100,9 @@ class ArrayOutputs:
 
     def score_rows(self) -> list[ScoreRow]:
         """One ``ScoreRow`` per row, as ``ModelOutputs.score_rows`` makes them."""
+        # local: the model process runs this module too (see ProcessInference.__call__)
+        from engine.stages.decide import ScoreRow
+
         return [ScoreRow((float(p[0]), float(p[1]), float(p[2])), float(r), int(e))
                 for p, r, e in zip(self.probs.tolist(), self.risk.tolist(), self.exit_layer.tolist(), strict=True)]
 
@@ -129,6 +132,9 @@ class ProcessInference:
     # -- the stage -------------------------------------------------------------------------
 
     def __call__(self, batch: Any) -> ArrayOutputs:
+        # local: the model process runs this module too, and must not wait for the encoder's imports before PyTorch's
+        from engine.stages.encode import ENCODED_FIELDS
+
         # An ArrayBatch's arrays go as they are; an EncodedBatch's tensors as NumPy views.
         arrays = {name: _as_array(getattr(batch, name)) for name in ENCODED_FIELDS}
         with self._lock:

@@ -13,6 +13,14 @@ largest gap between consecutive ``decided_at_ms`` from 0.5 s before the pointer 
 (loading happens in between) to 3 s after the worker logged the swap is compared with the largest gap in stretches away from any swap (the
 stream's own jitter at that rate). Printed: per swap the gap, then per mode and rate
 the p99 (nearest rank) over swaps of the around-swap gap, and the baseline.
+
+    OMP_NUM_THREADS=1 python ops/bench/hotswap.py --modes import-control --rates 250
+
+``import-control``: the same stream with the model process on and no swap at all;
+instead, at each swap's moment, an unrelated process imports PyTorch and the inference
+code at the loader's nice level (what a hot-swapped model process does first), and the
+window runs from 0.5 s before it started to 3 s after it ended. It separates what the
+machine pays for a second PyTorch import from what the worker's own swap path costs.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import itertools
 import json
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -58,8 +67,18 @@ def _largest_gap_at(times: list[float], lo: float, hi: float) -> tuple[float, fl
     return max(((b - a, b) for a, b in zip(inside, inside[1:])), default=(float("nan"), float("nan")))
 
 
+def _unrelated_import() -> None:
+    """What a hot-swapped model process does first, in a process the worker knows nothing of."""
+    # local: the bench reads the loader's nice level from the product, not a copy of it
+    from engine.worker.hotswap import LOADER_NICE
+
+    subprocess.run(["nice", "-n", str(LOADER_NICE), sys.executable, "-c",
+                    "import torch; from engine.stages.infer import Inference"],
+                   cwd=_common.REPO, check=True, timeout=300)
+
+
 def run_one(bootstrap: str, redis_url: str, infer_process: bool, rate: float, swaps: int, settle_s: float,
-            work: Path) -> dict:
+            work: Path, control: bool = False) -> dict:
     unique = "bench-swap-" + uuid.uuid4().hex[:8]
     cleanup = contextlib.ExitStack()  # topics and keys go when the run ends
     wenv, client = cleanup.enter_context(bench_worker_env(bootstrap, redis_url, unique, work / unique))
@@ -83,6 +102,11 @@ def run_one(bootstrap: str, redis_url: str, infer_process: bool, rate: float, sw
         time.sleep(settle_s)  # a stretch with no swap: the baseline
         for i in range(2, swaps + 2):
             moved_ms.append(time.time() * 1000)
+            if control:  # no swap: an unrelated PyTorch import instead (import-control)
+                _unrelated_import()
+                swap_ms.append(time.time() * 1000)
+                time.sleep(settle_s)
+                continue
             client.set(f"{wenv.key_prefix}:model:serving", f"v{i}")
             client.publish(f"{wenv.key_prefix}:model:events", json.dumps({"version": f"v{i}", "action": "promote"}))
             deadline = time.monotonic() + 300
@@ -119,7 +143,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--swaps", type=int, default=5)
     ap.add_argument("--rates", default="250,1000")
-    ap.add_argument("--modes", default="in-process,model-process")
+    ap.add_argument("--modes", default="in-process,model-process",
+                    help="in-process, model-process, import-control (no swap: an unrelated PyTorch import)")
     ap.add_argument("--settle-s", type=float, default=6.0, help="stream seconds before the first swap and after each")
     args = ap.parse_args()
     bootstrap, redis_url = os.environ.get("TOLLGATE_KAFKA_BOOTSTRAP"), os.environ.get("TOLLGATE_REDIS_URL")
@@ -130,7 +155,8 @@ def main() -> int:
     rows = []
     for rate in (float(r) for r in args.rates.split(",")):
         for mode in args.modes.split(","):
-            r = run_one(bootstrap, redis_url, mode == "model-process", rate, args.swaps, args.settle_s, work)
+            r = run_one(bootstrap, redis_url, mode != "in-process", rate, args.swaps, args.settle_s, work,
+                        control=mode == "import-control")
             print(f"{mode:13s} {rate:6.0f}/s: largest gap around each swap (ms) "
                   f"{', '.join(f'{g:.0f}' for g in r['around'])}; baseline {r['baseline']:.0f} ms; "
                   f"gap ended at {r['gap_end_ms']} ms from the swap; pointer to swap {r['load_s']} s; "
