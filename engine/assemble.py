@@ -103,7 +103,8 @@ def load_model_components(model_dir: Path, encoder: Any | None = None, *,
     if model_process is not None and model_process.infer_process:
         # Before this process imports anything heavy: the child's PyTorch import and load run meanwhile.
         child = spawn_model_process(model_dir, torch_threads=model_process.torch_threads, load_nice=load_nice)
-        remote_kwargs = {"torch_threads": model_process.torch_threads, "load_nice": load_nice, "spawned": child}
+        remote_kwargs = {"torch_threads": model_process.torch_threads, "load_nice": load_nice, "spawned": child,
+                         "spare_after_swap": model_process.spare_model_process}
         if not scores_in_process(model_process):
             array_encoder = encoder if isinstance(encoder, ArrayEncoder) else ArrayEncoder(encoder)
             remote = ProcessInference(model_dir, expected_schema_hash=array_encoder.schema.schema_hash(),

@@ -120,6 +120,13 @@ class BatchSettings(_Frozen):
     #: model out of the worker (about 0.5 GB less per worker, ``ops/bench/worker_memory.py``);
     #: figures for both in docs/performance-worker.md.
     process_min_rows: int = Field(default=64, ge=1)
+    #: With ``infer_process``: a model process that a hot swap replaced stays, PyTorch
+    #: imported, as the spare the next swap loads its model into, so a swap after the
+    #: first starts no interpreter: the import is what paused the stream around a swap
+    #: (``python ops/bench/hotswap.py --modes import-control,model-process``). Costs a
+    #: second, idle model process per worker once one swap has happened
+    #: (``python ops/bench/worker_memory.py``; figures in docs/performance-worker.md).
+    spare_model_process: bool = True
     #: PyTorch intra-op threads for the forward pass (0 = PyTorch's default, one per
     #: core). 1 by default: the worker shares its cores with the Kafka client's threads
     #: (and, on small hosts, the broker and Redis), where spinning OpenMP threads cost

@@ -116,7 +116,7 @@ class ProcessInference:
 
     def __init__(self, model_dir: str | Path, *, expected_schema_hash: str | None = None,
                  torch_threads: int = 1, load_nice: int = 0, spawned: subprocess.Popen[bytes] | None = None,
-                 **inference_kwargs: Any):
+                 spare_after_swap: bool = False, **inference_kwargs: Any):
         self.model_dir = Path(model_dir)
         #: ``load_nice``: the child imports PyTorch and loads the model this much nicer (a
         #: hot swap's new model must not take CPU from the live stream), then returns to
@@ -126,6 +126,11 @@ class ProcessInference:
         self._lock = threading.Lock()  # one batch in the pipe at a time
         self._child: subprocess.Popen[bytes] | None = None
         self._finalizer: weakref.finalize[[subprocess.Popen[bytes]], ProcessInference] | None = None
+        #: When this object is dropped (a hot swap replaced it), keep its child as the spare
+        #: the next ``spawn_model_process`` loads its model into: PyTorch is imported already,
+        #: so a later swap starts no interpreter and imports nothing (``python
+        #: ops/bench/hotswap.py --modes import-control,model-process``). ``close`` stops it.
+        self.spare_after_swap = spare_after_swap
         #: ``spawned``: a child already started with these arguments (``spawn_model_process``).
         self.version = self._start(spawned)
 
@@ -180,13 +185,13 @@ class ProcessInference:
                 f"model {reply[1]} was trained on feature schema {schema_hash}, but the encoder "
                 f"produces {expected}; retrain or use a matching encoder")
         self._child = child
-        self._finalizer = weakref.finalize(self, _stop, child)
+        self._finalizer = weakref.finalize(self, _retire if self.spare_after_swap else _stop, child)
         log.info("model process started", extra={"pid": child.pid, "model_version": reply[1]})
         return str(reply[1])
 
     def _stop_child(self) -> None:
-        if self._finalizer is not None:
-            self._finalizer()  # runs _stop once
+        if self._finalizer is not None and self._finalizer.detach() is not None and self._child is not None:
+            _stop(self._child)  # closed or lost: never kept as a spare
         self._child, self._finalizer = None, None
 
 
@@ -282,6 +287,21 @@ def _spawn(args: dict[str, Any], prestarted: subprocess.Popen[bytes] | None = No
         child.wait()
         raise
     return child
+
+
+def _retire(child: subprocess.Popen[bytes]) -> None:
+    """A replaced model's child becomes the spare (``prestart_model_process``'s slot) if
+    the slot is free and the child alive; otherwise it is stopped. Runs wherever the last
+    reference to a model is dropped (on the worker's loop, after a swap): it never waits."""
+    global _prestarted
+    kept = False
+    with _prestarted_lock:
+        if child.poll() is None and (_prestarted is None or _prestarted.poll() is not None):
+            _prestarted, kept = child, True
+    if kept:
+        log.info("model process kept as the spare for the next swap", extra={"pid": child.pid})
+    else:
+        _stop(child)
 
 
 def _stdin(child: subprocess.Popen[bytes]) -> BinaryIO:
@@ -398,12 +418,43 @@ def _serve(inp: BinaryIO, out: BinaryIO, preload: bool = False) -> None:
         args = _read(inp)
     except EOFError:
         return  # the parent never used us (or died): nothing to serve
+    inference = _load(args, out)
+    if inference is None:
+        return
+    # local: loaded by _load above (PyTorch, after the first model's arguments arrived)
+    import torch
+
+    from engine.model.inputs import ModelInputs
+
+    while True:
+        try:
+            frame = _read(inp)
+        except EOFError:
+            return  # the parent closed the pipe or died
+        if "model_dir" in frame:
+            # A spare (``spare_after_swap``): the next model, loaded where PyTorch already is.
+            inference = _load(frame, out)
+            if inference is None:
+                return
+            continue
+        try:
+            batch = ModelInputs(**{k: torch.from_numpy(v) for k, v in frame.items()})
+            o = inference(batch)
+            reply: tuple[Any, ...] = ("ok", {"probs": o.probs.numpy(), "risk": o.risk.numpy(),
+                                   "exit_layer": o.exit_layer.numpy(), "model_version": o.model_version,
+                                   "extra": {k: v.numpy() for k, v in o.extra.items()}})
+        except Exception as exc:  # noqa: BLE001 - the parent raises it for this batch
+            reply = ("error", type(exc).__name__, str(exc))
+        _write(out, reply)
+
+
+def _load(args: dict[str, Any], out: BinaryIO) -> Any:
+    """Load the model ``args`` names (niced as they say) and answer ready, or answer the
+    error and return None (the child then exits: the parent refuses the model)."""
     try:
         with _nice_while(args.get("load_nice", 0), args.get("serve_nice")):
             # local: `python -m engine.worker.infer_process` runs this module first; torch and the model load later, niced
             import torch
-
-            from engine.model.inputs import ModelInputs
 
             # local: `python -m engine.worker.infer_process` runs this module first; torch and the model load later, niced
             from engine.stages.infer import Inference
@@ -413,22 +464,9 @@ def _serve(inp: BinaryIO, out: BinaryIO, preload: bool = False) -> None:
             inference = Inference.from_dir(args["model_dir"], args["expected_schema_hash"], **args["inference"])
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which refuses the model
         _write(out, ("error", type(exc).__name__, str(exc)))
-        return
+        return None
     _write(out, ("ready", inference.version, inference.card.schema_hash))
-    while True:
-        try:
-            arrays = _read(inp)
-        except EOFError:
-            return  # the parent closed the pipe or died
-        try:
-            batch = ModelInputs(**{k: torch.from_numpy(v) for k, v in arrays.items()})
-            o = inference(batch)
-            reply: tuple[Any, ...] = ("ok", {"probs": o.probs.numpy(), "risk": o.risk.numpy(),
-                                   "exit_layer": o.exit_layer.numpy(), "model_version": o.model_version,
-                                   "extra": {k: v.numpy() for k, v in o.extra.items()}})
-        except Exception as exc:  # noqa: BLE001 - the parent raises it for this batch
-            reply = ("error", type(exc).__name__, str(exc))
-        _write(out, reply)
+    return inference
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ sends), and reports the resident and proportional set size (``/proc/<pid>/smaps_
 PSS splits shared library pages between the processes that map them) of the worker and
 of its model process, and whether the worker imported PyTorch. With 1, every batch goes
 to the model process and the worker holds neither PyTorch nor a copy of the model.
+``swapped``: the same after one hot swap, with the replaced model process kept as the
+spare (``settings.batch.spare_model_process``).
 No broker or Redis: the context is the in-memory store.
 """
 
@@ -28,14 +30,28 @@ REPO = Path(__file__).resolve().parents[2]
 
 MEASURE = """
 import os, sys
-from engine.assemble import build_pipeline
+from pathlib import Path
+from engine.assemble import build_pipeline, load_model_components
 from engine.settings import BatchSettings, Settings
+from engine.worker import infer_process
 from engine.worker.warmup import synthetic_events
 
-pipeline = build_pipeline(Settings(), model=sys.argv[1], model_process=BatchSettings(process_min_rows=int(sys.argv[2])))
-for n in (1, 100, 512):
-    events = synthetic_events(n)
-    pipeline.decide_batch(events, [0.0] * n)
+batch = BatchSettings(process_min_rows=int(sys.argv[2]))
+pipeline = build_pipeline(Settings(), model=sys.argv[1], model_process=batch)
+
+
+def decide():
+    for n in (1, 100, 512):
+        events = synthetic_events(n)
+        pipeline.decide_batch(events, [0.0] * n)
+
+
+decide()
+spare = None
+if sys.argv[3] == "swapped":  # one hot swap (to the same directory): the old model process becomes the spare
+    pipeline.swap(**load_model_components(Path(sys.argv[1]), pipeline.components.encoder, model_process=batch))
+    decide()
+    spare = infer_process._prestarted.pid
 
 
 def kib(pid, path, key):
@@ -47,7 +63,7 @@ inference = pipeline.components.inference
 child = getattr(inference, "remote", inference)._child.pid
 me = os.getpid()
 print(kib(me, "status", "VmRSS:"), kib(me, "smaps_rollup", "Pss:"), kib(child, "status", "VmRSS:"),
-      kib(child, "smaps_rollup", "Pss:"), int("torch" in sys.modules))
+      kib(child, "smaps_rollup", "Pss:"), kib(spare, "smaps_rollup", "Pss:") if spare else 0, int("torch" in sys.modules))
 """
 
 
@@ -55,19 +71,23 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model-dir", default=None, help="a model directory (default: a fresh model, default architecture)")
     ap.add_argument("--rows", default="1,64", help="process_min_rows values to compare")
+    ap.add_argument("--states", default="started,swapped",
+                    help="started: as a worker starts; swapped: after one hot swap, with the spare model process")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="tollgate-memory-") as tmp:
         model_dir = args.model_dir or _fresh_model(Path(tmp))
         env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
         print(f"model {model_dir}")
-        print(f"{'process_min_rows':>16} {'worker RSS':>11} {'worker PSS':>11} {'model RSS':>10} "
-              f"{'model PSS':>10} {'sum PSS':>8}  worker imports PyTorch")
+        print(f"{'process_min_rows':>16} {'state':>8} {'worker RSS':>11} {'worker PSS':>11} {'model RSS':>10} "
+              f"{'model PSS':>10} {'spare PSS':>10} {'sum PSS':>8}  worker imports PyTorch")
         for rows in args.rows.split(","):
-            out = subprocess.run([sys.executable, "-c", MEASURE, str(model_dir), rows], env=env, cwd=REPO,
-                                 capture_output=True, text=True, timeout=600, check=True)
-            w_rss, w_pss, m_rss, m_pss, torch = (int(x) for x in out.stdout.split()[-5:])
-            print(f"{rows:>16} {w_rss / 1024:>8.0f} MB {w_pss / 1024:>8.0f} MB {m_rss / 1024:>7.0f} MB "
-                  f"{m_pss / 1024:>7.0f} MB {(w_pss + m_pss) / 1024:>5.0f} MB  {'yes' if torch else 'no'}")
+            for state in args.states.split(","):
+                out = subprocess.run([sys.executable, "-c", MEASURE, str(model_dir), rows, state], env=env,
+                                     cwd=REPO, capture_output=True, text=True, timeout=600, check=True)
+                w_rss, w_pss, m_rss, m_pss, s_pss, torch = (int(x) for x in out.stdout.split()[-6:])
+                print(f"{rows:>16} {state:>8} {w_rss / 1024:>8.0f} MB {w_pss / 1024:>8.0f} MB "
+                      f"{m_rss / 1024:>7.0f} MB {m_pss / 1024:>7.0f} MB {s_pss / 1024:>7.0f} MB "
+                      f"{(w_pss + m_pss + s_pss) / 1024:>5.0f} MB  {'yes' if torch else 'no'}")
     return 0
 
 

@@ -266,3 +266,56 @@ def test_a_prestarted_model_process_nobody_uses_exits_quietly():
     child.stdout.close()
     child.stderr.close()
     assert child.returncode == 0 and b"Traceback" not in err, err.decode(errors="replace")
+
+
+def test_a_replaced_model_process_is_kept_as_the_spare_the_next_model_loads_into(model_dir, tmp_path):
+    """A hot swap drops the old ProcessInference: with spare_after_swap its child stays,
+    PyTorch imported, and the next spawn loads the new model into it (no interpreter
+    start, no import); close() and a second spare stop instead."""
+    from engine.worker import infer_process
+
+    path, spec = model_dir
+    other, card = fresh_model(spec, version="pv3", seed=6)
+    path3 = save_model_dir(other, card, tmp_path / "pv3")
+    infer_process.discard_prestarted()
+    old = ProcessInference(path, spare_after_swap=True)
+    pid = old._child.pid
+    del old  # the swap's last reference
+    new = ProcessInference(path3, spawned=spawn_model_process(path3), spare_after_swap=True)
+    try:
+        assert new._child.pid == pid and new.version == "pv3" and _alive(pid)
+        local = Inference.from_dir(path3)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            batch = random_inputs(spec, 5, seed=3)
+            assert np.array_equal(new(batch).probs, local(batch).probs.numpy())
+        finally:
+            torch.set_num_threads(threads)
+        # a second replaced process while the spare slot is taken is stopped
+        blocker = ProcessInference(path, spare_after_swap=True)
+        first = blocker._child.pid
+        del blocker
+        third = ProcessInference(path, spare_after_swap=True)
+        second = third._child.pid
+        del third  # the slot holds `first`: this one is stopped
+        assert _wait_gone(second) and _alive(first)
+    finally:
+        new.close()
+        infer_process.discard_prestarted()
+    assert _wait_gone(pid) and _wait_gone(first)
+
+
+def test_a_spare_that_cannot_load_the_next_model_exits_and_the_model_is_refused(model_dir, tmp_path):
+    from engine.worker import infer_process
+
+    path, _ = model_dir
+    infer_process.discard_prestarted()
+    old = ProcessInference(path, spare_after_swap=True)
+    pid = old._child.pid
+    del old
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    with pytest.raises(RuntimeError, match="could not load"):
+        ProcessInference(broken, spawned=spawn_model_process(broken))
+    assert _wait_gone(pid)

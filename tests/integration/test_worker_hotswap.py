@@ -73,8 +73,9 @@ def test_hot_swap_mid_stream_with_no_gap_and_broken_models_refused(wenv, redis_c
         assert len(events) < len(stream), "the stream ran dry before the swap"
         verdicts = read_verdicts(wenv.bootstrap, wenv.verdicts, len(events), codec, timeout=90)
         assert worker.proc.poll() is None and len(worker.logged("worker ready")) == 1  # swapped, not restarted
-        if infer_process:  # v1's model process stopped once v2 replaced it; the refused one never lingered
-            wait_until(lambda: len(model_processes(worker.proc.pid)) == 1, 15, "one model process (v2's)")
+        if infer_process:  # v2's model process and v1's, kept as the spare; the refused one never lingered
+            wait_until(lambda: len(model_processes(worker.proc.pid)) == 2, 15, "v2's model process and the spare")
+            assert worker.logged("model process kept as the spare for the next swap")
     finally:
         stop.set()
         worker.terminate()
