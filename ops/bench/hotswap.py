@@ -12,7 +12,9 @@ seconds of stream. Then every verdict is read back (read_committed) and, per swa
 largest gap between consecutive ``decided_at_ms`` from 0.5 s before the pointer moved
 (loading happens in between) to 3 s after the worker logged the swap is compared with the largest gap in stretches away from any swap (the
 stream's own jitter at that rate). Printed: per swap the gap, then per mode and rate
-the p99 (nearest rank) over swaps of the around-swap gap, and the baseline.
+the p99 (nearest rank) over swaps of the around-swap gap, the baseline, and the p99 of
+the largest gap in no-swap windows of the same length (the stretches between one swap's
+window and the next load; give them room with ``--settle-s`` of 8 or more).
 
     OMP_NUM_THREADS=1 python ops/bench/hotswap.py --modes import-control --rates 250
 
@@ -131,9 +133,17 @@ def run_one(bootstrap: str, redis_url: str, infer_process: bool, rate: float, sw
     gap_end_ms = [round(end - s) for (_, end), s in zip(gaps, swap_ms)]
     start = times[0] + 1_000  # the baseline: the first settle stretch, after a second of warm-up
     baseline = _largest_gap(times, start, moved_ms[0] - BEFORE_MS)
+    # The same stream's stretches away from any swap (after a swap's window, before the
+    # next load), each as long as the median swap window, so that "the largest gap in a
+    # window" compares like with like: a longer window holds larger gaps by chance.
+    width = sorted(s + AFTER_MS - (m - BEFORE_MS) for m, s in zip(moved_ms, swap_ms))[len(swap_ms) // 2]
+    quiet = [(start, moved_ms[0] - BEFORE_MS)] + [
+        (s + AFTER_MS, nxt - BEFORE_MS) for s, nxt in zip(swap_ms, [*moved_ms[1:], times[-1]])]
+    no_swap_windows = [_largest_gap(times, lo, lo + width) for lo, hi in quiet if hi - lo >= width]
     load_s = [round((s - m) / 1000, 2) for m, s in zip(moved_ms, swap_ms)]
     versions = sorted({v.model_version for v in verdicts})
-    return {"around": around, "gap_end_ms": gap_end_ms, "baseline": baseline, "load_s": load_s, "verdicts": len(verdicts), "produced": produced[0],
+    return {"around": around, "gap_end_ms": gap_end_ms, "baseline": baseline, "no_swap_windows": no_swap_windows,
+            "load_s": load_s, "verdicts": len(verdicts), "produced": produced[0],
             "versions": versions}
 
 
@@ -159,6 +169,7 @@ def main() -> int:
                         control=mode == "import-control")
             print(f"{mode:13s} {rate:6.0f}/s: largest gap around each swap (ms) "
                   f"{', '.join(f'{g:.0f}' for g in r['around'])}; baseline {r['baseline']:.0f} ms; "
+                  f"no-swap windows of the same length {', '.join(f'{g:.0f}' for g in r['no_swap_windows'])} ms; "
                   f"gap ended at {r['gap_end_ms']} ms from the swap; pointer to swap {r['load_s']} s; "
                   f"{r['verdicts']}/{r['produced']} verdicts, "
                   f"versions {r['versions']}", flush=True)
@@ -167,7 +178,8 @@ def main() -> int:
           f"{BEFORE_MS / 1000:g} s before the pointer moved to {AFTER_MS / 1000:g} s after the swap")
     for mode, rate, r in rows:
         print(f"  {mode:13s} {rate:6.0f} events/s  around swap p99 {percentile(r['around'], 99):6.0f} ms   "
-              f"no swap {r['baseline']:6.0f} ms")
+              f"no swap {r['baseline']:6.0f} ms   no-swap windows p99 "
+              f"{percentile(r['no_swap_windows'], 99) if r['no_swap_windows'] else float('nan'):6.0f} ms")
     return 0
 
 
