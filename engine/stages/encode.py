@@ -170,8 +170,8 @@ ENCODED_FIELDS: tuple[str, ...] = ("control_numeric", "control_categorical", "hi
 class ArrayBatch:
     """The same seven arrays as ``EncodedBatch``, as NumPy arrays: what a worker whose
     forward passes all run in its model process encodes, so that it never imports
-    PyTorch (a restart then imports it once, in the model process, not twice: ``python
-    ops/bench/restart.py``). ``engine.model.inputs.as_inputs`` reads it as tensors."""
+    PyTorch and holds no copy of the model (``python ops/bench/worker_memory.py``).
+    ``engine.model.inputs.as_inputs`` reads it as tensors."""
 
     control_numeric: np.ndarray  # [B, Fn] float32
     control_categorical: np.ndarray  # [B, Fc] int64

@@ -19,13 +19,15 @@ the expected schema hash and the PyTorch threads; the child loads the model with
 ``Inference.from_dir`` — the same loading, schema check and serving layers as in
 process — and answers ``("ready", version, schema hash)`` or ``("error", class, message)``;
 then one ``("ok", outputs)`` or ``("error", ...)`` per batch. Batches and outputs travel
-as NumPy arrays (pickle protocol 5, about 1/2 MB per 128-event batch).
+as NumPy arrays (pickle protocol 5, about 1/2 MB per 128-event batch). A later frame
+that names a model directory loads that model instead and is answered like the first:
+how a spare (below) takes the next model.
 
-With every batch sent to the child (``settings.batch.process_min_rows`` = 1, the
-default), the worker encodes ``ArrayBatch``es and reads ``ArrayOutputs``: it never
-imports PyTorch, so a start imports it once (here, in the child) and a hot swap's load
-runs entirely in the new child, away from the worker's GIL (``python
-ops/bench/restart.py``, ``python ops/bench/hotswap.py``).
+With every batch sent to the child (``settings.batch.process_min_rows`` = 1; the
+default, 64, scores small batches in the worker), the worker encodes ``ArrayBatch``es
+and reads ``ArrayOutputs``: it never imports PyTorch, and a hot swap's load runs
+entirely in a model process, away from the worker's GIL (``python
+ops/bench/worker_memory.py``, ``python ops/bench/hotswap.py``).
 
 Failure handling:
 
@@ -37,7 +39,10 @@ Failure handling:
 * the parent died (SIGKILL included): the child reads end-of-file on stdin and exits,
   so no orphan keeps a model in memory;
 * the object is garbage-collected (a hot swap replaced it, or a loaded model was
-  refused): the child is told to stop.
+  refused): the child is told to stop — unless ``spare_after_swap``, where a hot swap's
+  replaced child is kept as the spare the next ``spawn_model_process`` loads into
+  (``settings.batch.spare_model_process``); a spare that cannot load the next model
+  answers the error and exits.
 """
 
 from __future__ import annotations
