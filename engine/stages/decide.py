@@ -72,6 +72,13 @@ class ScoreRow:
         return {d.value: float(p) for d, p in zip(DECISIONS, self.probs)}
 
 
+def score_rows(probs: list[list[float]], risk: list[float], exit_layer: list[int]) -> list[ScoreRow]:
+    """One ``ScoreRow`` per row from a batch's outputs as lists (``.tolist()`` of the
+    tensors in process, of the arrays from a model process)."""
+    return [ScoreRow((float(p[0]), float(p[1]), float(p[2])), float(r), int(e))
+            for p, r, e in zip(probs, risk, exit_layer, strict=True)]
+
+
 @dataclass(slots=True, frozen=True)
 class Policy:
     """Decision thresholds. Defaults come from ``Settings.policy``; the rule set

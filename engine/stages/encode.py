@@ -196,10 +196,24 @@ class ArrayBatch:
         torch = _torch()
         return EncodedBatch(*(torch.from_numpy(getattr(self, n)) for n in ENCODED_FIELDS))
 
+    @classmethod
+    def empty(cls, schema: FeatureSchema, batch_size: int = 0) -> ArrayBatch:
+        """All-padding batch of the right shapes and dtypes (``EncodedBatch.empty`` as tensors)."""
+        B, N, T = batch_size, schema.history_len, schema.text_len
+        return cls(np.zeros((B, schema.n_numeric), np.float32), np.zeros((B, schema.n_categorical), np.int64),
+                   np.zeros((B, N, schema.n_history_numeric), np.float32),
+                   np.zeros((B, N, schema.n_history_categorical), np.int64), np.zeros((B, N), bool),
+                   np.zeros((B, T), np.int64), np.zeros((B, T), bool))
+
     def assert_finite(self) -> None:
-        for name in ("control_numeric", "history_numeric"):
-            if not bool(np.isfinite(getattr(self, name)).all()):
-                raise AssertionError(f"{name} holds NaN or inf: refusing to feed the model")
+        _assert_finite(self, np.isfinite)
+
+
+def _assert_finite(batch: Any, isfinite: Any) -> None:
+    """The float arrays of either batch form hold no NaN or inf (``isfinite``: NumPy's or PyTorch's)."""
+    for name in ("control_numeric", "history_numeric"):
+        if not bool(isfinite(getattr(batch, name)).all()):
+            raise AssertionError(f"{name} holds NaN or inf: refusing to feed the model")
 
 
 def _torch() -> Any:
@@ -253,21 +267,10 @@ class EncodedBatch:
     @classmethod
     def empty(cls, schema: FeatureSchema, batch_size: int = 0) -> EncodedBatch:
         """All-padding batch of the right shapes (warm-up, degraded paths, tests)."""
-        B, N, T = batch_size, schema.history_len, schema.text_len
-        torch = _torch()
-        return cls(
-            torch.zeros(B, schema.n_numeric), torch.zeros(B, schema.n_categorical, dtype=torch.long),
-            torch.zeros(B, N, schema.n_history_numeric),
-            torch.zeros(B, N, schema.n_history_categorical, dtype=torch.long),
-            torch.zeros(B, N, dtype=torch.bool), torch.zeros(B, T, dtype=torch.long),
-            torch.zeros(B, T, dtype=torch.bool),
-        )
+        return ArrayBatch.empty(schema, batch_size).to_tensors()
 
     def assert_finite(self) -> None:
-        torch = _torch()
-        for name in ("control_numeric", "history_numeric"):
-            if not bool(torch.isfinite(getattr(self, name)).all()):
-                raise AssertionError(f"{name} holds NaN or inf: refusing to feed the model")
+        _assert_finite(self, _torch().isfinite)
 
 
 _UNIT = np.array([FEATURE_SCALING[n] == "unit" for n in CONTEXT_FEATURES])
@@ -355,7 +358,7 @@ class FieldIsolatedEncoder:
                 raise ValueError(f"snapshot for {s.event_id!r} paired with event {e.event_id!r}")
         B = len(events)
         if B == 0:
-            return self._empty_arrays()
+            return ArrayBatch.empty(self.schema, 0)
         amounts, times = _checked_numbers(events)
         values = np.array([s.values for s in snapshots], dtype=np.float64).reshape(B, -1)
         numeric = np.empty((B, self.schema.n_numeric), dtype=np.float32)
@@ -378,13 +381,6 @@ class FieldIsolatedEncoder:
         batch = ArrayBatch(numeric, categorical, h_num, h_cat, h_mask, text_ids, text_mask)
         batch.assert_finite()
         return batch
-
-    def _empty_arrays(self) -> ArrayBatch:
-        s, N, T = self.schema, self.schema.history_len, self.schema.text_len
-        return ArrayBatch(np.zeros((0, s.n_numeric), np.float32), np.zeros((0, s.n_categorical), np.int64),
-                          np.zeros((0, N, s.n_history_numeric), np.float32),
-                          np.zeros((0, N, s.n_history_categorical), np.int64), np.zeros((0, N), bool),
-                          np.zeros((0, T), np.int64), np.zeros((0, T), bool))
 
     def _history(self, events: Sequence[TransactionEvent], snapshots: Sequence[ContextSnapshot],
                  times: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -33,7 +33,7 @@ from engine.model.inputs import ModelInputs, as_inputs, inputs_to, take_rows
 from engine.model.portable import GraphRunner, load_runner, select_early_exit
 from engine.model.quantize import quantize_int8
 from engine.model.serving_layers import with_serving_layers
-from engine.stages.decide import ScoreRow
+from engine.stages.decide import ScoreRow, score_rows
 
 
 @dataclass(slots=True, frozen=True)
@@ -57,8 +57,7 @@ class ModelOutputs:
     def score_rows(self) -> list[ScoreRow]:
         """One ``ScoreRow`` per row: what the policy (``engine.stages.decide``) reads."""
         probs, risk, exits = self.probs.detach().cpu(), self.risk.detach().cpu(), self.exit_layer.detach().cpu()
-        return [ScoreRow((float(p[0]), float(p[1]), float(p[2])), float(r), int(e))
-                for p, r, e in zip(probs.tolist(), risk.tolist(), exits.tolist(), strict=True)]
+        return score_rows(probs.tolist(), risk.tolist(), exits.tolist())
 
 
 class Inference:

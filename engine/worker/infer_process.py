@@ -106,10 +106,9 @@ class ArrayOutputs:
     def score_rows(self) -> list[ScoreRow]:
         """One ``ScoreRow`` per row, as ``ModelOutputs.score_rows`` makes them."""
         # local: the model process runs this module too (see ProcessInference.__call__)
-        from engine.stages.decide import ScoreRow
+        from engine.stages.decide import score_rows
 
-        return [ScoreRow((float(p[0]), float(p[1]), float(p[2])), float(r), int(e))
-                for p, r, e in zip(self.probs.tolist(), self.risk.tolist(), self.exit_layer.tolist(), strict=True)]
+        return score_rows(self.probs.tolist(), self.risk.tolist(), self.exit_layer.tolist())
 
 
 def _as_array(value: Any) -> np.ndarray:

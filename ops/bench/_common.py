@@ -13,6 +13,7 @@ found because the folder is still first at that moment; afterwards it stays in
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -64,3 +65,13 @@ def tree_cli(tree: Path) -> list[str]:
     editable install finds in another checkout."""
     module = "engine.interfaces.cli" if (tree / "engine" / "interfaces" / "cli.py").exists() else "engine.cli"
     return [sys.executable, "-c", f"import sys; from {module} import main; sys.argv[0] = 'tollgate'; sys.exit(main())"]
+
+
+def stack_from_env() -> tuple[str, str] | None:
+    """The broker and Redis a bench runs against (``TOLLGATE_KAFKA_BOOTSTRAP``,
+    ``TOLLGATE_REDIS_URL``), or None after saying how to get them."""
+    bootstrap, redis_url = os.environ.get("TOLLGATE_KAFKA_BOOTSTRAP"), os.environ.get("TOLLGATE_REDIS_URL")
+    if not (bootstrap and redis_url):
+        print("set TOLLGATE_KAFKA_BOOTSTRAP and TOLLGATE_REDIS_URL (source the stack's env)", file=sys.stderr)
+        return None
+    return bootstrap, redis_url

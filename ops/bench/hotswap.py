@@ -31,7 +31,6 @@ import argparse
 import contextlib
 import itertools
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -157,10 +156,10 @@ def main() -> int:
                     help="in-process, model-process, import-control (no swap: an unrelated PyTorch import)")
     ap.add_argument("--settle-s", type=float, default=6.0, help="stream seconds before the first swap and after each")
     args = ap.parse_args()
-    bootstrap, redis_url = os.environ.get("TOLLGATE_KAFKA_BOOTSTRAP"), os.environ.get("TOLLGATE_REDIS_URL")
-    if not (bootstrap and redis_url):
-        print("set TOLLGATE_KAFKA_BOOTSTRAP and TOLLGATE_REDIS_URL (source the stack's env)", file=sys.stderr)
+    stack = _common.stack_from_env()
+    if stack is None:
         return 2
+    bootstrap, redis_url = stack
     work = Path(tempfile.mkdtemp(prefix="tollgate-hotswap-"))
     rows = []
     for rate in (float(r) for r in args.rates.split(",")):

@@ -115,10 +115,10 @@ def main() -> int:
     ap.add_argument("--infer-process", choices=("true", "false"), default="true")
     ap.add_argument("--baseline", type=Path, help="a tree of the code before (same layout); alternated with this one")
     args = ap.parse_args()
-    bootstrap, redis_url = os.environ.get("TOLLGATE_KAFKA_BOOTSTRAP"), os.environ.get("TOLLGATE_REDIS_URL")
-    if not (bootstrap and redis_url):
-        print("set TOLLGATE_KAFKA_BOOTSTRAP and TOLLGATE_REDIS_URL (source the stack's env)", file=sys.stderr)
+    stack = _common.stack_from_env()
+    if stack is None:
         return 2
+    bootstrap, redis_url = stack
     unique = "bench-restart-" + uuid.uuid4().hex[:8]
     work = Path(tempfile.mkdtemp(prefix="tollgate-restart-"))
     cleanup = contextlib.ExitStack()  # topics and keys go when the run ends

@@ -13,7 +13,6 @@ and prints the seconds to the worker's "worker stopped" line and to the process'
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import tempfile
@@ -30,10 +29,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    bootstrap, redis_url = os.environ.get("TOLLGATE_KAFKA_BOOTSTRAP"), os.environ.get("TOLLGATE_REDIS_URL")
-    if not (bootstrap and redis_url):
-        print("set TOLLGATE_KAFKA_BOOTSTRAP and TOLLGATE_REDIS_URL (source the stack's env)", file=sys.stderr)
+    stack = _common.stack_from_env()
+    if stack is None:
         return 2
+    bootstrap, redis_url = stack
     unique = "bench-stop-" + uuid.uuid4().hex[:8]
     work = Path(tempfile.mkdtemp(prefix="tollgate-stop-"))
     with bench_worker_env(bootstrap, redis_url, unique, work / "models") as (wenv, _):

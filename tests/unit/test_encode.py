@@ -11,8 +11,16 @@ import torch
 
 from engine.features.memory import MemoryFeatureStore
 from engine.features.snapshot import ContextSnapshot
+from engine.model.inputs import TENSOR_FIELDS
 from engine.records import EventValidationError
-from engine.stages.encode import ArrayBatch, ArrayEncoder, EncodedBatch, FeatureSchema, FieldIsolatedEncoder
+from engine.stages.encode import (
+    ENCODED_FIELDS,
+    ArrayBatch,
+    ArrayEncoder,
+    EncodedBatch,
+    FeatureSchema,
+    FieldIsolatedEncoder,
+)
 from engine.text.tokenizer import FORBIDDEN_TOKENS, PAD_ID, UNK_ID, load_text_tokenizer
 from tests.support.events import event
 
@@ -132,6 +140,10 @@ def test_array_batches_hold_the_same_values_as_tensor_batches(encoder):
     events, snaps = enriched([ev(f"e{i}", T0 + i * MIN, memo="rent June" if i % 2 else None) for i in range(5)])
     arrays, tensors = ArrayEncoder(encoder).encode(events, snaps), encoder.encode(events, snaps)
     assert isinstance(arrays, ArrayBatch) and len(arrays) == arrays.batch_size == 5
+    assert ENCODED_FIELDS == TENSOR_FIELDS  # the encoder's names are the model's (engine.model.inputs)
+    empty = ArrayBatch.empty(encoder.schema, 2)
+    assert {n: (v.shape, v.dtype) for n, v in empty.arrays().items()} == {
+        n: (tuple(t.shape), t.numpy().dtype) for n, t in EncodedBatch.empty(encoder.schema, 2).tensors().items()}
     for name, value in arrays.arrays().items():
         assert isinstance(value, np.ndarray)
         assert np.array_equal(value, getattr(tensors, name).numpy()), name
