@@ -117,7 +117,7 @@ class BatchSettings(_Frozen):
     #: where a quiet stream's batch is quicker than a round trip to the child (p50 at
     #: 250 events/s: ``python ops/bench/engine.py --rates 250 --modes split-64 --mode-rates
     #: 250``). 1 sends every batch to the child and keeps PyTorch and a second copy of the
-    #: model out of the worker (about 0.5 GB less per worker, ``ops/bench/worker_memory.py``);
+    #: model out of the worker (``python ops/bench/worker_memory.py`` measures the memory);
     #: figures for both in docs/performance-worker.md.
     process_min_rows: int = Field(default=64, ge=1)
     #: With ``infer_process``: a model process that a hot swap replaced stays, PyTorch
@@ -174,8 +174,8 @@ class WorkerSettings(_Frozen):
     redis_hold_s: float = Field(default=5.0, ge=0)
     #: Join the group with ``group.instance.id`` = worker id (KIP-345), so a restarted
     #: worker gets its partitions back without waiting for the dead one's session
-    #: timeout (a crash restart's first verdict in 4.7 s instead of 10 s: ``python
-    #: ops/bench/restart.py --modes static,dynamic --stops kill,term``). Off by default:
+    #: timeout (``python ops/bench/restart.py --modes static,dynamic --stops kill,term``;
+    #: figures in docs/performance-worker.md). Off by default:
     #: a worker stopped for good, or restarted under another id (a Deployment's new pod
     #: name), keeps its partitions for ``session.timeout.ms`` (10 s), since a static
     #: member does not leave the group on a clean stop (docs/operations.md).

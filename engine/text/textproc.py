@@ -39,7 +39,7 @@ MAX_RAW_BYTES = 16_384
 # hyphen, bidi marks and controls, invisible operators U+2061-2064, the tag block), plus
 # the combining grapheme joiner U+034F and the variation selectors, which are Mn but just
 # as invisible. All are removed. ``_CF_RANGES`` is Python 3.11's Unicode 14 list of Cf,
-# written out because scanning the code space at import costs ~120 ms;
+# written out because scanning the code space at import is slow (docs/performance.md, detector);
 # ``tests/unit/test_detect.py`` checks it against ``unicodedata``.
 _CF_RANGES: tuple[tuple[int, int], ...] = (
     (0x00AD, 0x00AD), (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD), (0x070F, 0x070F),
@@ -65,8 +65,8 @@ def _char_class(ranges) -> str:
 _INVISIBLE = re.compile(_char_class(INVISIBLE_RANGES))
 # Saying whether there is anything to delete must be cheap (ASCII text holds none, and
 # most non-ASCII text none either). A ``re`` class with code points beyond the BMP is
-# checked range by range (~5 µs for a 256-character memo), so: the BMP part is one
-# bitmap class (~1 µs); the tag block and variation selectors 17-256 all start with the
+# checked range by range (slow on every memo: docs/performance.md, detector), so: the BMP
+# part is one bitmap class; the tag block and variation selectors 17-256 all start with the
 # UTF-8 bytes F3 A0 (one memmem); the few format characters of plane 1 are Cf, hence
 # not printable, so only text that ``str.isprintable`` rejects (C speed) is searched for
 # their 3-byte prefixes. The prefixes also cover neighbours (Egyptian hieroglyphs,

@@ -193,9 +193,9 @@ class Worker:
         self._startup["warmup_s"] = time.perf_counter() - t0
         if self.hold is not None:
             self.hold.active = True  # real events from now on: hold them while Redis is down
-        # Everything alive now (the model, tokenizer, rules, imported modules: ~250k
-        # objects) lives as long as the process; out of the collector's sight, a full
-        # collection no longer stops this thread for ~100 ms to walk them again.
+        # Everything alive now (the model, tokenizer, rules, imported modules) lives as
+        # long as the process; out of the collector's sight, a full collection no longer
+        # stops this thread to walk them again (docs/performance.md, changes table).
         gc.freeze()
         self.metrics.set_versions(self.pipeline.model_version, self.pipeline.rules_version)
         self.health.mark_ready()
