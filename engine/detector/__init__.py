@@ -1,9 +1,9 @@
-"""The adversarial-input detector's parts: signals, features, model, data, training.
+"""The adversarial-input detector's parts: views, network, signals.
 
-Serving code imports ``engine.stages.detect`` (the stage); this package holds what it is made
-of and how it is trained. ``tokens``, ``signals``, ``obfuscation`` and ``features``
-define the model's inputs once, for training and serving alike; ``model`` holds the
-weights and their artifact; ``corpus`` (memos, names, templated attacks), ``business``
-(benign e-mail and invoice prose), ``tasks`` (tasks for an AI reader) and ``data``
-build the training and held-out sets; ``train`` fits, thresholds and evaluates.
+Serving code imports ``engine.stages.detect`` (the stage); this package holds what it is
+made of. ``views`` turns a raw field into the network's inputs (one definition for
+training and serving); ``network`` is the learned model and its artifact; ``signals``,
+``obfuscation`` and ``tokens`` name what a flagged text holds (they explain a flag, and
+the obfuscation measures are network inputs, but no pattern decides). Training and its
+data live in ``engine.offline.detector_corpus``.
 """

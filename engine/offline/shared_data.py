@@ -27,6 +27,9 @@ from pathlib import Path
 
 HANDBOOK_FILE = "transactions_2018-04-01_to_2018-08-07.parquet"
 INJECTION_TRAIN = "injection/injection_train.csv"
+#: The injection data's published test and eval splits: kept back from this machine,
+#: read when present (an evaluator's copy of ``../shared/data``).
+INJECTION_HELD_OUT = ("injection/injection_test.csv", "injection/injection_eval.csv")
 ENV_DIR = "TOLLGATE_SHARED_DATA"
 ENV_REQUIRE = "TOLLGATE_REQUIRE_SHARED_DATA"
 # engine/offline/shared_data.py -> the repository root, without resolving links (see candidates()).
@@ -62,6 +65,18 @@ def shared_file(relative: str) -> Path | None:
 def injection_train_file() -> Path | None:
     """The injection data's training split (``../shared/data/injection/``), or None when absent."""
     return shared_file(INJECTION_TRAIN)
+
+
+def injection_held_out_files() -> list[Path]:
+    """The published test/eval splits of the injection data that are present (never raises:
+    they are absent wherever the training happens)."""
+    found = []
+    for relative in INJECTION_HELD_OUT:
+        for folder in candidates():
+            if (folder / relative).is_file():
+                found.append(folder / relative)
+                break
+    return found
 
 
 def require(path: Path | None, what: str) -> Path:

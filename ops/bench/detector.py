@@ -1,12 +1,14 @@
 """Detector latency benchmark: per text and per event, p50/p95/p99, on this CPU.
 
-Target (issue 6): under 0.5 ms p99 for a 256-character memo. The headline is the
-**cold** path: every call gets a memo the detector has never seen (distinct realistic
-256-character memos built from the generated corpora), so the memo cache never hits.
-Cached repeats, short memos, attacks, events and bad input follow, then where the
-time of a cold 256-character memo goes (normalise / features / model). Wall time and
-this thread's CPU time are both printed: on a shared, oversubscribed machine the wall
-tail is the scheduler's, the CPU time is the code's own.
+Targets (issue 17): p99 <= 2 ms for a 256-character text at batch 1, and >= 5,000
+texts/s batched (one ``score_texts`` call per micro-batch, as the engine calls it). The
+headline is the **cold** path: every call gets a memo the detector has never seen
+(distinct realistic 256-character memos built from the generated corpora), so the memo
+cache never hits. Batched throughput at 64 and 256 texts per call, cached repeats,
+short memos, attacks, events and bad input follow, then where the time of a cold
+256-character memo goes (views / network). Wall time and this thread's CPU time are
+both printed: on a shared, oversubscribed machine the wall tail is the scheduler's, the
+CPU time is the code's own.
 
     python ops/bench/detector.py --n 3000
     python ops/bench/detector.py --n 500 --png .tollgate/reports/detector_latency.png
@@ -29,7 +31,8 @@ from engine.records import TransactionEvent  # noqa: E402
 from engine.stages.detect import InjectionDetector  # noqa: E402
 from engine.text.textproc import clean_user_text  # noqa: E402
 
-TARGET_MS = 0.5
+TARGET_MS = 2.0
+TARGET_BATCHED_PER_S = 5000
 _BASE = ("Rent for June and the utilities split with Anna, thanks for sorting the internet bill last month. "
          "Also paying back the 20 for pizza 🍕 and the concert tickets; see you on Friday at the station near the bakery. ")
 MEMO_256 = (_BASE * 3)[:256]
@@ -81,8 +84,8 @@ def main() -> None:
     args = parser.parse_args()
     n = args.n
     det = InjectionDetector.default()
-    fresh = InjectionDetector(det.weights)  # its own (empty) memo cache
-    uncached = InjectionDetector(det.weights, cache_size=0)
+    fresh = InjectionDetector(det.network)  # its own (empty) memo cache
+    uncached = InjectionDetector(det.network, cache_size=0)
     warm = 200
     cold_256 = distinct_memos(n + warm)
     cold_attacks = distinct_memos(n + warm, attack_every=1, seed=12)
@@ -115,21 +118,38 @@ def main() -> None:
         w = np.percentile(wall, [50, 95, 99])
         c = np.percentile(cpu, [50, 95, 99])
         print(f"{name:44} {w[0]:8.3f} {w[1]:7.3f} {w[2]:7.3f} {c[0]:8.3f} {c[1]:7.3f} {c[2]:7.3f} {w[2] / TARGET_MS:10.2f}")
+    _batched(uncached, cold_256, cold_attacks)
     _breakdown(uncached, cold_256[:n])
     if args.png:
         _histogram(timings, args.png)
 
 
+def _batched(det: InjectionDetector, benign: list[str], attacks: list[str]) -> None:
+    """Texts per second when a micro-batch's texts are scored in one call (uncached, 256
+    characters each, 1 in 20 holding an attack), wall clock and process CPU."""
+    texts = [attacks[i] if i % 20 == 0 else t for i, t in enumerate(benign)]
+    print(f"batched, cold 256-character texts (target >= {TARGET_BATCHED_PER_S} texts/s):")
+    for size in (16, 64, 256):
+        batches = [texts[i:i + size] for i in range(0, len(texts) - size + 1, size)]
+        det.score_texts(batches[0])
+        c0, t0 = time.process_time(), time.perf_counter()
+        for b in batches:
+            det.score_texts(b)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        done = len(batches) * size
+        print(f"  batch {size:4}: {done / wall:8.0f} texts/s wall, {done / cpu:8.0f} per CPU-second, "
+              f"{wall / len(batches) * 1e3:7.2f} ms per call  (x{done / wall / TARGET_BATCHED_PER_S:.2f} of target)")
+
+
 def _breakdown(det: InjectionDetector, memos: list[str]) -> None:
     """Median CPU time of each step for cold 256-character memos, and its share."""
-    from engine.detector.features import extract, raw_text
+    from engine.detector.views import field_input
 
-    cleaned = [clean_user_text(m) for m in memos]
-    feats = [extract(c, raw=raw_text(m)) for c, m in zip(cleaned, memos)]
+    inputs = [field_input(m) for m in memos]
     steps = {
         "clean_user_text (NFKC, invisibles, caps)": (lambda m: clean_user_text(m), memos),
-        "features (signals, n-gram hashing)": (lambda cm: extract(cm[0], raw=raw_text(cm[1])), list(zip(cleaned, memos))),
-        "model (gather-sum + sigmoid)": (lambda f: det.weights.probability(f), feats),
+        "views (cleaning, measures, pieces)": (lambda m: field_input(m), memos),
+        "network (hash, gather, layers, pool)": (lambda f: det.network.logits(f.texts, f.dense), inputs),
         "whole score_text, uncached": (lambda m: det.score_text(m, "memo"), memos),
     }
     medians = {name: float(np.percentile(_time(fn, items, warm=50)[1], 50)) for name, (fn, items) in steps.items()}
@@ -147,7 +167,7 @@ def _histogram(timings: dict[str, np.ndarray], path: str) -> None:
 
     fig, ax = plt.subplots(figsize=(7, 4))
     for name in list(timings)[:4]:
-        ax.hist(timings[name], bins=80, range=(0, 0.6), histtype="step", label=name)
+        ax.hist(timings[name], bins=80, range=(0, 3.0), histtype="step", label=name)
     ax.axvline(TARGET_MS, color="k", linestyle="--", label="target p99")
     ax.set_xlabel("ms per call")
     ax.set_ylabel("calls")

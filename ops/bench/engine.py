@@ -14,6 +14,8 @@
     python ops/bench/engine.py --event-mix legacy   # the events before #19 (the test factory's)
     python ops/bench/engine.py --old-pipeline ops.bench.engine_old:old_pipeline
                                                     # also the path before a change, same run
+    python ops/bench/engine.py --old-pipeline ops.bench.engine:no_detector_pipeline
+                                                    # also the worker without the detector
 
 What is sent (``ops/bench/engine_events.py``, ``--event-mix users``, the default): what
 users send — JSON and Avro (``--json-share``), about 5 % memos of realistic lengths
@@ -135,6 +137,16 @@ def no_model_pipeline(settings, *, model=None):
 
     pipeline = build_worker_pipeline(settings, model=model)
     pipeline.swap(inference=ConstantInference(), model_version="no-model")
+    return pipeline
+
+
+def no_detector_pipeline(settings, *, model=None):
+    """The worker's pipeline without text screening: what the detector costs the stream
+    (issue 17: ``--old-pipeline ops.bench.engine:no_detector_pipeline``, 5 % memos)."""
+    from engine.worker.main import build_worker_pipeline
+
+    pipeline = build_worker_pipeline(settings, model=model)
+    pipeline.swap(detector=None)
     return pipeline
 
 

@@ -50,7 +50,7 @@ def make_model_dir(root: Path, version: str = "t-serve") -> Path:
 
 
 def detector_or_false():
-    from engine.detector.model import DetectorArtifactError
+    from engine.detector.network import DetectorArtifactError
     from engine.stages.detect import InjectionDetector
 
     try:

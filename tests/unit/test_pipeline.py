@@ -174,7 +174,7 @@ def test_input_reasons_for_cleaned_text_without_a_detector():
 
 
 def test_real_detector_reasons_land_in_pipeline_order():
-    from engine.detector.model import DetectorArtifactError
+    from engine.detector.network import DetectorArtifactError
     from engine.stages.detect import InjectionDetector
 
     try:

@@ -19,16 +19,21 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(SHIPPED, help="Directory for detector.safetensors + detector.json."),
         data: Path = typer.Option(None, help="injection_train.csv (default: ../shared/data/injection)."),
         seed: int = typer.Option(7, help="Seed for splits and generated text."),
-        max_fpr: float = typer.Option(0.01, help="Benign false-positive budget used to pick the threshold."),
+        max_fpr: float = typer.Option(0.003, help="Benign false-positive budget on the validation groups "
+                                                  "that picks the threshold."),
+        epochs: int = typer.Option(10, help="Training epochs (the epoch best on validation is kept)."),
+        test_csv: list[Path] = typer.Option([], help="The injection data's published test/eval CSVs "
+                                            "(default: those beside the training split, when present)."),
     ) -> None:
-        """Train on the injection data + generated memos; pick the threshold out-of-fold; evaluate held-out."""
+        """Train on the injection data + generated text; pick the epoch and threshold on validation
+        groups; evaluate on every held-out set."""
         from engine.offline.detector_corpus.data import assemble
         from engine.offline.detector_corpus.train import train_detector
 
-        dataset = assemble(data, seed=seed)
-        weights, report = train_detector(out, dataset, seed=seed, max_fpr=max_fpr,
+        dataset = assemble(data, seed=seed, test_csvs=test_csv or None)
+        network, report = train_detector(out, dataset, seed=seed, max_fpr=max_fpr, epochs=epochs,
                                          progress=lambda m: typer.echo(m, err=True))
-        typer.echo(_table(report, weights.threshold))
+        typer.echo(_table(report, network.threshold))
 
     @detector.command("eval")
     def evaluate(
@@ -36,16 +41,20 @@ def register(app: typer.Typer) -> None:
         data: Path = typer.Option(None, help="injection_train.csv (default: ../shared/data/injection)."),
         threshold: float | None = typer.Option(None, help="Override the artifact's threshold."),
         report: Path | None = typer.Option(None, help="Also write the full report as JSON here."),
+        test_csv: list[Path] = typer.Option([], help="The injection data's published test/eval CSVs "
+                                            "(default: those beside the training split, when present)."),
     ) -> None:
-        """Recompute TPR/FPR on every held-out set with a trained artifact."""
+        """Recompute TPR/FPR on every held-out set with a trained artifact: the published
+        injection test split, the held-out multilingual families (per language, family and
+        obfuscation), the hand-written lists."""
         from engine.offline.detector_corpus.data import assemble
-        from engine.offline.detector_corpus.train import evaluate as run_eval
+        from engine.offline.detector_corpus.train import evaluate_all
         from engine.stages.detect import InjectionDetector
 
         det = InjectionDetector.from_path(model, threshold)
-        seed = int(det.weights.card.get("data", {}).get("seed", 7))
-        dataset = assemble(data, seed=seed)
-        result = run_eval(lambda texts: [r.score for r in det.score_texts(texts)], dataset, det.threshold)
+        seed = int(det.network.card.get("data", {}).get("seed", 7))
+        dataset = assemble(data, seed=seed, test_csvs=test_csv or None)
+        result = evaluate_all(det, dataset)
         typer.echo(f"detector {det.version}")
         typer.echo(_table(result, det.threshold))
         if report:
@@ -67,13 +76,23 @@ def register(app: typer.Typer) -> None:
 
 
 def _table(report: dict, threshold: float) -> str:
-    rows = [("held-out injection split (shared data)", report["injection_test"]),
+    rows = [("split carved from injection_train.csv", report["injection_test"]),
             ("hand-written benign memos", report["heldout_benign"]),
             ("hand-written classic attacks", report["heldout_attacks"]),
             ("generated, unseen seeds", report["generated_test"])]
     rows[1:1] = [(f"  - {kind}", r) for kind, r in report.get("injection_test_by_kind", {}).items()]
     if "generated_business_test" in report:
         rows.append(("generated business prose, unseen seeds", report["generated_business_test"]))
+    if "injection_official_test" in report:
+        rows.insert(0, ("injection test/eval split as published", report["injection_official_test"]))
+        rows[1:1] = [(f"  - {kind}", r) for kind, r in report.get("injection_official_test_by_kind", {}).items()]
+    ml = report.get("multilingual_heldout") or {}
+    if ml:
+        rows.append(("held-out families, 20+ languages", ml["overall"]))
+        rows += [(f"  - language {lang}", r) for lang, r in ml["by_language"].items()]
+        rows += [(f"  - attack family {fam}", r) for fam, r in ml["attacks_by_family"].items()]
+        rows += [(f"  - obfuscation {ob}", r) for ob, r in ml["attacks_by_obfuscation"].items()]
+        rows += [(f"  - benign family {fam}", r) for fam, r in ml["benign_by_family"].items()]
     lines = [f"threshold {threshold:.4f}", f"{'set':44} {'n':>5} {'TPR':>7} {'FPR':>7}"]
     for name, r in rows:
         fmt = lambda x: "   -   " if x is None else f"{x:7.3f}"  # noqa: E731
@@ -82,4 +101,7 @@ def _table(report: dict, threshold: float) -> str:
                 "injection_test_false_positives"):
         if report.get(key):
             lines.append(f"{key}: {report[key]}")
+    for key in ("missed_sample", "false_positive_sample"):
+        if ml.get(key):
+            lines.append(f"multilingual {key}: {ml[key][:12]}")
     return "\n".join(lines)

@@ -37,8 +37,10 @@ import numpy as np
 
 from engine.offline.detector_corpus.business import business_texts
 from engine.offline.detector_corpus.corpus import benign_memos, injection_memos, person_names
+from engine.offline.detector_corpus.forged import forged_memos
+from engine.offline.detector_corpus.multilingual import GeneratedText, generate
 from engine.offline.detector_corpus.tasks import ai_task_attacks
-from engine.offline.shared_data import injection_train_file, require
+from engine.offline.shared_data import injection_held_out_files, injection_train_file, require
 
 
 @dataclass(slots=True)
@@ -79,6 +81,11 @@ class DetectorData:
     validation_emails: LabelledTexts | None = None
     #: Generated business prose from unseen seeds (same templates, so optimistic).
     generated_business_test: list[str] = field(default_factory=list)
+    #: Attacks and benign memos in 20+ languages from template families that never reach
+    #: training (``multilingual.generate("heldout")``): the generalisation figure.
+    multilingual_heldout: list[GeneratedText] = field(default_factory=list)
+    #: The injection data's published test/eval splits, when present (``--test-csv``).
+    official_test: LabelledTexts | None = None
 
 
 def read_corpus_file(name: str) -> list[str]:
@@ -200,9 +207,41 @@ def _whole_emails(data: LabelledTexts) -> LabelledTexts:
     return data.subset(idx)
 
 
+def multilingual_train(n_attacks: int, n_benign: int, seed: int, seen: set[str]) -> LabelledTexts:
+    """Generated multilingual attacks and benign memos from the *training* template
+    families, grouped by template. A split attack (memo | descriptor) is trained on as
+    the two joined: the view the detector reads it in."""
+    texts, labels, kinds, groups = [], [], [], []
+    for item in generate("train", n_attacks, n_benign, seed=seed):
+        text = item.text if item.descriptor is None else f"{item.text} {item.descriptor}"
+        if text.casefold() in seen:
+            continue
+        seen.add(text.casefold())
+        texts.append(text)
+        labels.append(item.label)
+        kinds.append(f"ml_{item.family}")
+        groups.append(item.template)
+    return LabelledTexts(texts, labels, kinds, groups)
+
+
+def load_official_tests(paths: list[Path] | None = None) -> LabelledTexts | None:
+    """The injection data's published test/eval splits (given, or found beside the
+    training split), concatenated; None when there are none."""
+    found = paths if paths is not None else injection_held_out_files()
+    parts = [load_injection_csv(p) for p in found]
+    if not parts:
+        return None
+    out = parts[0]
+    for part in parts[1:]:
+        out = out.extend(part)
+    return out
+
+
 def assemble(csv_path: Path | None = None, seed: int = 7, n_benign: int = 1500,
              n_attacks: int = 700, n_generated_test: int = 300, n_names: int = 500,
-             n_business: int = 900, n_tasks: int = 400) -> DetectorData:
+             n_business: int = 900, n_tasks: int = 400, n_multilingual: int = 12000,
+             n_multilingual_test: int = 4000, n_forged: int = 2500,
+             test_csvs: list[Path] | None = None) -> DetectorData:
     """Build the training set and every evaluation set, reproducibly from ``seed``."""
     injection_train, injection_test = split_injection(load_injection_csv(csv_path), seed=seed)
     fit_rows = _attack_lines(injection_train)
@@ -217,6 +256,10 @@ def assemble(csv_path: Path | None = None, seed: int = 7, n_benign: int = 1500,
     # with a model that never saw its phrasing, which is what the held-out sets and real
     # traffic ask of it (grouping by text let templated duplicates inflate the scores).
     seen = set(reserved)
+    heldout_ml = generate("heldout", n_multilingual_test, n_multilingual_test, seed=seed + 2000)
+    # A held-out family's text never reaches training, even when a training template
+    # happens to produce the same string.
+    seen |= {(it.text if it.descriptor is None else f"{it.text} {it.descriptor}").casefold() for it in heldout_ml}
     keys: list[str] = []
     benign = _distinct(benign_memos(n_benign, seed=seed, templates=keys), keys, seen)
     # Payee names ("Sander V.", "kwame") are most transfer descriptors; see person_names.
@@ -238,7 +281,11 @@ def assemble(csv_path: Path | None = None, seed: int = 7, n_benign: int = 1500,
     generated_test = LabelledTexts(test_benign + [t for t, _ in test_attacks],
                                    [0] * len(test_benign) + [1] * len(test_attacks),
                                    ["generated_memo"] * len(test_benign) + [f"generated_{f}" for _, f in test_attacks])
-    train = fit_rows.extend(generated).extend(_email_segments(injection_train))
+    ml_train = multilingual_train(n_multilingual, n_multilingual, seed + 5, seen)
+    forged = _distinct(*map(list, zip(*forged_memos(n_forged, seed=seed + 6))), seen) if n_forged else ([], [])
+    forged_rows = LabelledTexts(forged[0], [1] * len(forged[0]), ["forged_field"] * len(forged[0]), forged[1])
+    train = (fit_rows.extend(generated).extend(_email_segments(injection_train)).extend(ml_train)
+             .extend(forged_rows))
     overlap = reserved & {t.casefold() for t in train.texts}
     summary = {
         "seed": seed,
@@ -250,7 +297,11 @@ def assemble(csv_path: Path | None = None, seed: int = 7, n_benign: int = 1500,
         "generated_attacks": len(attacks[0]) + len(tasks[0]), "generated_templates": len(set(generated.groups)),
         "heldout_benign": len(heldout_benign), "heldout_attacks": len(heldout_attacks),
         "heldout_texts_in_train": len(overlap),
+        "multilingual_train": len(ml_train), "multilingual_train_positive": int(sum(ml_train.labels)),
+        "multilingual_heldout": len(heldout_ml), "multilingual_templates_train": len(set(ml_train.groups)),
+        "forged_fields": len(forged_rows),
     }
     return DetectorData(train, injection_test, heldout_benign, heldout_attacks, generated_test, summary,
                         validation_emails=_whole_emails(injection_train),
-                        generated_business_test=business_texts(n_generated_test, seed=seed + 1003))
+                        generated_business_test=business_texts(n_generated_test, seed=seed + 1003),
+                        multilingual_heldout=heldout_ml, official_test=load_official_tests(test_csvs))

@@ -1,17 +1,19 @@
-"""Train, threshold and evaluate the detector.
+"""Train, threshold and evaluate the detector network (``engine.detector.network``).
 
 Steps (``train_detector``):
 
-1. Featurise the training set with ``features.featurize`` — the serving path.
-2. Pick the L2 strength ``C`` by grouped 5-fold cross-validation on the training set
-   (average precision of the out-of-fold scores).
-3. Pick the flag threshold on the same out-of-fold scores: the highest TPR whose
-   benign FPR stays within ``max_fpr`` (default 1 %). No held-out text is touched.
-   The whole e-mails of the training split are scored out-of-fold too (by the fold
-   model that never saw their group) and reported as ``out_of_fold_emails``: the
-   validation figure for e-mail false positives.
-4. Refit on the whole training set, then measure on every held-out set
-   (``evaluate``) and write ``detector.safetensors`` + ``detector.json``.
+1. Every training text goes through ``views.field_input`` — the serving path — so the
+   network is fitted on exactly the views and inputs it will score.
+2. The training set is split by *group* (the template or e-mail a text came from):
+   ``VALIDATION_SHARE`` of the groups are held back for validation, so validation
+   scores phrasings the fit never saw.
+3. The network (PyTorch, sparse embedding) is fitted with a class-balanced logistic
+   loss on the max over each text's views — the score it is served with. The epoch
+   with the best validation average precision is kept.
+4. The flag threshold is the lowest whose benign false-positive rate on validation is
+   at most ``max_fpr``. No held-out text is touched.
+5. The kept network is measured on every held-out set (``evaluate``,
+   ``evaluate_multilingual``) and written as ``detector.safetensors`` + ``detector.json``.
 
 >>> rates([0.9, 0.2, 0.7], [1, 0, 0], 0.5)
 {'n': 3, 'positives': 1, 'negatives': 2, 'tpr': 1.0, 'fpr': 0.5}
@@ -21,120 +23,220 @@ from __future__ import annotations
 
 import hashlib
 import time
+import zlib
 from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from engine.detector.features import DENSE_NAMES, HASH_BITS, TextFeatures, design_matrix, featurize, featurize_views
-from engine.detector.model import DetectorWeights
-from engine.detector.signals import ALL_SIGNALS
+from engine.detector.network import (
+    CHANNELS,
+    DENSE_INPUTS,
+    EMBED_DIM,
+    HIDDEN,
+    N_BUCKETS,
+    NGRAM_ORDERS,
+    PAD_BUCKET,
+    DetectorNetwork,
+    architecture,
+    position_ngrams,
+    sigmoid,
+)
+from engine.detector.views import FieldInput, field_input
 from engine.offline.detector_corpus.data import DetectorData, LabelledTexts, assemble
 
-C_GRID: tuple[float, ...] = (1.0, 4.0, 16.0)
+#: Share of training groups held back to choose the epoch and the threshold.
+VALIDATION_SHARE = 0.2
+#: Real long benign English (e-mail lines) is scarce next to the generated memos, yet it
+#: is what BIPIA-style attack sentences look most like; these rows count extra, as do
+#: the hard negatives (benign text that reads like an instruction).
+KIND_WEIGHTS: dict[str, float] = {"email_segment": 3.0, "email_context_clean": 3.0,
+                                  "ml_imperative": 2.0, "ml_url": 1.5}
+BATCH_TEXTS = 64
 
 
-def featurize_all(texts: Sequence[str], progress: Callable[[str], None] | None = None) -> list[list[TextFeatures]]:
-    """Every view of every text (``features.featurize_views``): the serving path."""
-    out = []
-    for i, t in enumerate(texts):
-        out.append(featurize_views(t)[1] or [_EMPTY])
-        if progress and (i + 1) % 1000 == 0:
-            progress(f"featurised {i + 1}/{len(texts)}")
-    return out
+@dataclass(frozen=True, slots=True)
+class FitSettings:
+    """How the network is fitted; chosen on the validation groups (``docs/detector.md``)."""
+
+    epochs: int = 10
+    lr_embedding: float = 0.003
+    lr_dense: float = 0.003
+    #: Share of a training text's n-gram ids blanked at random each step: the network
+    #: cannot lean on one template's exact n-grams and must spread over many cues.
+    ngram_dropout: float = 0.4
+    #: Targets pulled this far from 0 and 1: scores stay graded instead of saturating,
+    #: so the threshold has room between the benign and attack tails.
+    label_smoothing: float = 0.05
+    head_dropout: float = 0.1
+    #: Added to the data seed for the network's initialisation and batch order: the fit
+    #: varies with it as much as with the settings, so candidates are compared on
+    #: validation across it.
+    init_seed: int = 0
 
 
-def _weights_of(model) -> DetectorWeights:
-    coef = model.coef_[0].astype(np.float32)
-    dim = 1 << HASH_BITS
-    return DetectorWeights(hashed=coef[:dim].copy(), dense=coef[dim:].copy(), bias=float(model.intercept_[0]))
-
-
-def max_view_score(weights: DetectorWeights, views: list[TextFeatures]) -> float:
-    return max(weights.probability(v) for v in views)
-
-
-_EMPTY = TextFeatures(np.zeros(0, np.int64), 0.0, np.zeros(0, np.int64), 0.0,
-                      np.zeros(len(DENSE_NAMES), np.float32), {})
-
-
-#: Real long benign English (e-mail lines) is scarce next to ~1,500 generated memos, yet
-#: it is what BIPIA-style attack sentences look most like; these rows count extra.
-KIND_WEIGHTS: dict[str, float] = {"email_segment": 3.0, "email_context_clean": 3.0}
+EPOCHS = FitSettings().epochs
 
 
 def sample_weights(kinds: Sequence[str]) -> np.ndarray:
-    return np.array([KIND_WEIGHTS.get(k, 1.0) for k in kinds])
+    return np.array([KIND_WEIGHTS.get(k, 1.0) for k in kinds], dtype=np.float32)
 
 
-def bucket_idf(X) -> np.ndarray:
-    """Smooth inverse document frequency of every hashed bucket over the rows of ``X``:
-    ``log((1 + N) / (1 + df)) + 1`` (scikit-learn's definition)."""
-    hashed = X[:, :1 << HASH_BITS].tocsc()
-    df = np.diff(hashed.indptr)  # rows with a non-zero in each column
-    return (np.log((1 + X.shape[0]) / (1 + df)) + 1).astype(np.float64)
+def prepare(texts: Sequence[str], progress: Callable[[str], None] | None = None) -> list[FieldInput]:
+    """Every text's views and dense inputs, exactly as served."""
+    out = []
+    for i, t in enumerate(texts):
+        out.append(field_input(t))
+        if progress and (i + 1) % 5000 == 0:
+            progress(f"prepared {i + 1}/{len(texts)}")
+    return out
 
 
-#: The named signals enter the fit multiplied by this (and their weights are divided by it
-#: again, so served features are unchanged): the L2 penalty on them is that many times
-#: lighter squared. Without it the model memorises n-gram surface forms of the training
-#: attacks and leaves the signals small, so an unseen forged marker ("country: BE",
-#: "[PAD]") that fires ``forged_marker`` still scores low. Chosen on grouped out-of-fold
-#: scores (``docs/detector.md``).
-SIGNAL_SCALE = 4.0
-_N_SIGNALS = len(ALL_SIGNALS)
+def validation_groups(groups: Sequence[str], seed: int, share: float = VALIDATION_SHARE) -> np.ndarray:
+    """Boolean mask: the rows whose group is held back for validation (stable by name)."""
+    cut = int(share * 1000)
+    return np.array([zlib.crc32(f"{seed}:{g}".encode()) % 1000 < cut for g in groups])
 
 
-def _fit(X, y: np.ndarray, C: float, weights: np.ndarray | None = None) -> DetectorWeights:
-    """Logistic regression on IDF-scaled n-grams, with the IDF folded back into the weights.
-
-    Why IDF: the attacks are English sentences and most benign rows are not, so without
-    it the model gives "the", " th", "ion" positive weight and flags any English text
-    ("the usual 😂", "prescription"). Scaling a bucket by its IDF makes the L2 penalty
-    bite harder on frequent n-grams (a weight ``w`` on the scaled feature is ``w·idf``
-    on the raw one), so only distinctive n-grams carry weight. Folded into the stored
-    weights, it costs nothing at serving time: the served features are unchanged.
-    """
-    # local: scipy loads only where sparse features are built
-    from scipy import sparse
-
-    # local: scikit-learn loads only for training and evaluation
-    from sklearn.linear_model import LogisticRegression
-
-    idf = bucket_idf(X)
-    dense_scale = np.ones(X.shape[1] - len(idf))
-    dense_scale[:_N_SIGNALS] = SIGNAL_SCALE
-    scale = sparse.diags(np.concatenate([idf, dense_scale]))
-    model = LogisticRegression(C=C, class_weight="balanced", solver="liblinear", max_iter=2000)
-    model.fit(X @ scale, y, sample_weight=weights)
-    folded = _weights_of(model)
-    folded.hashed = (folded.hashed * idf).astype(np.float32)
-    folded.dense = (folded.dense * dense_scale).astype(np.float32)
-    return folded
+# -- the network in PyTorch, for fitting ---------------------------------------------------
 
 
-def out_of_fold_scores(X, y: np.ndarray, groups: Sequence[str], views: list[list[TextFeatures]],
-                       C: float, seed: int, folds: int = 5, weights: np.ndarray | None = None,
-                       extra: tuple[Sequence[str], list[list[TextFeatures]]] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Each training text scored, exactly as served (max over views), by a model that
-    never saw its group; and each ``extra`` text (its group, its views) by the fold
-    model that held out that group (NaN when no fold did)."""
-    # local: scikit-learn loads only for training and evaluation
-    from sklearn.model_selection import StratifiedGroupKFold
+def _torch_net(seed: int, head_dropout: float = 0.1) -> Any:
+    # local: PyTorch loads only to train
+    import torch
+    from torch import nn
 
-    oof = np.zeros(len(y))
-    extra_groups, extra_views = extra if extra is not None else ((), [])
-    extra_scores = np.full(len(extra_groups), np.nan)
-    for train_idx, val_idx in StratifiedGroupKFold(folds, shuffle=True, random_state=seed).split(X, y, groups):
-        w = None if weights is None else weights[train_idx]
-        fold_weights = _fit(X[train_idx], y[train_idx], C, w)
-        oof[val_idx] = [max_view_score(fold_weights, views[i]) for i in val_idx]
-        held = {groups[i] for i in val_idx}
-        for j, g in enumerate(extra_groups):
-            if g in held:
-                extra_scores[j] = max_view_score(fold_weights, extra_views[j])
-    return oof, extra_scores
+    torch.manual_seed(seed)
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(N_BUCKETS + 1, EMBED_DIM, padding_idx=PAD_BUCKET, sparse=True)
+            nn.init.normal_(self.emb.weight, 0.0, 0.05)
+            with torch.no_grad():
+                self.emb.weight[PAD_BUCKET].zero_()
+            self.b1 = nn.Parameter(torch.zeros(EMBED_DIM))
+            self.l2 = nn.Linear(EMBED_DIM, CHANNELS)
+            self.l3 = nn.Linear(2 * CHANNELS + len(DENSE_INPUTS), HIDDEN)
+            self.l4 = nn.Linear(HIDDEN, 1)
+            self.drop = nn.Dropout(head_dropout)
+
+        def forward(self, ids, view_of_position, lengths, dense, text_of_view, n_texts):
+            z = torch.relu(self.l2(torch.relu(self.emb(ids).sum(1) + self.b1)))
+            n_views = lengths.shape[0]
+            where = view_of_position[:, None].expand(-1, CHANNELS)
+            # z >= 0 after the ReLU, so a zero start is the identity of the max.
+            pooled_max = torch.zeros(n_views, CHANNELS).scatter_reduce(0, where, z, "amax")
+            pooled_mean = torch.zeros(n_views, CHANNELS).index_add(0, view_of_position, z) / lengths[:, None]
+            head = self.drop(torch.cat([pooled_max, pooled_mean, dense], dim=1))
+            view_logit = self.l4(torch.relu(self.l3(head))).squeeze(1)
+            return torch.full((n_texts,), -1e4).scatter_reduce(0, text_of_view, view_logit, "amax",
+                                                                include_self=False)
+
+    return Net()
+
+
+def _batch(inputs: Sequence[FieldInput]) -> tuple:
+    # local: PyTorch loads only to train
+    import torch
+
+    texts = [t for f in inputs for t in f.texts]
+    lengths = np.array([len(t) + 2 for t in texts], dtype=np.int64)
+    ids = position_ngrams(texts)
+    view_of_position = np.repeat(np.arange(len(texts)), lengths)
+    text_of_view = np.repeat(np.arange(len(inputs)), [len(f.texts) for f in inputs])
+    dense = np.concatenate([f.dense for f in inputs])
+    return (torch.from_numpy(ids), torch.from_numpy(view_of_position), torch.from_numpy(lengths).float(),
+            torch.from_numpy(dense), torch.from_numpy(text_of_view), len(inputs))
+
+
+def _to_numpy(net: Any, threshold: float = 0.5) -> DetectorNetwork:
+    def arr(t: Any) -> np.ndarray:
+        return t.detach().numpy().astype(np.float32).copy()
+
+    emb = arr(net.emb.weight)
+    emb[PAD_BUCKET] = 0.0
+    return DetectorNetwork(embedding=emb, b1=arr(net.b1), w2=arr(net.l2.weight).T.copy(), b2=arr(net.l2.bias),
+                           w3=arr(net.l3.weight).T.copy(), b3=arr(net.l3.bias), w4=arr(net.l4.weight)[0].copy(),
+                           b4=float(net.l4.bias.item()), threshold=threshold)
+
+
+def network_scores(network: DetectorNetwork, inputs: Sequence[FieldInput], batch: int = 512) -> np.ndarray:
+    """Max-over-views probability of each prepared text (0 for an empty one)."""
+    out = np.zeros(len(inputs))
+    for start in range(0, len(inputs), batch):
+        chunk = inputs[start:start + batch]
+        texts = [t for f in chunk for t in f.texts]
+        if not texts:
+            continue
+        logits = network.logits(texts, np.concatenate([f.dense for f in chunk]))
+        at = 0
+        for j, f in enumerate(chunk):
+            if f.texts:
+                out[start + j] = float(sigmoid(logits[at:at + len(f.texts)].max()))
+            at += len(f.texts)
+    return out
+
+
+def fit_network(inputs: Sequence[FieldInput], labels: np.ndarray, weights: np.ndarray,
+                val_inputs: Sequence[FieldInput], val_labels: np.ndarray, seed: int,
+                settings: FitSettings = FitSettings(),
+                progress: Callable[[str], None] = print) -> tuple[DetectorNetwork, dict]:
+    """Fit on ``inputs``; keep the epoch with the best validation average precision."""
+    # local: PyTorch and scikit-learn load only to train
+    import torch
+    from sklearn.metrics import average_precision_score
+
+    torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+    seed = seed + settings.init_seed
+    net = _torch_net(seed, settings.head_dropout)
+    dense_params = [p for n, p in net.named_parameters() if not n.startswith("emb.")]
+    opt_sparse = torch.optim.SparseAdam(list(net.emb.parameters()), lr=settings.lr_embedding)
+    opt_dense = torch.optim.AdamW(dense_params, lr=settings.lr_dense, weight_decay=1e-4)
+    generator = torch.Generator().manual_seed(seed)
+    epochs = settings.epochs
+    keep = [i for i, f in enumerate(inputs) if f.texts]
+    pos = float(labels[keep].sum())
+    pos_weight = torch.tensor((len(keep) - pos) / max(pos, 1.0))
+    rng = np.random.default_rng(seed)
+    history: list[dict] = []
+    best: tuple[float, DetectorNetwork | None, int] = (-1.0, None, -1)
+    for epoch in range(epochs):
+        net.train()
+        order = rng.permutation(keep)
+        total = 0.0
+        for start in range(0, len(order), BATCH_TEXTS):
+            idx = order[start:start + BATCH_TEXTS]
+            ids, *rest = _batch([inputs[i] for i in idx])
+            if settings.ngram_dropout > 0:
+                blank = torch.rand(ids.shape, generator=generator) < settings.ngram_dropout
+                ids = ids.masked_fill(blank, PAD_BUCKET)
+            logits = net(ids, *rest)
+            y = torch.from_numpy(labels[idx].astype(np.float32))
+            y = y * (1 - settings.label_smoothing) + 0.5 * settings.label_smoothing
+            w = torch.from_numpy(weights[idx])
+            loss = (torch.nn.functional.binary_cross_entropy_with_logits(
+                logits, y, pos_weight=pos_weight, reduction="none") * w).sum() / w.sum()
+            opt_sparse.zero_grad()
+            opt_dense.zero_grad()
+            loss.backward()
+            opt_sparse.step()
+            opt_dense.step()
+            total += loss.item() * len(idx)
+        net.eval()
+        candidate = _to_numpy(net)
+        val = network_scores(candidate, val_inputs)
+        ap = float(average_precision_score(val_labels, val)) if 0 < val_labels.sum() < len(val_labels) else 0.0
+        history.append({"epoch": epoch + 1, "train_loss": round(total / max(len(order), 1), 4),
+                        "validation_ap": round(ap, 4)})
+        progress(f"epoch {epoch + 1}: loss {total / max(len(order), 1):.4f}, validation AP {ap:.4f}")
+        if ap > best[0]:
+            best = (ap, candidate, epoch + 1)
+    assert best[1] is not None
+    return best[1], {"history": history, "best_epoch": best[2], "validation_ap": round(best[0], 4)}
 
 
 def pick_threshold(scores: np.ndarray, labels: np.ndarray, max_fpr: float) -> float:
@@ -196,65 +298,111 @@ def evaluate(score: Callable[[Sequence[str]], list[float]], data: DetectorData, 
     return report
 
 
-def train_detector(out_dir: Path, data: DetectorData | None = None, seed: int = 7, max_fpr: float = 0.01,
-                   c_grid: Sequence[float] = C_GRID, progress: Callable[[str], None] = print) -> tuple[DetectorWeights, dict]:
-    """Fit, threshold, evaluate and save. Returns the weights and the evaluation report."""
-    # local: scikit-learn loads only for training and evaluation
-    from sklearn.metrics import average_precision_score
+def _rates_by(scores: np.ndarray, labels: np.ndarray, keys: Sequence[str], threshold: float) -> dict[str, dict]:
+    out = {}
+    for key in sorted(set(keys)):
+        idx = np.array([i for i, k in enumerate(keys) if k == key])
+        out[key] = rates(scores[idx], labels[idx], threshold)
+    return out
+
+
+def evaluate_multilingual(screen: Callable[[list[tuple[str, str | None]]], list[float]], items: Sequence[Any],
+                          threshold: float) -> dict:
+    """Rates on the held-out generated families (``multilingual.generate("heldout")``),
+    scored as the stream scores them (memo, descriptor and the two joined): overall, per
+    language, per family and per obfuscation, with a sample of the errors."""
+    if not items:
+        return {}
+    scores = np.asarray(screen([(it.text, it.descriptor) for it in items]), dtype=float)
+    labels = np.array([it.label for it in items])
+    attacks, benign = labels == 1, labels == 0
+    langs = [it.language for it in items]
+    report: dict = {"overall": rates(scores, labels, threshold)}
+    by_language = {}
+    for lang in sorted(set(langs)):
+        idx = np.array([i for i, x in enumerate(langs) if x == lang])
+        by_language[lang] = rates(scores[idx], labels[idx], threshold)
+    report["by_language"] = by_language
+    report["attacks_by_family"] = _rates_by(scores[attacks], labels[attacks],
+                                            [items[i].family for i in np.flatnonzero(attacks)], threshold)
+    report["attacks_by_obfuscation"] = _rates_by(
+        scores[attacks], labels[attacks], [items[i].obfuscation or "none" for i in np.flatnonzero(attacks)], threshold)
+    report["benign_by_family"] = _rates_by(scores[benign], labels[benign],
+                                           [items[i].family for i in np.flatnonzero(benign)], threshold)
+    tpr = [r["tpr"] for r in by_language.values() if r["tpr"] is not None]
+    fpr = [r["fpr"] for r in by_language.values() if r["fpr"] is not None]
+    report["worst_language_tpr"] = min(tpr) if tpr else None
+    report["worst_language_fpr"] = max(fpr) if fpr else None
+    report["missed_sample"] = [f"{items[i].language}/{items[i].family}/{items[i].obfuscation or '-'}: "
+                               f"{items[i].text[:70]!r}" for i in np.flatnonzero(attacks & (scores < threshold))[:30]]
+    report["false_positive_sample"] = [f"{items[i].language}/{items[i].family}: {items[i].text[:70]!r}"
+                                       for i in np.flatnonzero(benign & (scores >= threshold))[:30]]
+    return report
+
+
+def evaluate_all(det: Any, data: DetectorData) -> dict:
+    """Every held-out figure for one detector, through its serving methods."""
+    report = evaluate(lambda texts: [r.score for r in det.score_texts(texts)], data, det.threshold)
+    report["multilingual_heldout"] = evaluate_multilingual(
+        lambda rows: [r.score for r in det.screen_fields(rows)], data.multilingual_heldout, det.threshold)
+    if data.official_test is not None:
+        official = data.official_test
+        s = [r.score for r in det.score_texts(official.texts)]
+        report["injection_official_test"] = rates(s, official.labels, det.threshold)
+        report["injection_official_test_by_kind"] = _rates_by(
+            np.asarray(s), np.asarray(official.labels), official.kinds, det.threshold)
+    return report
+
+
+def train_detector(out_dir: Path, data: DetectorData | None = None, seed: int = 7, max_fpr: float = 0.003,
+                   epochs: int | None = None, settings: FitSettings = FitSettings(),
+                   progress: Callable[[str], None] = print) -> tuple[DetectorNetwork, dict]:
+    """Fit, threshold, evaluate and save. Returns the network and the evaluation report."""
+    # local: the stage is the serving path the figures must come from
+    from engine.stages.detect import InjectionDetector
 
     started = time.perf_counter()
     data = data or assemble(seed=seed)
     progress(f"data: {data.summary}")
     train: LabelledTexts = data.train
-    views = featurize_all(train.texts, progress)
-    # Fitted on whole texts; scored (out-of-fold and in service) as the max over views.
-    X = design_matrix([featurize(t)[1] or _EMPTY for t in train.texts])
-    y = np.asarray(train.labels)
-    row_weights = sample_weights(train.kinds)
-    emails = data.validation_emails
-    extra = (emails.groups, featurize_all(emails.texts)) if emails is not None and len(emails) else None
-    cv: dict[str, float] = {}
-    best_c, best_ap, best_oof, best_emails = c_grid[0], -1.0, None, None
-    for C in c_grid:
-        oof, email_scores = out_of_fold_scores(X, y, train.groups, views, C, seed, weights=row_weights, extra=extra)
-        ap = float(average_precision_score(y, oof))
-        cv[str(C)] = round(ap, 4)
-        progress(f"C={C:g}: out-of-fold average precision {ap:.4f}")
-        if ap > best_ap:
-            best_c, best_ap, best_oof, best_emails = C, ap, oof, email_scores
-    threshold = pick_threshold(best_oof, y, max_fpr)
-    oof_rates = rates(best_oof, y, threshold)
-    # Validation errors by name and kind: what the threshold is trading off (training side only).
-    oof_rates["by_kind"] = {k: rates(best_oof[idx], y[idx], threshold) for k in sorted(set(train.kinds))
-                            for idx in [np.array([i for i, kk in enumerate(train.kinds) if kk == k])]}
-    oof_rates["false_positives"] = [train.texts[i][:100] for i in np.argsort(-best_oof)
-                                    if y[i] == 0 and best_oof[i] >= threshold][:40]
-    oof_rates["missed"] = [train.texts[i][:100] for i in np.argsort(best_oof) if y[i] == 1 and best_oof[i] < threshold][:40]
-    progress(f"threshold {threshold:.4f} (out-of-fold TPR {oof_rates['tpr']}, FPR {oof_rates['fpr']})")
-    oof_emails = None
-    if extra is not None:
-        seen = ~np.isnan(best_emails)
-        oof_emails = rates(best_emails[seen], np.asarray(emails.labels)[seen], threshold)
-        progress(f"whole training e-mails out-of-fold: {oof_emails}")
-    weights = _fit(X, y, best_c, row_weights)
-    weights.threshold = threshold
-    coef = np.concatenate([weights.hashed, weights.dense])
-
-    def score(texts: Sequence[str]) -> list[float]:
-        return [max_view_score(weights, v) for v in featurize_all(texts)]
-
-    report = evaluate(score, data, threshold)
-    digest = hashlib.sha256(coef.tobytes()).hexdigest()[:12]
-    weights.card = {
+    inputs = prepare(train.texts, progress)
+    labels = np.asarray(train.labels)
+    weights = sample_weights(train.kinds)
+    held = validation_groups(train.groups or [f"row{i}" for i in range(len(train))], seed)
+    fit_idx, val_idx = np.flatnonzero(~held), np.flatnonzero(held)
+    progress(f"fit on {len(fit_idx)} texts, validate on {len(val_idx)} ({len(set(np.asarray(train.groups)[val_idx]))} groups)")
+    if epochs is not None:
+        settings = replace(settings, epochs=epochs)
+    network, fit_report = fit_network([inputs[i] for i in fit_idx], labels[fit_idx], weights[fit_idx],
+                                      [inputs[i] for i in val_idx], labels[val_idx], seed, settings, progress)
+    fit_report["settings"] = asdict(settings)
+    val_scores = network_scores(network, [inputs[i] for i in val_idx])
+    val_labels = labels[val_idx]
+    threshold = pick_threshold(val_scores, val_labels, max_fpr)
+    network.threshold = threshold
+    val_rates = rates(val_scores, val_labels, threshold)
+    val_kinds = [train.kinds[i] for i in val_idx]
+    val_rates["by_kind"] = _rates_by(val_scores, val_labels, val_kinds, threshold)
+    val_rates["false_positives"] = [train.texts[val_idx[i]][:100] for i in np.argsort(-val_scores)
+                                    if val_labels[i] == 0 and val_scores[i] >= threshold][:40]
+    val_rates["missed"] = [train.texts[val_idx[i]][:100] for i in np.argsort(val_scores)
+                           if val_labels[i] == 1 and val_scores[i] < threshold][:40]
+    progress(f"threshold {threshold:.4f} (validation TPR {val_rates['tpr']}, FPR {val_rates['fpr']})")
+    report = evaluate_all(InjectionDetector(network, cache_size=0), data)
+    digest = hashlib.sha256(network.embedding.tobytes() + network.w3.tobytes()).hexdigest()[:12]
+    network.card = {
         "version": f"detector-{datetime.now(UTC):%Y%m%d}-{digest}",
         "trained_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "model": "logistic regression (liblinear, L2, class_weight=balanced) on IDF-scaled hashed char/word n-grams "
-                 "(IDF folded into the weights) + named signals",
-        "C": best_c, "cv_average_precision": cv,
-        "threshold_rule": f"highest out-of-fold TPR with benign FPR <= {max_fpr:g} (grouped 5-fold CV on the training set)",
-        "out_of_fold": oof_rates, "out_of_fold_emails": oof_emails, "data": data.summary, "evaluation": report,
+        "model": (f"hashed character n-gram network: orders {NGRAM_ORDERS} hashed to {N_BUCKETS} buckets, "
+                  f"embedding {EMBED_DIM}, position-wise layer {CHANNELS}, max+mean pooling, head {HIDDEN}; "
+                  "max over views; no hand-written pattern is an input"),
+        "architecture": architecture(),
+        "fit": fit_report, "seed": seed,
+        "threshold_rule": (f"lowest threshold with benign FPR <= {max_fpr:g} on the validation groups "
+                           f"({VALIDATION_SHARE:.0%} of training templates, never fitted on)"),
+        "validation": val_rates, "data": data.summary, "evaluation": report,
         "train_seconds": round(time.perf_counter() - started, 1),
     }
-    weights.save(out_dir)
-    progress(f"saved {out_dir} ({weights.card['version']}) in {weights.card['train_seconds']} s")
-    return weights, report
+    network.save(out_dir)
+    progress(f"saved {out_dir} ({network.card['version']}) in {network.card['train_seconds']} s")
+    return network, report
