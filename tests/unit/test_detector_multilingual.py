@@ -28,9 +28,10 @@ from engine.offline.detector_corpus.multilingual import (
 REQUIRED = {"en", "es", "fr", "de", "it", "pt", "nl", "pl", "tr", "ru", "uk", "ar", "he", "fa", "hi", "bn", "zh",
             "ja", "ko", "vi", "th", "id", "sw", "el"}
 # Paraphrase and imperative lost the templates derived from issue 17's quoted texts
-# (tests/unit/test_detector_contamination.py): 7 and 9 remain of 8 and 14.
-MIN_TEMPLATES = {"override": 8, "roleplay": 8, "header": 8, "paraphrase": 7, "split": 8,
-                 "memo": 16, "imperative": 9, "invoice": 4, "url": 3}
+# (tests/unit/test_detector_contamination.py), then gained six paraphrases and four
+# matching innocent imperatives per language (``_hard``): 13 and 13 or more.
+MIN_TEMPLATES = {"override": 8, "roleplay": 8, "header": 8, "paraphrase": 13, "split": 8,
+                 "memo": 16, "imperative": 13, "invoice": 4, "url": 3}
 
 
 def _groups() -> dict[tuple[str, str], list[str]]:
@@ -74,6 +75,9 @@ def test_attack_groups_leave_several_train_phrasings() -> None:
         for family in ATTACK_FAMILIES:
             splits = Counter(template_split(t) for t in groups[(lang, family)])
             assert splits["train"] >= 5 and splits["heldout"] >= 2, (lang, family, splits)
+        # paraphrase was the weakest held-out family: it gets the widest train side
+        splits = Counter(template_split(t) for t in groups[(lang, "paraphrase")])
+        assert splits["train"] >= 9, (lang, splits)
 
 
 def test_slot_vocabularies_are_wide() -> None:
