@@ -1,8 +1,8 @@
 """Explicit, named manipulation signals in untrusted user text.
 
-The learned part of the detector (hashed n-grams, ``features.py``) generalises; these
-signals make it *explainable*: every flag names the families that fired, and each
-family is also a model input so the weights are learned, not hand-set.
+The learned network (``network.py``) decides; these signals make a flag *explainable*:
+every flagged text names the families that fired in its flagged view. They are not
+network inputs (since issue 17), so no pattern can flag a text by itself.
 
 Two kinds of signal, measured on two different strings on purpose:
 

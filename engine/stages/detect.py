@@ -156,33 +156,38 @@ class InjectionDetector:
 
     # -- texts, batched -------------------------------------------------------------
     def _analyse_many(self, values: Sequence[str | bytes]) -> list[_Analysis]:
-        """One network call for every view of every uncached text."""
+        """One network call for every view of every distinct uncached text (a batch's
+        events often share a descriptor: "AMZN Mktp" is scored once)."""
         out: list[_Analysis | None] = [None] * len(values)
-        todo: list[int] = []
         if self._cache_size > 0:
             with self._lock:
                 for i, v in enumerate(values):
                     out[i] = self._cache.get(v) if len(v) <= CACHE_MAX_CHARS else None
-        todo = [i for i, a in enumerate(out) if a is None]
-        if todo:
-            inputs = [field_input(values[i]) for i in todo]
-            texts = [t for f in inputs for t in f.texts]
-            dense = np.concatenate([f.dense for f in inputs]) if texts else np.zeros((0, len(DENSE_INPUTS)), np.float32)
-            scores = sigmoid(self.network.logits(texts, dense)) if texts else np.zeros(0)
-            at = 0
-            fresh: list[tuple[str | bytes, _Analysis]] = []
-            for i, f in zip(todo, inputs, strict=True):
-                a = self._judge(f, scores[at:at + len(f.texts)])
-                at += len(f.texts)
+        todo: dict[str | bytes, list[int]] = {}
+        for i, a in enumerate(out):
+            if a is None:
+                todo.setdefault(values[i], []).append(i)
+        if not todo:
+            return [a if a is not None else _NOTHING for a in out]
+        inputs = [field_input(v) for v in todo]
+        texts = [t for f in inputs for t in f.texts]
+        dense = np.concatenate([f.dense for f in inputs]) if texts else np.zeros((0, len(DENSE_INPUTS)), np.float32)
+        scores = sigmoid(self.network.logits(texts, dense)) if texts else np.zeros(0)
+        at = 0
+        fresh: list[tuple[str | bytes, _Analysis]] = []
+        for (value, where), f in zip(todo.items(), inputs, strict=True):
+            a = self._judge(f, scores[at:at + len(f.texts)])
+            at += len(f.texts)
+            for i in where:
                 out[i] = a
-                if len(values[i]) <= CACHE_MAX_CHARS:
-                    fresh.append((values[i], a))
-            if fresh and self._cache_size > 0:
-                with self._lock:
-                    for key, a in fresh:
-                        if len(self._cache) >= self._cache_size:  # oldest first: dicts keep insertion order
-                            self._cache.pop(next(iter(self._cache)))
-                        self._cache[key] = a
+            if len(value) <= CACHE_MAX_CHARS:
+                fresh.append((value, a))
+        if fresh and self._cache_size > 0:
+            with self._lock:
+                for key, a in fresh:
+                    if key not in self._cache and len(self._cache) >= self._cache_size:
+                        self._cache.pop(next(iter(self._cache)))  # oldest first: dicts keep insertion order
+                    self._cache[key] = a
         return [a if a is not None else _NOTHING for a in out]
 
     def _judge(self, f: FieldInput, view_scores: np.ndarray) -> _Analysis:
