@@ -177,9 +177,9 @@ class DetectorNetwork:
         """One logit per view. ``texts`` are the views' model texts (``views.field_input``),
         ``dense`` their ``DENSE_INPUTS`` rows, float32 ``[len(texts), len(DENSE_INPUTS)]``.
 
-        A large batch runs in chunks of about ``CHUNK_POSITIONS`` positions: the
-        per-position arrays then stay in cache (one 66k-position pass ran 40 % slower
-        than 32-text chunks, ``ops/bench/detector.py``)."""
+        A large batch runs in chunks of about ``CHUNK_POSITIONS`` positions, so the
+        per-position arrays stay in cache (``ops/bench/detector.py``, batched rows;
+        figures in docs/performance.md)."""
         if not texts:
             return np.zeros(0, dtype=np.float32)
         out = np.empty(len(texts), dtype=np.float32)
@@ -193,8 +193,8 @@ class DetectorNetwork:
 
     def _logits(self, texts: list[str], dense: np.ndarray) -> np.ndarray:
         ids = position_ngrams(texts)
-        # One gather per id column, summed in place: a [positions, N_IDS, EMBED_DIM]
-        # temporary costs 3x more (ops/bench/detector.py).
+        # One gather per id column, summed in place, instead of one [positions, N_IDS,
+        # EMBED_DIM] temporary (timing in docs/performance.md).
         e = np.take(self.embedding, ids[:, 0], axis=0)
         for col in range(1, ids.shape[1]):
             e += np.take(self.embedding, ids[:, col], axis=0)
@@ -272,7 +272,8 @@ def sigmoid(z: np.ndarray) -> np.ndarray:
 
 
 def random_network(seed: int = 0) -> DetectorNetwork:
-    """An untrained network of the right shapes (tests, and training's starting point)."""
+    """An untrained network of the right shapes, for tests (training starts from
+    PyTorch's own initialisation, ``train._torch_net``)."""
     rng = np.random.default_rng(seed)
     emb = rng.normal(0, 0.1, (N_BUCKETS + 1, EMBED_DIM)).astype(np.float32)
     emb[PAD_BUCKET] = 0.0

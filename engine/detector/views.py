@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.detector.network import DENSE_INPUTS
+from engine.detector.network import DENSE_INPUTS, DetectorNetwork, sigmoid
 from engine.detector.obfuscation import OBFUSCATION_SIGNALS, decoded_blobs, fold_confusables, obfuscation_signals
 from engine.text.textproc import MAX_RAW_BYTES, CleanText, clean_user_text
 
@@ -69,7 +69,6 @@ def raw_text(value: str | bytes) -> str:
     if isinstance(value, (bytes, bytearray)):
         value = bytes(value[:MAX_RAW_BYTES]).decode("utf-8", errors="ignore")
     return value[:RAW_SCAN_CHARS].encode("utf-8", errors="ignore").decode("utf-8")
-
 
 
 #: Text of several lines, or longer than a memo, is also scored piece by piece (at most
@@ -139,7 +138,6 @@ def _even_cuts(sentence: str) -> list[str]:
         start = end
     out.append(sentence[start:])
     return out
-
 
 
 # Bytes of ASCII characters that are neither word characters nor whitespace, plus "_":
@@ -217,3 +215,15 @@ def field_input(value: str | bytes) -> FieldInput:
     dense = np.array([_dense(obfuscation, decoded, v) for v, decoded in views], dtype=np.float32)
     folded = [fold_confusables(v) for v, _ in views]
     return FieldInput(cleaned, [v.lower() for v in folded], folded, dense, obfuscation)
+
+
+def view_probabilities(network: DetectorNetwork, inputs: list[FieldInput]) -> list[np.ndarray]:
+    """Each field's view probabilities, from one ``network.logits`` call over every view
+    of every field (empty for a field with no view). Serving and training score through
+    this one function."""
+    texts = [t for f in inputs for t in f.texts]
+    if not texts:
+        return [np.zeros(0) for _ in inputs]
+    probabilities = sigmoid(network.logits(texts, np.concatenate([f.dense for f in inputs])))
+    bounds = np.cumsum([0] + [len(f.texts) for f in inputs])
+    return [probabilities[a:b] for a, b in zip(bounds[:-1], bounds[1:])]

@@ -41,10 +41,10 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.detector.network import DENSE_INPUTS, DetectorNetwork, sigmoid
+from engine.detector.network import DetectorNetwork
 from engine.detector.obfuscation import OBFUSCATION_SIGNALS
 from engine.detector.signals import semantic_signals_with_evidence
-from engine.detector.views import FieldInput, field_input
+from engine.detector.views import FieldInput, field_input, view_probabilities
 from engine.records import Reason, ReasonKind, TransactionEvent
 from engine.text.textproc import MAX_RAW_BYTES, CleanText, clean_user_text
 
@@ -170,14 +170,10 @@ class InjectionDetector:
         if not todo:
             return [a if a is not None else _NOTHING for a in out]
         inputs = [field_input(v) for v in todo]
-        texts = [t for f in inputs for t in f.texts]
-        dense = np.concatenate([f.dense for f in inputs]) if texts else np.zeros((0, len(DENSE_INPUTS)), np.float32)
-        scores = sigmoid(self.network.logits(texts, dense)) if texts else np.zeros(0)
-        at = 0
         fresh: list[tuple[str | bytes, _Analysis]] = []
-        for (value, where), f in zip(todo.items(), inputs, strict=True):
-            a = self._judge(f, scores[at:at + len(f.texts)])
-            at += len(f.texts)
+        for (value, where), f, view_scores in zip(todo.items(), inputs, view_probabilities(self.network, inputs),
+                                                  strict=True):
+            a = self._judge(f, view_scores)
             for i in where:
                 out[i] = a
             if len(value) <= CACHE_MAX_CHARS:

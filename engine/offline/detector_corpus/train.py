@@ -43,9 +43,8 @@ from engine.detector.network import (
     DetectorNetwork,
     architecture,
     position_ngrams,
-    sigmoid,
 )
-from engine.detector.views import FieldInput, field_input
+from engine.detector.views import FieldInput, field_input, view_probabilities
 from engine.offline.detector_corpus.data import DetectorData, LabelledTexts, assemble
 
 #: Share of training groups held back to choose the epoch and the threshold.
@@ -77,8 +76,6 @@ class FitSettings:
     #: validation across it.
     init_seed: int = 0
 
-
-EPOCHS = FitSettings().epochs
 
 
 def sample_weights(kinds: Sequence[str]) -> np.ndarray:
@@ -164,21 +161,9 @@ def _to_numpy(net: Any, threshold: float = 0.5) -> DetectorNetwork:
                            b4=float(net.l4.bias.item()), threshold=threshold)
 
 
-def network_scores(network: DetectorNetwork, inputs: Sequence[FieldInput], batch: int = 512) -> np.ndarray:
-    """Max-over-views probability of each prepared text (0 for an empty one)."""
-    out = np.zeros(len(inputs))
-    for start in range(0, len(inputs), batch):
-        chunk = inputs[start:start + batch]
-        texts = [t for f in chunk for t in f.texts]
-        if not texts:
-            continue
-        logits = network.logits(texts, np.concatenate([f.dense for f in chunk]))
-        at = 0
-        for j, f in enumerate(chunk):
-            if f.texts:
-                out[start + j] = float(sigmoid(logits[at:at + len(f.texts)].max()))
-            at += len(f.texts)
-    return out
+def network_scores(network: DetectorNetwork, inputs: Sequence[FieldInput]) -> np.ndarray:
+    """Max-over-views probability of each prepared text (0 for an empty one), as served."""
+    return np.array([float(p.max()) if len(p) else 0.0 for p in view_probabilities(network, list(inputs))])
 
 
 def fit_network(inputs: Sequence[FieldInput], labels: np.ndarray, weights: np.ndarray,
@@ -265,6 +250,14 @@ def rates(scores: Sequence[float], labels: Sequence[int], threshold: float) -> d
     return out
 
 
+def _rates_by(scores: np.ndarray, labels: np.ndarray, keys: Sequence[str], threshold: float) -> dict[str, dict]:
+    out = {}
+    for key in sorted(set(keys)):
+        idx = np.array([i for i, k in enumerate(keys) if k == key])
+        out[key] = rates(scores[idx], labels[idx], threshold)
+    return out
+
+
 def evaluate(score: Callable[[Sequence[str]], list[float]], data: DetectorData, threshold: float) -> dict:
     """Rates on every held-out set, plus the false positives and misses by name."""
     # local: scikit-learn loads only for training and evaluation
@@ -276,11 +269,7 @@ def evaluate(score: Callable[[Sequence[str]], list[float]], data: DetectorData, 
     report["injection_test"] = rates(s, inj.labels, threshold)
     if 0 < sum(inj.labels) < len(inj.labels):
         report["injection_test"]["auc"] = round(float(roc_auc_score(inj.labels, s)), 4)
-    by_kind: dict[str, dict] = {}
-    for kind in sorted(set(inj.kinds)):
-        idx = [i for i, k in enumerate(inj.kinds) if k == kind]
-        by_kind[kind] = rates([s[i] for i in idx], [inj.labels[i] for i in idx], threshold)
-    report["injection_test_by_kind"] = by_kind
+    report["injection_test_by_kind"] = _rates_by(np.asarray(s), np.asarray(inj.labels), inj.kinds, threshold)
     report["injection_test_missed"] = [inj.texts[i][:80] for i in range(len(s)) if inj.labels[i] and s[i] < threshold]
     report["injection_test_false_positives"] = [inj.texts[i][:80] for i in range(len(s))
                                                 if not inj.labels[i] and s[i] >= threshold]
@@ -298,14 +287,6 @@ def evaluate(score: Callable[[Sequence[str]], list[float]], data: DetectorData, 
     return report
 
 
-def _rates_by(scores: np.ndarray, labels: np.ndarray, keys: Sequence[str], threshold: float) -> dict[str, dict]:
-    out = {}
-    for key in sorted(set(keys)):
-        idx = np.array([i for i, k in enumerate(keys) if k == key])
-        out[key] = rates(scores[idx], labels[idx], threshold)
-    return out
-
-
 def evaluate_multilingual(screen: Callable[[list[tuple[str, str | None]]], list[float]], items: Sequence[Any],
                           threshold: float) -> dict:
     """Rates on the held-out generated families (``multilingual.generate("heldout")``),
@@ -318,10 +299,7 @@ def evaluate_multilingual(screen: Callable[[list[tuple[str, str | None]]], list[
     attacks, benign = labels == 1, labels == 0
     langs = [it.language for it in items]
     report: dict = {"overall": rates(scores, labels, threshold)}
-    by_language = {}
-    for lang in sorted(set(langs)):
-        idx = np.array([i for i, x in enumerate(langs) if x == lang])
-        by_language[lang] = rates(scores[idx], labels[idx], threshold)
+    by_language = _rates_by(scores, labels, langs, threshold)
     report["by_language"] = by_language
     report["attacks_by_family"] = _rates_by(scores[attacks], labels[attacks],
                                             [items[i].family for i in np.flatnonzero(attacks)], threshold)
