@@ -123,7 +123,7 @@ def train_quick(*, history_days: int, customers: int, seed: int, report_dir: Pat
     # The text segment adds no detection on the simulator's memo and injection scenarios,
     # and a model that reads it learns that text means safety; the detector still screens
     # it (docs/field-isolation.md; python ops/bench/user_text_train.py).
-    model_config = ModelConfig(inputs=InputSpec.from_schema(encoder.schema), read_text=False)
+    model_config = ModelConfig.default_for(InputSpec.from_schema(encoder.schema), read_text=False)
     result = train_model(data, model_config, cfg, version="quickstart", report_dir=report_dir)
     return result.model, result.card
 

@@ -20,6 +20,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+#: The encoded fields ``derived_numeric`` computes card means from (engine.model.derived).
+DERIVED_INPUTS: tuple[str, ...] = ("amount_log",) + tuple(
+    f"velocity_{w}_{k}" for w in ("1h", "1d", "7d") for k in ("count", "amount"))
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -160,6 +164,16 @@ class ModelConfig(_Frozen):
     hf_bits: Literal[4, 8] | None = None
     #: LoRA rank for the pretrained backbone (0 = train nothing inside it).
     hf_lora_rank: int = Field(default=0, ge=0)
+
+    @classmethod
+    def default_for(cls, inputs: InputSpec, **overrides: Any) -> ModelConfig:
+        """The configuration every trainer starts from (``tollgate model train``, the
+        quickstart, the backtest): the field defaults, plus the derived card means when
+        the inputs carry the velocity fields they are derived from. Chosen on the four
+        validation folds of the handbook protocol (docs/decision-quality.md). A field
+        default would instead change what an older card without the field loads as."""
+        derived = all(n in inputs.numeric_names for n in DERIVED_INPUTS)
+        return cls(inputs=inputs, **{"derived_numeric": derived, **overrides})
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelConfig:

@@ -25,6 +25,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from engine.model.config import DERIVED_INPUTS
+
 WINDOWS = ("1h", "1d", "7d")
 DERIVED_NAMES: tuple[str, ...] = tuple(f"card_mean_amount_{w}_log" for w in WINDOWS) + tuple(
     f"amount_to_mean_{w}_log" for w in WINDOWS)
@@ -35,8 +37,7 @@ class DerivedNumeric(nn.Module):
 
     def __init__(self, numeric_names: tuple[str, ...]):
         super().__init__()
-        need = ("amount_log",) + tuple(f"velocity_{w}_{k}" for w in WINDOWS for k in ("count", "amount"))
-        missing = [n for n in need if n not in numeric_names]
+        missing = [n for n in DERIVED_INPUTS if n not in numeric_names]
         if missing:
             raise ValueError(f"derived_numeric needs the encoded fields {missing}")
         self.amount = numeric_names.index("amount_log")
@@ -45,9 +46,11 @@ class DerivedNumeric(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         x = torch.nan_to_num(x.float(), nan=0.0, posinf=50.0, neginf=0.0)
-        amount = torch.expm1(x[:, self.amount].clamp(0, 50))[:, None]
-        count = torch.expm1(x[:, self.counts].clamp(0, 50))
-        total = torch.expm1(x[:, self.sums].clamp(0, 50))
+        # exp(x) - 1, not expm1: ONNX has no expm1 (opset 17), and on these log1p-scaled
+        # fields the two differ by float rounding only.
+        amount = (torch.exp(x[:, self.amount].clamp(0, 50)) - 1)[:, None]
+        count = torch.exp(x[:, self.counts].clamp(0, 50)) - 1
+        total = torch.exp(x[:, self.sums].clamp(0, 50)) - 1
         seen = count > 0.5
         mean = torch.where(seen, total / count.clamp_min(1.0), torch.zeros_like(total))
         ratio = torch.log(amount.clamp_min(1e-6) / mean.clamp_min(1e-6)).clamp(-8.0, 8.0)

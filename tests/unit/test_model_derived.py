@@ -59,3 +59,28 @@ def test_missing_fields_are_refused():
         fresh_model(spec, derived_numeric=True)
     with pytest.raises(ValidationError, match="derived_numeric"):
         ModelConfig(inputs=spec, backbone="hf", hf_path="/nowhere", derived_numeric=True)
+
+
+def test_trainers_start_with_them_where_the_inputs_allow():
+    assert ModelConfig.default_for(SPEC).derived_numeric
+    assert not ModelConfig.default_for(SPEC, derived_numeric=False).derived_numeric
+    bare = InputSpec(n_numeric=2, n_categorical=1, categorical_buckets=8, history_len=1, history_numeric=1,
+                     history_categorical=1, text_len=1, text_vocab=4, schema_hash="x", numeric_names=("a", "b"))
+    assert not ModelConfig.default_for(bare).derived_numeric
+    # a card written before the option existed still loads as the model it describes
+    assert not ModelConfig(inputs=SPEC).derived_numeric
+
+
+@pytest.mark.parametrize("fmt", ["onnx", "torchscript"])
+def test_an_exported_graph_computes_them_as_the_module_does(tmp_path, fmt):
+    from engine.model.export import export_model_dir
+
+    model, card = fresh_model(SPEC, version="d2", d_model=16, n_heads=2, derived_numeric=True)
+    batch = random_inputs(SPEC, 64, seed=5)
+    model.fit_input_statistics(batch, (torch.arange(64) % 7 == 0).float())
+    source = save_model_dir(model, card, tmp_path / "d2")
+    result = export_model_dir(source, tmp_path / "out", fmt, "fp32", samples=64)  # refuses a graph that disagrees
+    served = Inference.from_dir(result.path, runtime="auto")
+    assert served.graph is not None
+    other = random_inputs(SPEC, 50, seed=9)
+    assert torch.allclose(served(other).risk, Inference(model, card)(other).risk, atol=1e-4)

@@ -85,7 +85,7 @@ def register(app: typer.Typer) -> None:
         built = build_training_set(frame, arrivals, judge=judge, rule_verdicts=verdict_map,
                                    confidence=rule_confidence)
         cfg = TrainConfig(seed=seed, epochs=epochs, negative_keep=negative_keep, threads=threads)
-        model_cfg = ModelConfig(inputs=InputSpec.from_schema(FeatureSchema.default()))
+        model_cfg = ModelConfig.default_for(InputSpec.from_schema(FeatureSchema.default()))
         report = report_dir or settings.paths.reports_dir / version
         result = train_model(built.dataset, model_cfg, cfg, version=version, report_dir=report)
         out = save_model_dir(result.model, result.card, (models_dir or settings.paths.models_dir) / version)

@@ -38,8 +38,8 @@ def fit_transformer(rows: pd.DataFrame, batches: list[Any], *, seed: int, epochs
                        torch.tensor(rows["amount"].to_numpy(), dtype=torch.float32),
                        torch.tensor(rows["event_time_ms"].to_numpy(), dtype=torch.int64))
     train_keys = set(TrainConfig.model_fields)
-    model_cfg = ModelConfig(inputs=InputSpec.from_schema(FeatureSchema.default()),
-                            **{k: v for k, v in overrides.items() if k not in train_keys})
+    model_cfg = ModelConfig.default_for(InputSpec.from_schema(FeatureSchema.default()),
+                                        **{k: v for k, v in overrides.items() if k not in train_keys})
     # --set epochs=N / seed=N override the command's own values like any other field.
     cfg = TrainConfig(**{"seed": seed, "epochs": epochs, "negative_keep": 0.25, "threads": torch.get_num_threads(),
                          **{k: v for k, v in overrides.items() if k in train_keys}})

@@ -17,7 +17,8 @@ One forward pass feeds every head, so one loss sums them:
 
 Training is deterministic for a seed (seeded init, seeded shuffling, deterministic
 kernels, fixed thread count). The last ``val_fraction`` of the window, by event time,
-is held out: it picks the best epoch and fits the temperatures.
+is held out: it picks the best epoch (or, with ``average_last``, only scores the mean of
+the last epochs' weights) and fits the temperatures.
 """
 
 from __future__ import annotations
@@ -177,6 +178,17 @@ def _selection_score(record: dict[str, float]) -> float | None:
     return None
 
 
+def _accumulate(mean: dict[str, Tensor] | None, state: dict[str, Tensor], n_before: int) -> dict[str, Tensor]:
+    """Running mean of ``n_before`` earlier weight snapshots and ``state``. Integer and
+    boolean buffers (fitted bin edges, counters) are the same in every epoch: kept as is."""
+    if mean is None:
+        return {k: v.detach().clone() for k, v in state.items()}
+    for k, v in state.items():
+        if v.is_floating_point():
+            mean[k].mul_(n_before / (n_before + 1)).add_(v.detach(), alpha=1 / (n_before + 1))
+    return mean
+
+
 _ENCODER_TEXT_FIELDS = tuple(n for _, n in TEXT_FIELDS)
 
 
@@ -239,6 +251,8 @@ def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig =
     aux_weight = cfg.moe_aux_weight
     history: list[dict[str, float]] = []
     best: tuple[float, dict[str, Tensor]] | None = None
+    averaged: dict[str, Tensor] | None = None
+    first_averaged = cfg.epochs - min(cfg.average_last, cfg.epochs)
     bar = tqdm(total=cfg.epochs * steps_per_epoch, desc=f"train {version}", disable=not cfg.progress,
                unit="batch", mininterval=2.0)
     for epoch in range(cfg.epochs):
@@ -268,6 +282,8 @@ def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig =
             running += float(loss.detach())
             bar.update(1)
         record = {"epoch": epoch + 1, "train_loss": running / steps_per_epoch}
+        if cfg.average_last and epoch >= first_averaged:
+            averaged = _accumulate(averaged, model.state_dict(), epoch - first_averaged)
         if routed:
             aux_weight = _log_expert_load(record, loads, aux_weight, cfg)
         if validation is not None and len(validation):
@@ -278,7 +294,9 @@ def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig =
         history.append(record)
         bar.set_postfix({k: round(v, 4) for k, v in record.items() if k != "epoch"})
     bar.close()
-    if best is not None:
+    if averaged is not None:
+        model.load_state_dict(averaged)
+    elif best is not None:
         model.load_state_dict(best[1])
     model.eval()
     has_val = validation is not None and len(validation) > 0

@@ -84,6 +84,13 @@ class TrainConfig(BaseModel):
     #: times slower (docs/performance.md, "Quickstart"); raise it on a dedicated machine.
     threads: int = Field(default=1, ge=1)
     early_exit_threshold: float | None = 0.98
+    #: Keep the mean of the weights after each of the last this-many epochs instead of the
+    #: single epoch with the best held-out AP (0: the best epoch). With the one-cycle
+    #: schedule the last epochs run at a small learning rate near one optimum, so their
+    #: mean is a flatter solution (stochastic weight averaging, Izmailov et al. 2018) and
+    #: no longer hangs on one noisy held-out day with ~80 frauds.
+    #: ``python ops/bench/model_quality.py --variant avg='{"average_last": 4}'``.
+    average_last: int = Field(default=0, ge=0)
     #: Mixture-of-experts layers only (``ModelConfig.moe_experts``): weight of the
     #: load-balance loss, and the variance of the per-expert token share (over experts,
     #: mean over layers, per epoch) above which that weight is doubled for the next epoch
