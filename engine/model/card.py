@@ -111,9 +111,10 @@ class LoadedModel:
 
 def fresh_model(spec: InputSpec, version: str = "untrained", seed: int = 0,
                 **config: Any) -> tuple[DecisionModel, ModelCard]:
-    """An untrained model and its card, for tests and warm-up before any training ran."""
+    """An untrained model and its card, for tests and warm-up before any training ran,
+    built as a trainer would build it (``ModelConfig.default_for``)."""
     torch.manual_seed(seed)
-    cfg = ModelConfig(inputs=spec, **config)
+    cfg = ModelConfig.default_for(spec, **config)
     model = DecisionModel(cfg).eval()
     card = ModelCard(version=version, schema_hash=spec.schema_hash, architecture=cfg,
                      label_maps=_label_maps(cfg), training={"untrained": True})

@@ -168,11 +168,12 @@ class ModelConfig(_Frozen):
     @classmethod
     def default_for(cls, inputs: InputSpec, **overrides: Any) -> ModelConfig:
         """The configuration every trainer starts from (``tollgate model train``, the
-        quickstart, the backtest): the field defaults, plus the derived card means when
+        quickstart, the backtest, ``fresh_model``): the field defaults, plus the derived card means when
         the inputs carry the velocity fields they are derived from. Chosen on the four
         validation folds of the handbook protocol (docs/decision-quality.md). A field
         default would instead change what an older card without the field loads as."""
-        derived = all(n in inputs.numeric_names for n in DERIVED_INPUTS)
+        derived = (overrides.get("backbone", "field_transformer") == "field_transformer"
+                   and all(n in inputs.numeric_names for n in DERIVED_INPUTS))
         return cls(inputs=inputs, **{"derived_numeric": derived, **overrides})
 
     @model_validator(mode="after")

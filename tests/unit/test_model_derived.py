@@ -48,7 +48,7 @@ def test_a_model_reading_them_round_trips_and_serves_fp32_and_int8(tmp_path):
     a, b = Inference(model, card)(batch), Inference.from_loaded(loaded)(batch)
     assert torch.allclose(a.risk, b.risk) and torch.isfinite(Inference(model, card, int8=True)(batch).risk).all()
     # the derived fields really enter: the wide path is sized for them
-    plain, _ = fresh_model(SPEC, version="p", d_model=16, n_heads=2)
+    plain, _ = fresh_model(SPEC, version="p", d_model=16, n_heads=2, derived_numeric=False)
     assert model.wide[0].in_features - plain.wide[0].in_features == len(DERIVED_NAMES) * 16
 
 
@@ -69,6 +69,8 @@ def test_trainers_start_with_them_where_the_inputs_allow():
     assert not ModelConfig.default_for(bare).derived_numeric
     # a card written before the option existed still loads as the model it describes
     assert not ModelConfig(inputs=SPEC).derived_numeric
+    assert fresh_model(SPEC, d_model=16, n_heads=2)[1].architecture.derived_numeric  # as trainers build it
+    assert not ModelConfig.default_for(SPEC, backbone="hf", hf_path="x").derived_numeric  # field transformer only
 
 
 @pytest.mark.parametrize("fmt", ["onnx", "torchscript"])
