@@ -9,7 +9,9 @@ kept in ``--cache-dir`` (``engine.offline.backtest.cache``); each variant then c
 training and the scoring of the test micro-batches through ``Inference``. A variant is
 a JSON object of ``ModelConfig``/``TrainConfig`` fields, exactly what ``tollgate backtest
 --set`` takes. Prints AUC ROC, average precision and card precision@100 per seed and
-their mean, so a choice is made on a mean over seeds, not on one lucky run.
+their mean, so a choice is made on a mean over seeds, not on one lucky run; then each run's
+AUC per handbook fraud scenario (amount, compromised terminal, compromised card) and,
+with ``--lightgbm``, what a logit blend with LightGBM would score (not served anywhere).
 
 Tune on the validation fold (train start 2018-07-11) only; the test week (2018-07-18)
 is for the headline figure (docs/decision-model.md). ``--export FOLD.npz`` writes the
@@ -24,8 +26,10 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import multiprocessing
 import os
 import statistics
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -52,7 +56,8 @@ def load_fold(data: str, train_start: str, cache_dir: str, fold_file: str | None
     test = frame.iloc[enc.test_rows].reset_index(drop=True)
     test["assessed"] = assessed_mask(frame, window)[enc.test_rows]
     cols = ["event_id", "event_time_ms", "customer_id", "amount", "tx_fraud"]
-    return frame.iloc[enc.train_rows][cols].reset_index(drop=True), enc, test[cols + ["assessed"]]
+    extra = ["tx_fraud_scenario"] if "tx_fraud_scenario" in test else []  # the handbook's own fraud kinds
+    return frame.iloc[enc.train_rows][cols].reset_index(drop=True), enc, test[cols + ["assessed"] + extra]
 
 
 _COLS = ("event_time_ms", "amount", "tx_fraud")
@@ -136,11 +141,59 @@ def run_one(args: tuple) -> dict:
                            cards=a["customer_id"].to_numpy())
         suffix = "+int8" if scorer_name.endswith("-int8") else ""
         out = {"variant": name + suffix, "seed": seed, "auc": m["auc_roc"], "ap": m["average_precision"],
-               "cp100": m["card_precision_at_100"], "fit_s": fit_s, "score_s": score_s}
+               "cp100": m["card_precision_at_100"], "fit_s": fit_s, "score_s": score_s,
+               "auc_by_scenario": _auc_by_scenario(a, risk[keep]), "risk": risk}
         if os.environ.get("MODEL_QUALITY_KEEP_SCORES"):  # for seed-ensemble what-ifs
             out["risk_b64"] = base64.b64encode(risk.astype(np.float32).tobytes()).decode()
         rows.append(out)
     return rows
+
+
+def _auc_by_scenario(assessed, risk) -> dict[str, float]:
+    """AUC ROC of each handbook fraud scenario's frauds against every good assessed row
+    (1 amount over 220, 2 compromised terminal, 3 compromised card): where a model's
+    ranking loses. Empty without the scenario column (a ``--fold`` file)."""
+    from sklearn.metrics import roc_auc_score
+
+    if "tx_fraud_scenario" not in assessed:
+        return {}
+    scenario, good = assessed["tx_fraud_scenario"].to_numpy(), assessed["tx_fraud"].to_numpy() == 0
+    out = {}
+    for s in sorted(set(scenario[~good].tolist())):
+        rows = good | (scenario == s)
+        out[str(s)] = float(roc_auc_score(~good[rows], risk[rows]))
+    return out
+
+
+def _blends(rows: list[dict], fold) -> list[tuple[str, float, dict]]:
+    """What-if: each transformer run's risk averaged in logit space with the LightGBM
+    baseline's (seed 0), at a few weights; nothing here is served."""
+    import numpy as np
+
+    from engine.offline.backtest.run import DAY_MS
+    from engine.offline.quality import quality_report
+
+    base = next((r for r in rows if r["variant"] == "lightgbm"), None)
+    if base is None:
+        return []
+    test = fold[2]
+    keep = test["assessed"].to_numpy().astype(bool)
+    a = test[keep]
+
+    def logit(p):
+        p = np.clip(p, 1e-7, 1 - 1e-7)
+        return np.log(p / (1 - p))
+
+    out = []
+    for r in rows:
+        if r["variant"] == "lightgbm" or r["variant"].endswith("+int8"):
+            continue
+        for w in (0.5, 0.7, 0.8):
+            risk = w * logit(r["risk"]) + (1 - w) * logit(base["risk"])
+            m = quality_report(a["tx_fraud"].to_numpy(), risk[keep], days=(a["event_time_ms"] // DAY_MS).to_numpy(),
+                               cards=a["customer_id"].to_numpy())
+            out.append((f"{r['variant']} s{r['seed']}", w, m))
+    return out
 
 
 def main() -> None:
@@ -151,7 +204,8 @@ def main() -> None:
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=JSON")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--epochs", type=int, default=14, help="14 = the headline backtest's (docs/decision-model.md)")
-    ap.add_argument("--lightgbm", action="store_true", help="also the LightGBM baseline (seed 0)")
+    ap.add_argument("--lightgbm", action="store_true",
+                    help="also LightGBM on the same encoded features (seed 0), and logit blends with it (what-if)")
     ap.add_argument("--jobs", type=int, default=1, help="processes (one torch thread each)")
     ap.add_argument("--int8", action="store_true", help="also score each trained model through the int8 path")
     ap.add_argument("--json-out", default=None)
@@ -177,10 +231,14 @@ def main() -> None:
             print(f"done: {r['variant']} seed {r['seed']}: AUC {r['auc']:.3f} AP {r['ap']:.3f} "
                   f"CP@100 {r['cp100']:.3f} (fit {r['fit_s']:.0f} s)", flush=True)
         if a.json_out:
-            Path(a.json_out).write_text(json.dumps({"variants": dict(variants), "rows": rows}, indent=2))
+            _write_json(a.json_out, variants, rows)
 
     if a.jobs > 1:
-        with ProcessPoolExecutor(a.jobs) as pool:
+        # spawn, not fork: a forked child of a process that ran OpenMP (PyTorch's replay)
+        # deadlocks in LightGBM's first parallel region. A spawned child re-imports this
+        # script with the parent's sys.path, where _common put the repository first.
+        sys.path.append(str(Path(__file__).resolve().parent))
+        with ProcessPoolExecutor(a.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
             for future in as_completed([pool.submit(run_one, j) for j in jobs]):
                 done(future.result())
     else:
@@ -197,8 +255,23 @@ def main() -> None:
         mean = {k: statistics.fmean(r[k] for r in rs) for k in ("auc", "ap", "cp100")}
         sd = statistics.pstdev([r["ap"] for r in rs]) if len(rs) > 1 else 0.0
         print(f"{name:28s} n={len(rs):2d} {mean['auc']:6.3f} {mean['ap']:6.3f} (sd {sd:.3f}) {mean['cp100']:7.3f}")
+    if any(r["auc_by_scenario"] for r in rows):
+        print("-- AUC ROC per handbook fraud scenario (its frauds against all good rows; 1 amount, 2 terminal, 3 card)")
+        for r in rows:
+            print(f"{r['variant']:28s} {r['seed']:4d} " + "  ".join(f"{k}: {v:.3f}" for k, v in r["auc_by_scenario"].items()))
+    blends = _blends(rows, fold)
+    if blends:
+        print("-- what-if, not served: logit blend w * transformer + (1 - w) * lightgbm")
+        for name, w, m in blends:
+            print(f"{name:28s} w={w:.1f} {m['auc_roc']:6.3f} {m['average_precision']:6.3f} {m['card_precision_at_100']:7.3f}")
     if a.json_out:
-        Path(a.json_out).write_text(json.dumps({"variants": dict(variants), "rows": rows}, indent=2))
+        _write_json(a.json_out, variants, rows)
+
+
+def _write_json(path: str, variants: list, rows: list[dict]) -> None:
+    # risk arrays stay out of the file unless MODEL_QUALITY_KEEP_SCORES asked for them (risk_b64)
+    Path(path).write_text(json.dumps({"variants": dict(variants), "rows": [
+        {k: v for k, v in r.items() if k != "risk"} for r in rows]}, indent=2))
 
 
 if __name__ == "__main__":
