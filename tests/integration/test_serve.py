@@ -24,28 +24,57 @@ TOKEN = "s3cret-token"
 
 
 def make_model_dir(root: Path, version: str = "t-serve") -> Path:
-    """An untrained model whose verdict head is centred and sharpened on simulated events,
-    so that its verdicts vary with the input (pass, review and reject all occur) — a
-    fair subject for agreement tests, trained in no time."""
+    """An untrained model (built as trainers build it) whose verdict head is offset and
+    sharpened on simulated events so that the pipeline gives pass, review and reject in
+    roughly equal shares — verdicts that vary with the input, a fair subject for
+    agreement tests, made in no time."""
     import torch
 
     from engine.features.memory import MemoryFeatureStore
     from engine.model import InputSpec, Temperatures, fresh_model, save_model_dir
     from engine.offline.simulate.frames import events_from_frame
     from engine.offline.simulate.simulator import SimConfig, Simulator
-    from engine.stages.encode import FieldIsolatedEncoder
+    from engine.stages.decide import Policy
+    from engine.stages.encode import EncodedBatch, FieldIsolatedEncoder
+    from engine.text_twins import text_twins
 
     torch.set_num_threads(1)
     encoder = FieldIsolatedEncoder()
     model, card = fresh_model(InputSpec.from_schema(encoder.schema), version=version, seed=3)
-    day = next(iter(Simulator(SimConfig(customers=300, terminals=600, days=1, seed=11)).days()))
-    sample = events_from_frame(day.events)[:400]
-    batch = encoder.encode(sample, MemoryFeatureStore().enrich(sample))
+    # Three days replayed in order, so customers carry the history a test stream builds up,
+    # each event with its text-free twins, as the pipeline scores them (engine.pipeline).
+    store, batches, owner_of_row, n_events = MemoryFeatureStore(), [], [], 0
+    for day in Simulator(SimConfig(customers=300, terminals=600, days=3, seed=11)).days():
+        events = events_from_frame(day.events)
+        for i in range(0, len(events), 200):
+            chunk = events[i:i + 200]
+            snaps = store.enrich(chunk)
+            owners, twins = text_twins(chunk)
+            batches.append(encoder.encode(chunk, snaps))
+            owner_of_row += [n_events + k for k in range(len(chunk))]
+            if twins:
+                batches.append(encoder.encode(twins, [snaps[o] for o in owners]))
+                owner_of_row += [n_events + o for o in owners]
+            n_events += len(chunk)
     with torch.inference_mode():
-        logits = model(batch)["verdict"].float()
-        model.heads.verdict.bias -= logits.mean(0)
-        spread = float((logits - logits.mean(0)).std())
-    card = card.model_copy(update={"temperature": Temperatures(verdict=max(spread / 2.0, 1e-3), risk=1.0)})
+        raw = model(EncodedBatch.concat(batches))["verdict"].float()
+    logits, owner = raw - raw.mean(0), torch.tensor(owner_of_row)
+    temperature = max(float(logits.std()) / 2.0, 1e-3)
+    # Offsets found by damped steps towards equal shares of each event's most severe
+    # verdict over itself and its twins under the policy's thresholds (reject at
+    # p(reject) >= 0.5, review at p(not pass) >= 0.5); centring alone can leave that
+    # rule with no pass at all.
+    policy, offset = Policy(), torch.zeros(3)
+    for _ in range(200):
+        p = torch.softmax((logits + offset) / temperature, -1)
+        severity = torch.where(p[:, 2] >= policy.reject_threshold, 2,
+                               torch.where(p[:, 1] + p[:, 2] >= policy.review_threshold, 1, 0))
+        worst = torch.zeros(n_events, dtype=severity.dtype).scatter_reduce(0, owner, severity, "amax")
+        shares = torch.bincount(worst, minlength=3).float() / n_events
+        offset += 0.5 * temperature * (1 / 3 - shares)
+    with torch.no_grad():
+        model.heads.verdict.bias += offset - raw.mean(0)
+    card = card.model_copy(update={"temperature": Temperatures(verdict=temperature, risk=1.0)})
     return save_model_dir(model, card, root / version)
 
 
