@@ -119,8 +119,7 @@ def run_one(args: tuple) -> dict:
     import torch
 
     from engine.offline.backtest.families import FITTERS
-    from engine.offline.backtest.run import DAY_MS
-    from engine.offline.quality import quality_report
+    from engine.offline.backtest.run import assessed_report
 
     data, train_start, cache_dir, fold_file, name, overrides, seed, epochs, family, int8 = args
     torch.set_num_threads(1)
@@ -137,8 +136,7 @@ def run_one(args: tuple) -> dict:
         t1 = time.perf_counter()
         risk = np.concatenate([scorer(b)[1] for b in enc.test_batches])
         score_s = time.perf_counter() - t1
-        m = quality_report(a["tx_fraud"].to_numpy(), risk[keep], days=(a["event_time_ms"] // DAY_MS).to_numpy(),
-                           cards=a["customer_id"].to_numpy())
+        m = assessed_report(a, risk[keep])
         suffix = "+int8" if scorer_name.endswith("-int8") else ""
         out = {"variant": name + suffix, "seed": seed, "auc": m["auc_roc"], "ap": m["average_precision"],
                "cp100": m["card_precision_at_100"], "fit_s": fit_s, "score_s": score_s,
@@ -170,8 +168,7 @@ def _blends(rows: list[dict], fold) -> list[tuple[str, float, dict]]:
     baseline's (seed 0), at a few weights; nothing here is served."""
     import numpy as np
 
-    from engine.offline.backtest.run import DAY_MS
-    from engine.offline.quality import quality_report
+    from engine.offline.backtest.run import assessed_report
 
     base = next((r for r in rows if r["variant"] == "lightgbm"), None)
     if base is None:
@@ -190,8 +187,7 @@ def _blends(rows: list[dict], fold) -> list[tuple[str, float, dict]]:
             continue
         for w in (0.5, 0.7, 0.8):
             risk = w * logit(r["risk"]) + (1 - w) * logit(base["risk"])
-            m = quality_report(a["tx_fraud"].to_numpy(), risk[keep], days=(a["event_time_ms"] // DAY_MS).to_numpy(),
-                               cards=a["customer_id"].to_numpy())
+            m = assessed_report(a, risk[keep])
             out.append((f"{r['variant']} s{r['seed']}", w, m))
     return out
 

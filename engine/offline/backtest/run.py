@@ -193,6 +193,13 @@ class Replay:
             self._next_label = upto
 
 
+def assessed_report(assessed: pd.DataFrame, risk: Any) -> dict[str, float]:
+    """``quality_report`` of assessed rows (columns ``tx_fraud``, ``event_time_ms``,
+    ``customer_id``) and their risk, with the day and card that card precision@100 counts."""
+    return quality_report(assessed["tx_fraud"].to_numpy(), np.asarray(risk),
+                          days=(assessed["event_time_ms"] // DAY_MS).to_numpy(), cards=assessed["customer_id"].to_numpy())
+
+
 def assessed_mask(frame: pd.DataFrame, window: Window) -> np.ndarray:
     """True for the rows of ``frame`` the book assesses: in the test window, and of a card
     not yet known to be compromised on the row's day (the book's ``get_train_delay_test_set``).
@@ -308,8 +315,7 @@ def run_backtest(frame: pd.DataFrame, window: Window, models: Sequence[str] = ("
         scores["assessed"] = assessed
         scores["tx_fraud"] = test["tx_fraud"].to_numpy()
         a = scores[scores["assessed"]]
-        metrics = quality_report(a["tx_fraud"].to_numpy(), a["risk_score"].to_numpy(),
-                                 days=(a["event_time_ms"] // DAY_MS).to_numpy(), cards=a["customer_id"].to_numpy())
+        metrics = assessed_report(a, a["risk_score"].to_numpy())
         metrics.update({
             "model": name, "seed": seed, "n_train": int(len(idx)), "n_scored": int(len(scores)),
             "train_start": datetime.fromtimestamp(window.train_start_ms / 1000, UTC).date().isoformat(),
