@@ -27,15 +27,19 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field
-from safetensors.torch import load_file, save_file
 
 from engine.model.config import InputSpec, ModelConfig
-from engine.model.decision import DecisionModel
 from engine.records import DECISIONS
+
+if TYPE_CHECKING:
+    from engine.model.decision import DecisionModel
+
+# PyTorch is imported inside the functions that build or read weights: reading a card
+# (``read_card``) must not import it, so that a worker serving an exported ONNX graph
+# never does (``engine.stages.infer_arrays``; tests/integration/test_worker_start_imports.py).
 
 WEIGHTS_FILE = "model.safetensors"
 CARD_FILE = "model_card.json"
@@ -113,6 +117,10 @@ def fresh_model(spec: InputSpec, version: str = "untrained", seed: int = 0,
                 **config: Any) -> tuple[DecisionModel, ModelCard]:
     """An untrained model and its card, for tests and warm-up before any training ran,
     built as a trainer would build it (``ModelConfig.default_for``)."""
+    import torch  # local: see the module's imports
+
+    from engine.model.decision import DecisionModel  # local: PyTorch
+
     torch.manual_seed(seed)
     cfg = ModelConfig.default_for(spec, **config)
     model = DecisionModel(cfg).eval()
@@ -132,6 +140,8 @@ def save_model_dir(model: DecisionModel, card: ModelCard, path: str | Path) -> P
 
     Written to temporary names first and renamed, so a reader never sees half a model.
     """
+    from safetensors.torch import save_file  # local: PyTorch (see the module's imports)
+
     out = Path(path)
     out.mkdir(parents=True, exist_ok=True)
     card = card.model_copy(update={"architecture": model.config, "label_maps": _label_maps(model.config),
@@ -177,6 +187,10 @@ def load_model_dir(path: str | Path, expected_schema_hash: str | None = None,
     weights = root / WEIGHTS_FILE
     if not weights.is_file():
         raise ModelLoadError(f"{weights} not found (only safetensors weights are accepted, never pickle)")
+    from safetensors.torch import load_file  # local: PyTorch (see the module's imports)
+
+    from engine.model.decision import DecisionModel  # local: PyTorch
+
     model = DecisionModel(card.architecture)
     state = load_file(str(weights), device=map_location)
     missing, unexpected = model.load_state_dict(state, strict=False)

@@ -199,3 +199,10 @@ class ModelConfig(_Frozen):
         if self.backbone == "hf" and self.early_exit_layers:
             raise ValueError("early exit needs the field transformer's layer-by-layer stepping")
         return self
+
+
+def output_names(config: ModelConfig) -> tuple[str, ...]:
+    """An exported graph's outputs, in order: ``DecisionModel.forward``'s keys (here, not in
+    ``engine.model.portable``, so that the NumPy serving path reads them without PyTorch)."""
+    exits = [f"exit{k}.{h}" for k in config.early_exit_layers for h in ("verdict", "risk")]
+    return (*exits, "verdict", "risk", *(h.name for h in config.extra_heads))

@@ -27,24 +27,20 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from engine.model.config import ModelConfig
+from engine.model.config import ModelConfig, output_names
 from engine.model.inputs import TENSOR_FIELDS, ModelInputs
 
 ExportFormat = Literal["onnx", "torchscript"]
 ExportDtype = Literal["fp32", "fp16", "int8"]
 FILES: dict[str, str] = {"onnx": "model.onnx", "torchscript": "model.torchscript.pt"}
+__all__ = ["FILES", "GraphRunner", "OnnxRunner", "TorchScriptRunner", "load_runner", "output_names",
+           "select_early_exit", "trimmed"]
 
 
 class GraphRunner(Protocol):
     """Seven input tensors in, every head's raw logits (``DecisionModel.forward``'s keys) out."""
 
     def __call__(self, inputs: ModelInputs) -> dict[str, Tensor]: ...
-
-
-def output_names(config: ModelConfig) -> tuple[str, ...]:
-    """The graph's outputs, in order: ``DecisionModel.forward``'s keys."""
-    exits = [f"exit{k}.{h}" for k in config.early_exit_layers for h in ("verdict", "risk")]
-    return (*exits, "verdict", "risk", *(h.name for h in config.extra_heads))
 
 
 def trimmed(inputs: ModelInputs, config: ModelConfig) -> ModelInputs:
