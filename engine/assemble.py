@@ -5,9 +5,9 @@ the quickstart) assembles its pipeline here, so they cannot drift apart: the sam
 model directory, the same rule set, the same policy (settings, overridden by the rule
 set's ``policy:`` section) and the same detector give the same verdicts.
 
-Which model: an explicit directory; else the registry's serving version (Redis key
-``<prefix>:model:serving``); else the newest model directory under
-``settings.paths.models_dir``. Which context: ``"redis"`` (the stream's live state,
+Which model (``engine.model.locate.find_model_dir``): an explicit directory; else the
+registry's serving version (Redis key ``<prefix>:model:serving``); else the newest model
+directory under ``settings.paths.models_dir``. Which context: ``"redis"`` (the stream's live state,
 read only unless ``record=True``: an interface must never change what the stream
 decides), ``"memory"`` (a private in-process state that starts empty, for notebooks and
 file replays), or any ``FeatureStore`` (``tollgate run`` passes a recording one).
@@ -23,58 +23,20 @@ from engine.features.memory import MemoryFeatureStore
 from engine.features.redis_store import RedisFeatureStore
 from engine.features.snapshot import ContextSnapshot
 from engine.features.spec import IDLE_STATE_TTL_MS
+from engine.model.card import read_card
+from engine.model.locate import find_model_dir
 from engine.pipeline import Components, DecisionPipeline
-from engine.settings import BatchSettings, Settings
+from engine.settings import BatchSettings, Settings, get_settings
 from engine.stages.decide import Policy
 from engine.stages.detect import InjectionDetector
 from engine.stages.encode import ArrayEncoder, FieldIsolatedEncoder
 from engine.stages.guard import Guard
-from engine.wire.redisconn import connect
+from engine.stages.infer_arrays import OnnxArrayInference, serves_onnx_graph
 from engine.worker.infer_process import ProcessInference, SplitInference, spawn_model_process
 
 log = logging.getLogger("tollgate.assemble")
 
 ContextSource = Literal["memory", "redis"]
-CARD_FILE = "model_card.json"
-
-
-class ModelNotFound(FileNotFoundError):
-    """No model to load; the message says how to get one."""
-
-
-def find_model_dir(settings: Settings, model: str | Path | None = None) -> Path:
-    """Resolve ``model`` (a directory, a version name, or None) to a model directory."""
-    models_dir = Path(settings.paths.models_dir)
-    if model is not None:
-        path = Path(model)
-        if (path / CARD_FILE).is_file():
-            return path
-        if (models_dir / str(model) / CARD_FILE).is_file():
-            return models_dir / str(model)
-        raise ModelNotFound(f"{model}: not a model directory (no {CARD_FILE}) nor a version under {models_dir}")
-    serving = _serving_version(settings)
-    if serving is not None and (models_dir / serving / CARD_FILE).is_file():
-        return models_dir / serving
-    candidates = sorted((p.parent for p in models_dir.glob(f"*/{CARD_FILE}")), key=lambda p: p.stat().st_mtime)
-    if not candidates:
-        raise ModelNotFound(f"no model in {models_dir}: train one with `tollgate train` "
-                            "(or run `tollgate quickstart`, which trains a small one)")
-    return candidates[-1]
-
-
-def _serving_version(settings: Settings) -> str | None:
-    """The registry's serving pointer, or None when Redis is unreachable or unset."""
-    # local: engine.model imports PyTorch; the worker's start path spawns its model process first
-    from engine.model.registry import serving_key
-
-    try:
-        client = connect(settings.redis.url, settings.redis.socket_timeout_s)
-        raw = client.get(serving_key(settings.redis.key_prefix))
-        client.close()
-    except Exception as exc:  # noqa: BLE001 - no registry reachable: fall back to the newest directory
-        log.debug("registry not reachable: %s", exc)
-        return None
-    return None if raw is None else (raw.decode() if isinstance(raw, bytes) else str(raw))
 
 
 def make_store(settings: Settings, context: ContextSource | Any = "memory", *, record: bool = False) -> Any:
@@ -99,27 +61,40 @@ def load_model_components(model_dir: Path, encoder: Any | None = None, *,
     passes ``settings.batch``): every batch when ``process_min_rows`` is 1 (this process
     then encodes NumPy arrays and never imports PyTorch), else batches of at least that
     many rows, smaller ones here. ``load_nice``: the child loads at lower priority (a hot
-    swap: ``engine.worker.hotswap``)."""
+    swap: ``engine.worker.hotswap``).
+
+    A directory whose card names an ONNX graph that ``settings.model.runtime`` serves
+    (``auto`` or ``onnx``) is served on NumPy arrays by onnxruntime, here and in the
+    child (``engine.stages.infer_arrays``): PyTorch is then imported by neither."""
+    tensor_encoder = encoder.inner if isinstance(encoder, ArrayEncoder) else encoder or FieldIsolatedEncoder()
+    schema_hash = tensor_encoder.schema.schema_hash()
+    threads = model_process.torch_threads if model_process is not None else 0
+    remote = None
     if model_process is not None and model_process.infer_process:
         # Before this process imports anything heavy: the child's PyTorch import and load run meanwhile.
         child = spawn_model_process(model_dir, torch_threads=model_process.torch_threads, load_nice=load_nice)
-        remote_kwargs = {"torch_threads": model_process.torch_threads, "load_nice": load_nice, "spawned": child,
-                         "spare_after_swap": model_process.spare_model_process}
+        remote = ProcessInference(model_dir, expected_schema_hash=schema_hash, torch_threads=model_process.torch_threads,
+                                  load_nice=load_nice, spawned=child,
+                                  spare_after_swap=model_process.spare_model_process)
         if not scores_in_process(model_process):
-            array_encoder = encoder if isinstance(encoder, ArrayEncoder) else ArrayEncoder(encoder)
-            remote = ProcessInference(model_dir, expected_schema_hash=array_encoder.schema.schema_hash(),
-                                      **remote_kwargs)
-            return {"encoder": array_encoder, "inference": remote, "model_version": remote.version}
-    # local: PyTorch, only once the model process (if any) is spawned (tests/integration/test_worker_start_imports.py)
-    from engine.stages.infer import Inference
+            return {"encoder": ArrayEncoder(tensor_encoder), "inference": remote, "model_version": remote.version}
+    inference: Any
+    if serves_onnx_graph(read_card(model_dir), get_settings().model.runtime):
+        encoder_out: Any = ArrayEncoder(tensor_encoder)
+        inference = OnnxArrayInference.from_dir(model_dir, expected_schema_hash=schema_hash, threads=threads)
+    else:
+        # local: PyTorch, only once the model process (if any) is spawned (tests/integration/test_worker_start_imports.py)
+        import torch
 
-    tensor_encoder = encoder.inner if isinstance(encoder, ArrayEncoder) else encoder or FieldIsolatedEncoder()
-    inference: Any = Inference.from_dir(model_dir, expected_schema_hash=tensor_encoder.schema.schema_hash())
-    if model_process is not None and model_process.infer_process:
-        remote = ProcessInference(model_dir, expected_schema_hash=tensor_encoder.schema.schema_hash(),
-                                  **remote_kwargs)
-        inference = SplitInference(inference, remote, model_process.process_min_rows)
-    return {"encoder": tensor_encoder, "inference": inference, "model_version": inference.version}
+        from engine.stages.infer import Inference
+
+        if threads:
+            torch.set_num_threads(threads)
+        encoder_out = tensor_encoder
+        inference = Inference.from_dir(model_dir, expected_schema_hash=schema_hash)
+    if remote is not None:
+        inference = SplitInference(inference, remote, model_process.process_min_rows if model_process else 1)
+    return {"encoder": encoder_out, "inference": inference, "model_version": inference.version}
 
 
 def scores_in_process(batch: BatchSettings | None) -> bool:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import torch
 from torch import Tensor
@@ -34,6 +34,7 @@ from engine.model.portable import GraphRunner, load_runner, select_early_exit
 from engine.model.quantize import quantize_int8
 from engine.model.serving_layers import with_serving_layers
 from engine.stages.decide import ScoreRow, score_rows
+from engine.stages.infer_arrays import CPU_CHUNK_ROWS, Runtime
 
 
 @dataclass(slots=True, frozen=True)
@@ -153,9 +154,6 @@ class Inference:
         return raw, torch.cat([p[1] for p in parts])[inverse]
 
 
-Runtime = Literal["auto", "torch", "onnx", "torchscript"]
-
-
 def _graph_for(loaded: LoadedModel, root: Path, runtime: Runtime) -> GraphRunner | None:
     """The exported graph ``runtime`` asks for, or None for the PyTorch module."""
     serving = loaded.card.serving
@@ -172,16 +170,10 @@ def _graph_for(loaded: LoadedModel, root: Path, runtime: Runtime) -> GraphRunner
     return load_runner(graph_file, serving.format, loaded.model.config)
 
 
-#: Rows per model call on the CPU. A worker batch (events plus the text-blind twins of
-#: those with a memo, ~45 tokens each) has activations of several MB per layer, more than
-#: a core's L2 cache; chunks of at most 64 rows, sorted so that rows of similar length
-#: pad little, stay in cache (``python ops/bench/engine_infer.py``; docs/performance.md).
-CPU_CHUNK_ROWS = 64
-
-
 def _by_padded_length(inputs: ModelInputs) -> Tensor:
     """Row order by (last used text position, history length): the two things the
-    backbone trims padding to, so a chunk of similar rows carries little padding."""
+    backbone trims padding to, so a chunk of similar rows carries little padding
+    (``engine.stages.infer_arrays.padded_length_order`` is the same on arrays)."""
     key = inputs.history_mask.sum(dim=1).long()
     if inputs.text_mask.shape[1]:
         positions = torch.arange(1, inputs.text_mask.shape[1] + 1)

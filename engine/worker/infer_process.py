@@ -17,7 +17,9 @@ Protocol (the child is ``python -m engine.worker.infer_process``, talking over i
 length-prefixed pickled frames. The parent's first frame names the model directory,
 the expected schema hash and the PyTorch threads; the child loads the model with
 ``Inference.from_dir`` — the same loading, schema check and serving layers as in
-process — and answers ``("ready", version, schema hash)`` or ``("error", class, message)``;
+process; a model whose card names an ONNX graph that the runtime setting serves, with
+``OnnxArrayInference`` instead, never importing PyTorch (``engine.stages.infer_arrays``) —
+and answers ``("ready", version, schema hash)`` or ``("error", class, message)``;
 then one ``("ok", outputs)`` or ``("error", ...)`` per batch. Batches and outputs travel
 as NumPy arrays (pickle protocol 5, about 1/2 MB per 128-event batch). A later frame
 that names a model directory loads that model instead and is answered like the first:
@@ -55,15 +57,13 @@ import subprocess
 import sys
 import threading
 import weakref
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, cast
+from typing import Any, BinaryIO, cast
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from engine.stages.decide import ScoreRow
+# ArrayOutputs: what a model process returns (defined with the NumPy infer stage; kept importable from here).
+from engine.stages.infer_arrays import ArrayOutputs, OnnxArrayInference, Runtime, serves_onnx_graph
 
 # PyTorch is imported in the child only (``_serve``): a worker that sends every batch
 # here never imports it, and one that keeps small batches (``SplitInference``) spawns
@@ -83,32 +83,6 @@ class InferenceProcessLost(ConnectionError):
 class SchemaMismatchRefused(RuntimeError):
     """The model process loaded a model trained on another feature schema than the
     worker's encoder produces: refused (``engine.model.card.SchemaMismatchError`` in process)."""
-
-
-@dataclass(slots=True, frozen=True)
-class ArrayOutputs:
-    """A batch's calibrated outputs as the model process returns them, as NumPy arrays
-    (``engine.stages.infer.ModelOutputs`` without PyTorch): row i = event i."""
-
-    probs: np.ndarray  # [B, 3] float32, DECISIONS order (pass, review, reject)
-    risk: np.ndarray  # [B] float32
-    exit_layer: np.ndarray  # [B] int64
-    model_version: str
-    extra: Mapping[str, np.ndarray] = field(default_factory=dict)
-
-    @classmethod
-    def from_fields(cls, fields: dict[str, Any]) -> ArrayOutputs:
-        return cls(fields["probs"], fields["risk"], fields["exit_layer"], fields["model_version"], fields["extra"])
-
-    def __len__(self) -> int:
-        return int(self.probs.shape[0])
-
-    def score_rows(self) -> list[ScoreRow]:
-        """One ``ScoreRow`` per row, as ``ModelOutputs.score_rows`` makes them."""
-        # local: the model process runs this module too (see ProcessInference.__call__)
-        from engine.stages.decide import score_rows
-
-        return score_rows(self.probs.tolist(), self.risk.tolist(), self.exit_layer.tolist())
 
 
 def _as_array(value: Any) -> np.ndarray:
@@ -233,8 +207,10 @@ _prestarted: subprocess.Popen[bytes] | None = None
 _prestarted_lock = threading.Lock()
 
 
-def prestart_model_process() -> None:
-    """Start a model process that imports PyTorch and the inference code at once, before
+def prestart_model_process(runtime: str = "torch") -> None:
+    """Start a model process that imports PyTorch and the inference code at once (only
+    onnxruntime where ``runtime`` is ``onnx``, ``engine.model.locate.serving_runtime``'s
+    guess: ``engine.stages.infer_arrays``), before
     this process knows which model it will serve (that needs settings and the registry's
     serving pointer); the next ``spawn_model_process`` hands it its model. ``tollgate run``
     calls this first thing, so the child's PyTorch import (the largest part of a start)
@@ -244,7 +220,7 @@ def prestart_model_process() -> None:
     global _prestarted
     with _prestarted_lock:
         if _prestarted is None or _prestarted.poll() is not None:
-            _prestarted = _popen(preload=True)
+            _prestarted = _popen(preload="onnx" if runtime == "onnx" else "torch")
 
 
 def _take_prestarted() -> subprocess.Popen[bytes] | None:
@@ -273,8 +249,9 @@ def spawn_model_process(model_dir: str | Path, *, torch_threads: int = 1, load_n
                   _take_prestarted())
 
 
-def _popen(preload: bool = False) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "engine.worker.infer_process", *(["--preload"] if preload else [])],
+def _popen(preload: str | None = None) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "engine.worker.infer_process",
+                             *([f"--preload={preload}"] if preload else [])],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=os.environ.copy())
 
 
@@ -409,11 +386,15 @@ class _nice_while:
             os.setpriority(os.PRIO_PROCESS, 0, self.original)
 
 
-def _serve(inp: BinaryIO, out: BinaryIO, preload: bool = False) -> None:
+def _serve(inp: BinaryIO, out: BinaryIO, preload: str | None = None) -> None:
     """Load the model, then answer batches until end-of-file on ``inp``. ``preload``
-    (``prestart_model_process``): import PyTorch and the inference code before the parent
-    says which model to load."""
-    if preload:
+    (``prestart_model_process``): import what serving ``preload``'s runtime needs before
+    the parent says which model to load — PyTorch and the inference code, or, for
+    ``onnx``, onnxruntime only."""
+    if preload == "onnx":
+        # local: the point of a prestarted process is importing these before its model is known
+        import onnxruntime  # noqa: F401
+    elif preload is not None:
         # local: the point of a prestarted process is importing these before its model is known
         import torch  # noqa: F401
 
@@ -425,11 +406,6 @@ def _serve(inp: BinaryIO, out: BinaryIO, preload: bool = False) -> None:
     inference = _load(args, out)
     if inference is None:
         return
-    # local: loaded by _load above (PyTorch, after the first model's arguments arrived)
-    import torch
-
-    from engine.model.inputs import ModelInputs
-
     while True:
         try:
             frame = _read(inp)
@@ -442,35 +418,63 @@ def _serve(inp: BinaryIO, out: BinaryIO, preload: bool = False) -> None:
                 return
             continue
         try:
-            batch = ModelInputs(**{k: torch.from_numpy(v) for k, v in frame.items()})
-            o = inference(batch)
-            reply: tuple[Any, ...] = ("ok", {"probs": o.probs.numpy(), "risk": o.risk.numpy(),
-                                   "exit_layer": o.exit_layer.numpy(), "model_version": o.model_version,
-                                   "extra": {k: v.numpy() for k, v in o.extra.items()}})
+            o = inference(frame if isinstance(inference, OnnxArrayInference) else _tensors(frame))
+            reply: tuple[Any, ...] = ("ok", {"probs": _as_array(o.probs), "risk": _as_array(o.risk),
+                                             "exit_layer": _as_array(o.exit_layer), "model_version": o.model_version,
+                                             "extra": {k: _as_array(v) for k, v in o.extra.items()}})
         except Exception as exc:  # noqa: BLE001 - the parent raises it for this batch
             reply = ("error", type(exc).__name__, str(exc))
         _write(out, reply)
 
 
+def _tensors(frame: dict[str, np.ndarray]) -> Any:
+    """A frame's arrays as the PyTorch stage's ``ModelInputs`` (zero-copy)."""
+    # local: only a model served through PyTorch reaches here; torch is imported by then (_load)
+    import torch
+
+    from engine.model.inputs import ModelInputs
+
+    return ModelInputs(**{k: torch.from_numpy(v) for k, v in frame.items()})
+
+
 def _load(args: dict[str, Any], out: BinaryIO) -> Any:
     """Load the model ``args`` names (niced as they say) and answer ready, or answer the
-    error and return None (the child then exits: the parent refuses the model)."""
+    error and return None (the child then exits: the parent refuses the model). A model
+    whose card names an ONNX graph that the runtime serves loads without PyTorch."""
     try:
         with _nice_while(args.get("load_nice", 0), args.get("serve_nice")):
-            # local: `python -m engine.worker.infer_process` runs this module first; torch and the model load later, niced
-            import torch
+            inference: Any = _load_onnx(args)
+            if inference is None:
+                # local: `python -m engine.worker.infer_process` runs this module first; torch and the model load later, niced
+                import torch
 
-            # local: `python -m engine.worker.infer_process` runs this module first; torch and the model load later, niced
-            from engine.stages.infer import Inference
+                # local: `python -m engine.worker.infer_process` runs this module first; torch and the model load later, niced
+                from engine.stages.infer import Inference
 
-            if args["torch_threads"]:
-                torch.set_num_threads(args["torch_threads"])
-            inference = Inference.from_dir(args["model_dir"], args["expected_schema_hash"], **args["inference"])
+                if args["torch_threads"]:
+                    torch.set_num_threads(args["torch_threads"])
+                inference = Inference.from_dir(args["model_dir"], args["expected_schema_hash"], **args["inference"])
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which refuses the model
         _write(out, ("error", type(exc).__name__, str(exc)))
         return None
     _write(out, ("ready", inference.version, inference.card.schema_hash))
     return inference
+
+
+def _load_onnx(args: dict[str, Any]) -> OnnxArrayInference | None:
+    """The model as ``OnnxArrayInference`` when its card names an ONNX graph that the
+    runtime serves and no option asks for the PyTorch module (``int8``, a device); else None."""
+    # local: the model process reads settings only here, after its imports
+    from engine.model.card import read_card
+    from engine.settings import get_settings
+
+    options = dict(args["inference"])
+    runtime: Runtime = get_settings().model.runtime
+    card = read_card(args["model_dir"])
+    if not serves_onnx_graph(card, runtime) or set(options) - {"early_exit_threshold"}:
+        return None
+    return OnnxArrayInference.from_dir(args["model_dir"], args["expected_schema_hash"],
+                                       threads=args["torch_threads"], **options)
 
 
 if __name__ == "__main__":
@@ -479,7 +483,9 @@ if __name__ == "__main__":
     protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     try:
-        _serve(sys.stdin.buffer, protocol_out, preload="--preload" in sys.argv[1:])
+        # --preload=onnx | --preload=torch (bare --preload: torch)
+        preload = next((a.partition("=")[2] or "torch" for a in sys.argv[1:] if a.startswith("--preload")), None)
+        _serve(sys.stdin.buffer, protocol_out, preload=preload)
     except (BrokenPipeError, ConnectionResetError):
         # The worker died (SIGKILL, a bounded exit) while we answered: nothing to report
         # to anyone. Point the pipe at /dev/null so the exit-time flush cannot raise again.

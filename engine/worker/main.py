@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.assemble import build_pipeline, load_model_components, scores_in_process
+from engine.assemble import build_pipeline, load_model_components
 from engine.features.redis_store import RedisFeatureStore
 from engine.features.snapshot import ContextSnapshot
 from engine.observe.health import HealthServer, HealthState
@@ -115,10 +115,6 @@ def run(settings: Settings, config: WorkerConfig, *, process_start_s: float = 0.
     discard_prestarted()  # `tollgate run` prestarted one; a pipeline without a model process left it unused
     load_s = time.perf_counter() - t_load
     t_wiring = time.perf_counter()
-    if settings.batch.torch_threads and scores_in_process(settings.batch):
-        import torch  # local: only a worker that runs forward passes itself imports PyTorch (tests/integration/test_worker_start_imports.py)
-
-        torch.set_num_threads(settings.batch.torch_threads)
     # One hold budget per event, shared by the re-send check and enrich (engine.worker.redis_hold).
     hold = RedisHold(settings.worker.redis_hold_s, active=False)  # the worker turns it on after warm-up
     pipeline.swap(store=HoldingStore(pipeline.components.store, hold))

@@ -212,7 +212,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="tollgate-bench-score-"))
     model = args.model
     if model is None:
-        from engine.assemble import ModelNotFound, find_model_dir
+        from engine.model.locate import ModelNotFound, find_model_dir
         from engine.settings import Settings
 
         try:

@@ -235,7 +235,7 @@ def main() -> None:
     lua.write_text(LUA)
     model = args.model
     if model is None:
-        from engine.assemble import ModelNotFound, find_model_dir
+        from engine.model.locate import ModelNotFound, find_model_dir
         from engine.settings import Settings
 
         try:

@@ -1,7 +1,7 @@
 """``tollgate model bootstrap`` against the real Redis: the container stack's init step.
 
 docker-compose.yml runs it once before the engine, serve, feedback and scheduler
-services start, because they need a serving model (``engine.assemble.find_model_dir``
+services start, because they need a serving model (``engine.model.locate.find_model_dir``
 raises ModelNotFound on an empty models volume). It must leave a loadable model that
 the registry serves, and do nothing at all when one already serves (a second
 `docker compose up`)."""
@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.assemble import ModelNotFound, find_model_dir, load_model_components
+from engine.assemble import load_model_components
+from engine.model.locate import ModelNotFound, find_model_dir
 from engine.settings import PathSettings, RedisSettings, Settings
 
 pytestmark = pytest.mark.integration

@@ -73,3 +73,47 @@ def test_a_worker_whose_model_runs_in_its_model_process_never_imports_pytorch(tm
     lines = out.stdout.strip().splitlines()
     assert lines[-2] == "ArrayEncoder ProcessInference"
     assert lines[-1] == "[]"
+
+
+# A worker serving an exported ONNX graph (the card names it; runtime onnx) with its
+# default split (small batches here, large ones in the model process): PyTorch is
+# imported by neither process, prestarted child included (engine.stages.infer_arrays).
+ONNX_WORKER = """
+import sys
+from engine.worker.infer_process import prestart_model_process
+prestart_model_process("onnx")
+from engine.assemble import build_pipeline
+from engine.model.registry import serving_key  # the registry (hot swap) reads no PyTorch either
+from engine.settings import Settings
+from engine.worker.warmup import synthetic_events
+settings = Settings()
+pipeline = build_pipeline(settings, model=sys.argv[1], model_process=settings.batch)
+inference = pipeline.components.inference
+for n in (3, 150):  # one batch scored here, one in the model process
+    events = synthetic_events(n)
+    verdicts = pipeline.decide_batch(events, [0.0] * n)
+    assert len(verdicts) == n and all(v.model_version == "ov1-onnx-fp32" for v in verdicts), verdicts[:1]
+child = inference.remote._child
+maps = open(f"/proc/{child.pid}/maps").read()
+print(type(pipeline.components.encoder).__name__, type(inference.local).__name__, type(inference.remote).__name__)
+print(sorted(m for m in ("torch",) if m in sys.modules), "libtorch" in maps)
+"""
+
+
+def test_a_worker_serving_an_onnx_graph_imports_pytorch_in_neither_process(tmp_path):
+    # local: this test module's own process may import PyTorch; the worker under test must not
+    from engine.model import InputSpec, fresh_model, save_model_dir
+    from engine.model.export import export_model_dir
+    from engine.stages.encode import FieldIsolatedEncoder
+
+    model, card = fresh_model(InputSpec.from_schema(FieldIsolatedEncoder().schema), version="ov1", seed=3)
+    source = save_model_dir(model, card, tmp_path / "ov1")
+    model_dir = export_model_dir(source, tmp_path / "ov1-onnx-fp32", "onnx", "fp32", samples=32).path
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TOLLGATE_BATCH__INFER_PROCESS": "true",
+           "TOLLGATE_BATCH__PROCESS_MIN_ROWS": "64", "TOLLGATE_MODEL__RUNTIME": "onnx"}
+    out = subprocess.run([sys.executable, "-c", ONNX_WORKER, str(model_dir)], env=env, cwd=REPO,
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.strip().splitlines()
+    assert lines[-2] == "ArrayEncoder OnnxArrayInference ProcessInference"
+    assert lines[-1] == "[] False"

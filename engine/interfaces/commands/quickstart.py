@@ -106,9 +106,9 @@ def report_meta(version: str, *, days: int, speed: float, customers: int, seed: 
 
 def fallback_model(settings: Settings, exc: Exception) -> str:
     """Training failed: the worker would serve the newest model directory, if there is one
-    (``engine.assemble.find_model_dir``) — say so; with none it could not start at all,
+    (``engine.model.locate.find_model_dir``) — say so; with none it could not start at all,
     so stop here with what to do instead of a worker failing later with model-not-found."""
-    from engine.assemble import ModelNotFound, find_model_dir
+    from engine.model.locate import ModelNotFound, find_model_dir
 
     try:
         found = find_model_dir(settings)

@@ -53,10 +53,12 @@ def register(app: typer.Typer) -> None:
         t_imports = time.perf_counter()
         settings = get_settings()
         if settings.batch.infer_process:
-            # local: engine.worker.infer_process imports no PyTorch; its child does, from now on
+            # local: neither imports PyTorch; the child does, from now on, unless the model is an ONNX graph
+            from engine.model.locate import serving_runtime
             from engine.worker.infer_process import prestart_model_process
 
-            prestart_model_process()  # its PyTorch import overlaps everything below
+            # Its PyTorch import (only onnxruntime's, for an ONNX graph) overlaps everything below.
+            prestart_model_process(serving_runtime(settings, model))
         # local: the worker's modules (torch, librdkafka, the model) load only for this command
         from engine.observe.metrics import configure_json_logging
         from engine.worker.main import WorkerConfig

@@ -49,9 +49,10 @@ def serve(
     (it needs a token). Set TOLLGATE_HTTP__API_TOKEN to require
     `Authorization: Bearer <token>`; without one the service only binds a loopback address.
     """
-    from engine.assemble import ModelNotFound, build_pipeline
+    from engine.assemble import build_pipeline
     from engine.interfaces.http import run
     from engine.interfaces.http_guard import InsecureExposure, check_exposure
+    from engine.model.locate import ModelNotFound
 
     settings = _settings()
     try:
@@ -103,9 +104,10 @@ def score(
     the reason; the others are scored. Exit code: 0 every row scored; 3 some rows refused
     (see the errors file); 1 the input could not be read (nothing is written); 2 usage.
     """
-    from engine.assemble import ModelNotFound, build_pipeline
+    from engine.assemble import build_pipeline
     from engine.interfaces.file_rows import FileUnreadable, file_format
     from engine.interfaces.file_scoring import score_file
+    from engine.model.locate import ModelNotFound
 
     try:
         file_format(input_path)
