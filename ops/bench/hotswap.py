@@ -23,6 +23,13 @@ instead, at each swap's moment, an unrelated process imports PyTorch and the inf
 code at the loader's nice level (what a hot-swapped model process does first), and the
 window runs from 0.5 s before it started to 3 s after it ended. It separates what the
 machine pays for a second PyTorch import from what the worker's own swap path costs.
+
+    OMP_NUM_THREADS=1 python ops/bench/hotswap.py --modes model-process,onnx-model-process --rates 250,1000
+
+``onnx-in-process`` / ``onnx-model-process``: every version is exported to ONNX
+(``tollgate model export``'s code) and served as the graph on NumPy arrays
+(``TOLLGATE_MODEL__RUNTIME=onnx``, ``engine.stages.infer_arrays``): no PyTorch import
+in the worker, its model process or a swap's new one.
 """
 
 from __future__ import annotations
@@ -79,20 +86,27 @@ def _unrelated_import() -> None:
 
 
 def run_one(bootstrap: str, redis_url: str, infer_process: bool, rate: float, swaps: int, settle_s: float,
-            work: Path, control: bool = False) -> dict:
+            work: Path, control: bool = False, onnx: bool = False) -> dict:
     unique = "bench-swap-" + uuid.uuid4().hex[:8]
     cleanup = contextlib.ExitStack()  # topics and keys go when the run ends
     wenv, client = cleanup.enter_context(bench_worker_env(bootstrap, redis_url, unique, work / unique))
     events_t, verdicts_t = wenv.events, wenv.verdicts
     for i in range(1, swaps + 2):
-        save_fresh_model(wenv.models_dir, f"v{i}", seed=i)
+        if onnx:  # the registry's v{i} is the exported graph (its card's version: v{i}-onnx-fp32)
+            from engine.model.export import export_model_dir  # local: only for the onnx modes
+
+            export_model_dir(save_fresh_model(work / unique / "sources", f"v{i}", seed=i),
+                             wenv.models_dir / f"v{i}", "onnx", "fp32", samples=32)
+        else:
+            save_fresh_model(wenv.models_dir, f"v{i}", seed=i)
     codec = Codec()
     stop = threading.Event()
     produced: list[int] = []
     stream = itertools.takewhile(lambda _: not stop.is_set(), itertools.chain.from_iterable(
         make_events(unique, 1_000, start=k * 1_000) for k in itertools.count()))
     worker = WorkerProcess(wenv, "w1", work, "--hot-swap-check-s", "60",
-                           TOLLGATE_BATCH__INFER_PROCESS="true" if infer_process else "false")
+                           TOLLGATE_BATCH__INFER_PROCESS="true" if infer_process else "false",
+                           TOLLGATE_MODEL__RUNTIME="onnx" if onnx else "auto")
     swap_ms: list[float] = []
     moved_ms: list[float] = []
     try:
@@ -153,7 +167,8 @@ def main() -> int:
     ap.add_argument("--swaps", type=int, default=5)
     ap.add_argument("--rates", default="250,1000")
     ap.add_argument("--modes", default="in-process,model-process",
-                    help="in-process, model-process, import-control (no swap: an unrelated PyTorch import)")
+                    help="in-process, model-process, onnx-in-process, onnx-model-process, import-control "
+                         "(no swap: an unrelated PyTorch import)")
     ap.add_argument("--settle-s", type=float, default=6.0, help="stream seconds before the first swap and after each")
     args = ap.parse_args()
     stack = _common.stack_from_env()
@@ -164,9 +179,9 @@ def main() -> int:
     rows = []
     for rate in (float(r) for r in args.rates.split(",")):
         for mode in args.modes.split(","):
-            r = run_one(bootstrap, redis_url, mode != "in-process", rate, args.swaps, args.settle_s, work,
-                        control=mode == "import-control")
-            print(f"{mode:13s} {rate:6.0f}/s: largest gap around each swap (ms) "
+            r = run_one(bootstrap, redis_url, not mode.endswith("in-process"), rate, args.swaps, args.settle_s, work,
+                        control=mode == "import-control", onnx=mode.startswith("onnx-"))
+            print(f"{mode:18s} {rate:6.0f}/s: largest gap around each swap (ms) "
                   f"{', '.join(f'{g:.0f}' for g in r['around'])}; baseline {r['baseline']:.0f} ms; "
                   f"no-swap windows of the same length {', '.join(f'{g:.0f}' for g in r['no_swap_windows'])} ms; "
                   f"gap ended at {r['gap_end_ms']} ms from the swap; pointer to swap {r['load_s']} s; "
@@ -176,7 +191,7 @@ def main() -> int:
     print(f"\np99 (nearest rank) over {args.swaps} swaps of the largest verdict gap from "
           f"{BEFORE_MS / 1000:g} s before the pointer moved to {AFTER_MS / 1000:g} s after the swap")
     for mode, rate, r in rows:
-        print(f"  {mode:13s} {rate:6.0f} events/s  around swap p99 {percentile(r['around'], 99):6.0f} ms   "
+        print(f"  {mode:18s} {rate:6.0f} events/s  around swap p99 {percentile(r['around'], 99):6.0f} ms   "
               f"no swap {r['baseline']:6.0f} ms   no-swap windows p99 "
               f"{percentile(r['no_swap_windows'], 99) if r['no_swap_windows'] else float('nan'):6.0f} ms")
     return 0

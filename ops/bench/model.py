@@ -264,8 +264,11 @@ def memo_mix(spec: InputSpec, batch: int, seed: int, memo_share: float = 0.05) -
 
 
 #: ``--runtimes``: what is compared, as (label, export format or None for the module, dtype).
+#: ``onnx-numpy``: the same graph through ``engine.stages.infer_arrays.OnnxArrayInference`` on
+#: NumPy arrays, as a worker serving an ONNX export runs it (no PyTorch tensors at all).
 RUNTIMES = (("torch fp32", None, "fp32"), ("torch int8", None, "int8"), ("onnx fp32", "onnx", "fp32"),
-            ("onnx fp16", "onnx", "fp16"), ("onnx int8", "onnx", "int8"), ("torchscript fp32", "torchscript", "fp32"))
+            ("onnx fp16", "onnx", "fp16"), ("onnx int8", "onnx", "int8"), ("torchscript fp32", "torchscript", "fp32"),
+            ("onnx-numpy fp32", "onnx-numpy", "fp32"), ("onnx-numpy int8", "onnx-numpy", "int8"))
 
 
 def bench_runtimes(model_dir: Path | None, model, card, quick: bool, rounds: int = 3) -> None:
@@ -277,6 +280,7 @@ def bench_runtimes(model_dir: Path | None, model, card, quick: bool, rounds: int
 
     from engine.model import save_model_dir
     from engine.model.export import export_model_dir
+    from engine.stages.infer_arrays import OnnxArrayInference
 
     work = Path(tempfile.mkdtemp(prefix="bench-runtimes-"))
     source = model_dir or save_model_dir(model, card, work / "source")
@@ -284,6 +288,8 @@ def bench_runtimes(model_dir: Path | None, model, card, quick: bool, rounds: int
     for label, fmt, dtype in RUNTIMES:
         if fmt is None:
             infers[label] = Inference.from_dir(source, runtime="torch", int8=dtype == "int8")
+        elif fmt == "onnx-numpy":  # the export made for "onnx <dtype>" above
+            infers[label] = OnnxArrayInference.from_dir(work / f"onnx-{dtype}", threads=torch.get_num_threads())
         else:
             out = export_model_dir(source, work / f"{fmt}-{dtype}", fmt, dtype)
             infers[label] = Inference.from_dir(out.path, runtime=fmt)
@@ -299,12 +305,14 @@ def bench_runtimes(model_dir: Path | None, model, card, quick: bool, rounds: int
     winners = {}
     for bs in (1, 32, 512):
         batch = memo_mix(spec, bs, seed=bs)
+        arrays = {name: getattr(batch, name).numpy() for name in batch.__dataclass_fields__}  # what a worker encodes
         rep = (200 if bs == 1 else 40 if bs == 32 else 8) // (4 if quick else 1)
         cpu = {label: [] for label in labels}
         wall = {label: [] for label in labels}
         for r in range(rounds):
             for label in labels if r % 2 == 0 else labels[::-1]:
-                c, w = _cpu_and_wall_ms(infers[label], batch, max(3, rep))
+                c, w = _cpu_and_wall_ms(infers[label], arrays if label.startswith("onnx-numpy") else batch,
+                                        max(3, rep))
                 cpu[label].append(c)
                 wall[label].append(w)
         ms = {label: statistics.median(v) for label, v in cpu.items()}

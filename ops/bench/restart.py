@@ -29,6 +29,12 @@ as the old process has exited, as a supervisor does) and also reports
 ``signal_to_first_verdict_s``: from the signal to the new process's first verdict, the
 whole pause a deploy or a crash puts in the stream.
 
+``--runtimes torch,onnx`` alternates the model's runtime start by start: the model is
+exported to ONNX (``tollgate model export``'s code) and served either through PyTorch
+(``TOLLGATE_MODEL__RUNTIME=torch``, the safetensors weights) or as the graph on NumPy
+arrays (``onnx``: neither the worker nor its model process imports PyTorch;
+``engine.stages.infer_arrays``).
+
 ``--modes static,dynamic`` alternates static group membership with dynamic (the
 default), round by round, so both see the same machine load. ``--baseline DIR`` runs
 every start twice, alternately: once with the code in DIR (e.g. ``git archive <commit> |
@@ -114,7 +120,10 @@ def main() -> int:
     ap.add_argument("--stops", default="kill", help="comma list of kill,term (alternated)")
     ap.add_argument("--infer-process", choices=("true", "false"), default="true")
     ap.add_argument("--baseline", type=Path, help="a tree of the code before (same layout); alternated with this one")
+    ap.add_argument("--runtimes", default="torch",
+                    help="comma list of torch,onnx (alternated): the same model through PyTorch or as its ONNX graph")
     args = ap.parse_args()
+    runtimes = args.runtimes.split(",")
     stack = _common.stack_from_env()
     if stack is None:
         return 2
@@ -122,8 +131,14 @@ def main() -> int:
     unique = "bench-restart-" + uuid.uuid4().hex[:8]
     work = Path(tempfile.mkdtemp(prefix="tollgate-restart-"))
     cleanup = contextlib.ExitStack()  # topics and keys go when the run ends
-    wenv, _ = cleanup.enter_context(bench_worker_env(bootstrap, redis_url, unique, work / "models"))
-    save_fresh_model(wenv.models_dir, "v1")
+    wenv, client = cleanup.enter_context(bench_worker_env(bootstrap, redis_url, unique, work / "models"))
+    source = save_fresh_model(wenv.models_dir, "v1")
+    if runtimes != ["torch"]:
+        from engine.model.export import export_model_dir  # local: only for --runtimes with onnx
+
+        # The serving version; runtime torch reads its safetensors weights, onnx its graph.
+        export_model_dir(source, wenv.models_dir / "v1-onnx-fp32", "onnx", "fp32", samples=64)
+        client.set(f"{wenv.key_prefix}:model:serving", "v1-onnx-fp32")
     stop = threading.Event()
     codec = Codec()
     stream = itertools.takewhile(lambda _: not stop.is_set(), itertools.chain.from_iterable(
@@ -135,15 +150,19 @@ def main() -> int:
         "before": str(args.baseline.resolve()), "after": str(_common.REPO)}
     modes = [f"{m}/{t}" if len(trees) > 1 else m for m in args.modes.split(",") for t in trees]
     modes = [f"{m} {stop}" for m in modes for stop in args.stops.split(",")]
+    if runtimes != ["torch"]:
+        modes = [f"{rt}:{m}" for m in modes for rt in runtimes]
     results: dict[str, dict[str, list[float]]] = {m: {} for m in modes}
     worker = None
     try:
         for rnd in range(args.rounds):
             for mode in modes:
                 setup, _, how = mode.partition(" ")
+                runtime, _, setup = setup.rpartition(":")
                 membership, _, tree = setup.partition("/")
                 env = {"TOLLGATE_WORKER__STATIC_MEMBERSHIP": "true" if membership == "static" else "false",
                        "TOLLGATE_BATCH__INFER_PROCESS": args.infer_process,
+                       "TOLLGATE_MODEL__RUNTIME": runtime or "auto",
                        "PYTHONPATH": trees[tree or "after"]}
                 if worker is not None:
                     worker.stop_quietly()
@@ -171,7 +190,7 @@ def main() -> int:
     print(f"\nrestart, median of {args.rounds} (infer_process={args.infer_process}, {args.rate:g} events/s)")
     for mode in modes:
         r = results[mode]
-        print(f"  {mode:15s} to first verdict {statistics.median(r['to_first_verdict_s']):6.2f} s  ("
+        print(f"  {mode:21s} to first verdict {statistics.median(r['to_first_verdict_s']):6.2f} s  ("
               + ", ".join(f"{k} {statistics.median(r[k]):.2f}" for k in (*PHASES, "first_commit_after_ready_s",
                                                                             "unaccounted_s", "cpu_to_first_verdict_s",
                                                                             "signal_to_first_verdict_s"))
