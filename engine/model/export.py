@@ -27,6 +27,7 @@ holds the agreement.
 from __future__ import annotations
 
 import copy
+import logging
 import shutil
 import tempfile
 import warnings
@@ -53,6 +54,8 @@ from engine.model.portable import (
     trimmed,
 )
 from engine.model.serving_layers import with_serving_layers
+
+log = logging.getLogger("tollgate.export")
 
 #: Largest allowed difference to the PyTorch fp32 model, in probability units, of the
 #: calibrated verdict probabilities and the risk score, over rows that leave at the same
@@ -127,6 +130,41 @@ def export_model_dir(source: str | Path, out: str | Path, fmt: ExportFormat, dty
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def add_serving_graph(model_dir: str | Path, samples: int = 256, seed: int = 1) -> ServingExport | None:
+    """Write an ONNX fp32 graph of a model directory's own weights beside them
+    (``model.onnx`` and the card's ``serving`` entry; the version is unchanged: the same
+    weights in the same arithmetic, checked to ``TOLERANCE["fp32"]``), so that a runtime of
+    ``auto`` serves it on NumPy arrays without PyTorch (``engine.stages.infer_arrays``:
+    restarts, hot swaps and saturation measured in docs/performance-worker.md).
+
+    Returns the entry, or None with the directory left as it was where no graph can be
+    made (a Hugging Face backbone, an export that disagrees): PyTorch then serves it as
+    before. A directory that already names a graph keeps it. The registry calls this for
+    every version it stores (``settings.model.serving_graph``)."""
+    root = Path(model_dir)
+    loaded = load_model_dir(root)
+    if loaded.card.serving is not None:
+        return loaded.card.serving
+    if loaded.model.config.backbone != "field_transformer":
+        return None
+    graph_file = root / FILES["onnx"]
+    try:
+        _export_onnx(loaded, graph_file, "fp32")
+        serving = ServingExport(format="onnx", dtype="fp32", file=FILES["onnx"], tolerance=TOLERANCE["fp32"])
+        diffs = agreement(loaded, root, loaded.card.model_copy(update={"serving": serving}), samples, seed)
+        if max(diffs["probs"], diffs["risk"]) > TOLERANCE["fp32"] or diffs["exit_layer"] > EXIT_TOLERANCE["fp32"]:
+            raise ExportError(f"the ONNX graph differs from the PyTorch model by more than {TOLERANCE['fp32']}: {diffs}")
+    except Exception as exc:  # noqa: BLE001 - no graph is a slower start, never a lost model
+        graph_file.unlink(missing_ok=True)
+        graph_file.with_suffix(".fp32.onnx").unlink(missing_ok=True)
+        log.warning("no ONNX graph for this model; PyTorch serves it",
+                    extra={"model_dir": str(root), "error_class": type(exc).__name__, "error": str(exc)})
+        return None
+    serving = serving.model_copy(update={"max_abs_diff": diffs})
+    write_card(loaded.card.model_copy(update={"serving": serving}), root)
+    return serving
 
 
 def agreement(reference: LoadedModel, exported_dir: Path, card: ModelCard, samples: int,

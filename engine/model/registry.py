@@ -174,8 +174,9 @@ class ModelRegistry:
                 for item in src.iterdir():
                     if item.is_file() and item.name != META_FILE:
                         shutil.copy2(item, staging / item.name)
-                if (src / CARD_FILE).is_file():
-                    card_dict = json.loads((src / CARD_FILE).read_text())
+                self._add_serving_graph(staging)
+                if (staging / CARD_FILE).is_file():
+                    card_dict = json.loads((staging / CARD_FILE).read_text())
                 card_dict.update(overlay)
             else:
                 # local: the model writer loads torch; listing and promoting need none of it
@@ -184,6 +185,7 @@ class ModelRegistry:
                 if card is None:
                     raise RegistryError("registering a model object needs its ModelCard")
                 save_model_dir(model_dir_or_model, card, staging)
+                self._add_serving_graph(staging)
                 card_dict = json.loads((staging / CARD_FILE).read_text())
             digest = _sha256(staging / WEIGHTS_FILE)
             if version is None:
@@ -202,6 +204,14 @@ class ModelRegistry:
             if staging.exists():
                 shutil.rmtree(staging, ignore_errors=True)
         return version
+
+    def _add_serving_graph(self, staging: Path) -> None:
+        """An ONNX graph of the weights beside them, as ``settings.model.serving_graph`` says."""
+        if self.settings.model.serving_graph == "onnx" and (staging / CARD_FILE).is_file():
+            # local: exporting needs PyTorch; listing and promoting need none of it
+            from engine.model.export import add_serving_graph
+
+            add_serving_graph(staging)
 
     # ---- the serving pointer ----------------------------------------------------------
 

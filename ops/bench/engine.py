@@ -112,7 +112,10 @@ MODES = {"fixed-W": {"TOLLGATE_BATCH__CLOSE_WHEN_IDLE": "false"},
          "one-process": {"TOLLGATE_BATCH__INFER_PROCESS": "false"},
          "one-process-infer-thread": {"TOLLGATE_BATCH__INFER_PROCESS": "false", "TOLLGATE_BATCH__INFER_THREAD": "true"},
          "torch-threads-per-core": {"TOLLGATE_BATCH__TORCH_THREADS": "0"},
-         "backlog-depth-1": {"TOLLGATE_BATCH__BACKLOG_DEPTH": "1"}}
+         "backlog-depth-1": {"TOLLGATE_BATCH__BACKLOG_DEPTH": "1"},
+         # with --model-dir an ONNX export: its safetensors weights through PyTorch instead of
+         # the graph on NumPy arrays (engine.stages.infer_arrays), same model, same events
+         "torch-runtime": {"TOLLGATE_MODEL__RUNTIME": "torch"}}
 
 
 # -- the model-removed pipeline (loaded by the worker subprocess via --pipeline) ----------
@@ -367,7 +370,7 @@ def main() -> None:
                          "the worker (split-64); the model in the worker's own process, on the main thread "
                          "or on a thread of its own (one-process, one-process-infer-thread); PyTorch's "
                          "default threads (torch-threads-per-core); one backlog batch on the threads "
-                         "(backlog-depth-1)")
+                         "(backlog-depth-1); the PyTorch runtime for an ONNX --model-dir (torch-runtime)")
     ap.add_argument("--mode-rates", type=float, nargs="*", default=[1000.0],
                     help="--modes: the fixed rates each mode runs at (and saturation)")
     ap.add_argument("--no-model-baseline", dest="baseline", action="store_false")

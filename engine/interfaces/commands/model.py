@@ -44,6 +44,7 @@ def register(app: typer.Typer) -> None:
         """Train the decision model on events + outcomes (or rule verdicts for a cold start);
         write the model directory and a report."""
         from engine.model import InputSpec, ModelConfig, save_model_dir
+        from engine.model.export import add_serving_graph
         from engine.offline.backtest.run import (
             delayed_truth_arrivals,
             outcome_arrivals,
@@ -89,6 +90,8 @@ def register(app: typer.Typer) -> None:
         report = report_dir or settings.paths.reports_dir / version
         result = train_model(built.dataset, model_cfg, cfg, version=version, report_dir=report)
         out = save_model_dir(result.model, result.card, (models_dir or settings.paths.models_dir) / version)
+        if settings.model.serving_graph == "onnx":
+            add_serving_graph(out)  # served without PyTorch (settings.model.serving_graph)
         summary = {k: result.val_metrics.get(k) for k in ("auc_roc", "average_precision", "risk_ece_calibrated",
                                                           "verdict_ece_calibrated", "verdict_share",
                                                           "rule_agreement", "rule_balanced_agreement")
