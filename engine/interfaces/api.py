@@ -86,8 +86,9 @@ def _one_line(v: Verdict) -> str:
 
 
 class TollgateModel:
-    """A loaded decision pipeline with a notebook-friendly face. Not the torch module:
-    ``model.pipeline.components.inference.model`` is, if you need it."""
+    """A loaded decision pipeline with a notebook-friendly face. Not the torch module (a
+    model with its ONNX graph, the default, is served without one): if you need it,
+    ``engine.model.load_model_dir(path).model``."""
 
     def __init__(self, pipeline: DecisionPipeline, settings: Settings, context: str = "memory"):
         self.pipeline = pipeline
