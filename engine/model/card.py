@@ -162,6 +162,13 @@ def write_card(card: ModelCard, path: str | Path) -> Path:
     return out
 
 
+def serves_onnx_graph(card: ModelCard, runtime: str) -> bool:
+    """Whether the runtime setting serves this card's model through its ONNX graph
+    (``auto`` serves the graph the card names): then without PyTorch
+    (``engine.stages.infer_arrays``); ``Inference.from_dir`` chooses alike."""
+    return runtime in ("auto", "onnx") and card.serving is not None and card.serving.format == "onnx"
+
+
 def read_card(path: str | Path) -> ModelCard:
     card_path = Path(path) / CARD_FILE
     if not card_path.is_file():

@@ -9,11 +9,10 @@ ONNX graph decides what its prestarted model process imports (``serving_runtime`
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
-from engine.model.card import CARD_FILE
+from engine.model.card import CARD_FILE, ModelLoadError, read_card, serves_onnx_graph
 from engine.settings import Settings
 
 log = logging.getLogger("tollgate.assemble")
@@ -61,14 +60,10 @@ def serving_version(settings: Settings) -> str | None:
 
 def serving_runtime(settings: Settings, model: str | Path | None = None) -> str:
     """What serving the model ``find_model_dir`` finds needs: ``onnx`` where the runtime
-    setting serves its card's ONNX graph (``auto`` or ``onnx``; read as plain JSON), else
+    setting serves its card's ONNX graph (``engine.model.card.serves_onnx_graph``), else
     ``torch``. A guess for a prestart, never an error: no model, or an unreadable card, is ``torch``."""
-    runtime = settings.model.runtime
-    if runtime not in ("auto", "onnx"):
-        return "torch"
     try:
-        card = json.loads((find_model_dir(settings, model) / CARD_FILE).read_text())
-    except (OSError, ValueError, ModelNotFound):
+        card = read_card(find_model_dir(settings, model))
+    except (OSError, ValueError, ModelNotFound, ModelLoadError):
         return "torch"
-    serving = card.get("serving") if isinstance(card, dict) else None
-    return "onnx" if isinstance(serving, dict) and serving.get("format") == "onnx" else "torch"
+    return "onnx" if serves_onnx_graph(card, settings.model.runtime) else "torch"

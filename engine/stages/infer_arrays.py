@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from engine.model.card import ModelCard, ModelLoadError, SchemaMismatchError, read_card
+from engine.model.card import ModelCard, ModelLoadError, SchemaMismatchError, read_card, serves_onnx_graph
 from engine.model.config import ModelConfig, output_names
 
 if TYPE_CHECKING:
@@ -43,6 +43,8 @@ ARRAY_FIELDS: tuple[str, ...] = ("control_numeric", "control_categorical", "hist
                                  "history_categorical", "history_mask", "text_ids", "text_mask")
 
 Runtime = Literal["auto", "torch", "onnx", "torchscript"]
+__all__ = ["ARRAY_FIELDS", "CPU_CHUNK_ROWS", "ArrayOutputs", "OnnxArrayInference", "Runtime", "padded_length_order",
+           "select_early_exit", "serves_onnx_graph", "sigmoid", "softmax", "trimmed"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -69,12 +71,6 @@ class ArrayOutputs:
         from engine.stages.decide import score_rows
 
         return score_rows(self.probs.tolist(), self.risk.tolist(), self.exit_layer.tolist())
-
-
-def serves_onnx_graph(card: ModelCard, runtime: Runtime) -> bool:
-    """Whether ``runtime`` serves this card's model through its exported ONNX graph
-    (``auto`` serves the graph the card names; ``Inference.from_dir`` chooses alike)."""
-    return runtime in ("auto", "onnx") and card.serving is not None and card.serving.format == "onnx"
 
 
 class OnnxArrayInference:

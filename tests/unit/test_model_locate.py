@@ -4,20 +4,26 @@ runtime setting serves; PyTorch otherwise, and whenever in doubt)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
+from engine.model import InputSpec, ServingExport, fresh_model
+from engine.model.card import write_card
 from engine.model.locate import ModelNotFound, find_model_dir, serving_runtime
 from engine.settings import Settings
 
+SPEC = InputSpec(n_numeric=3, n_categorical=1, categorical_buckets=8, history_len=2, history_numeric=1,
+                 history_categorical=1, text_len=3, text_vocab=20, schema_hash="locate")
+
 
 def _card_dir(root: Path, name: str, serving: dict | None) -> Path:
+    """A model directory's card (no weights: nothing here loads them)."""
+    _, card = fresh_model(SPEC, version=name)
     path = root / name
     path.mkdir(parents=True)
-    (path / "model_card.json").write_text(json.dumps({"version": name, "serving": serving}))
-    return path
+    return write_card(card.model_copy(update={"serving": ServingExport(**serving, tolerance=1e-4)
+                                              if serving else None}), path)
 
 
 @pytest.fixture()
