@@ -65,26 +65,33 @@ def test_a_worker_whose_model_runs_in_its_model_process_never_imports_pytorch(tm
 
     model, card = fresh_model(InputSpec.from_schema(FieldIsolatedEncoder().schema), version="sv1", seed=3)
     model_dir = save_model_dir(model, card, tmp_path / "sv1")
-    env = {**os.environ, "PYTHONPATH": str(REPO), "TOLLGATE_BATCH__INFER_PROCESS": "true",
-           "TOLLGATE_BATCH__PROCESS_MIN_ROWS": "1"}
-    out = subprocess.run([sys.executable, "-c", WORKER_PIPELINE, str(model_dir)], env=env, cwd=REPO,
+    assert _last_lines(WORKER_PIPELINE, model_dir, TOLLGATE_BATCH__PROCESS_MIN_ROWS="1") == [
+        "ArrayEncoder ProcessInference", "[]"]
+
+
+def _last_lines(script: str, model_dir: Path, **settings: str) -> list[str]:
+    """The last two lines ``script`` prints, run on ``model_dir`` in a fresh interpreter
+    with the model process on and ``settings`` in its environment."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TOLLGATE_BATCH__INFER_PROCESS": "true", **settings}
+    out = subprocess.run([sys.executable, "-c", script, str(model_dir)], env=env, cwd=REPO,
                          capture_output=True, text=True, timeout=300, check=False)
     assert out.returncode == 0, out.stderr[-2000:]
-    lines = out.stdout.strip().splitlines()
-    assert lines[-2] == "ArrayEncoder ProcessInference"
-    assert lines[-1] == "[]"
+    return out.stdout.strip().splitlines()[-2:]
 
 
-# A worker serving an exported ONNX graph (the card names it; runtime onnx) with its
-# default split (small batches here, large ones in the model process): PyTorch is
-# imported by neither process, prestarted child included (engine.stages.infer_arrays).
+# A worker serving an exported ONNX graph (the card names it; the default runtime, auto)
+# with its default split (small batches here, large ones in the model process): PyTorch
+# is imported by neither process, the child prestarted as `tollgate run` does included
+# (engine.model.locate.serving_runtime, engine.stages.infer_arrays).
 ONNX_WORKER = """
 import sys
+from engine.model.locate import serving_runtime
+from engine.settings import Settings
 from engine.worker.infer_process import prestart_model_process
-prestart_model_process("onnx")
+assert serving_runtime(Settings(), sys.argv[1]) == "onnx"
+prestart_model_process(serving_runtime(Settings(), sys.argv[1]))
 from engine.assemble import build_pipeline
 from engine.model.registry import serving_key  # the registry (hot swap) reads no PyTorch either
-from engine.settings import Settings
 from engine.worker.warmup import synthetic_events
 settings = Settings()
 pipeline = build_pipeline(settings, model=sys.argv[1], model_process=settings.batch)
@@ -109,11 +116,6 @@ def test_a_worker_serving_an_onnx_graph_imports_pytorch_in_neither_process(tmp_p
     model, card = fresh_model(InputSpec.from_schema(FieldIsolatedEncoder().schema), version="ov1", seed=3)
     source = save_model_dir(model, card, tmp_path / "ov1")
     model_dir = export_model_dir(source, tmp_path / "ov1-onnx-fp32", "onnx", "fp32", samples=32).path
-    env = {**os.environ, "PYTHONPATH": str(REPO), "TOLLGATE_BATCH__INFER_PROCESS": "true",
-           "TOLLGATE_BATCH__PROCESS_MIN_ROWS": "64", "TOLLGATE_MODEL__RUNTIME": "onnx"}
-    out = subprocess.run([sys.executable, "-c", ONNX_WORKER, str(model_dir)], env=env, cwd=REPO,
-                         capture_output=True, text=True, timeout=300, check=False)
-    assert out.returncode == 0, out.stderr[-2000:]
-    lines = out.stdout.strip().splitlines()
-    assert lines[-2] == "ArrayEncoder OnnxArrayInference ProcessInference"
-    assert lines[-1] == "[] False"
+    assert _last_lines(ONNX_WORKER, model_dir, TOLLGATE_BATCH__PROCESS_MIN_ROWS="64",
+                       TOLLGATE_MODEL__RUNTIME="auto") == ["ArrayEncoder OnnxArrayInference ProcessInference",
+                                                           "[] False"]
