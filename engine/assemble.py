@@ -23,15 +23,15 @@ from engine.features.memory import MemoryFeatureStore
 from engine.features.redis_store import RedisFeatureStore
 from engine.features.snapshot import ContextSnapshot
 from engine.features.spec import IDLE_STATE_TTL_MS
-from engine.model.card import read_card
 from engine.model.locate import find_model_dir
 from engine.pipeline import Components, DecisionPipeline
-from engine.settings import BatchSettings, Settings, get_settings
+from engine.settings import BatchSettings, Settings
 from engine.stages.decide import Policy
 from engine.stages.detect import InjectionDetector
 from engine.stages.encode import ArrayEncoder, FieldIsolatedEncoder
 from engine.stages.guard import Guard
-from engine.stages.infer_arrays import OnnxArrayInference, serves_onnx_graph
+from engine.stages.infer_arrays import OnnxArrayInference
+from engine.stages.infer_load import load_inference
 from engine.worker.infer_process import ProcessInference, SplitInference, spawn_model_process
 
 log = logging.getLogger("tollgate.assemble")
@@ -68,33 +68,25 @@ def load_model_components(model_dir: Path, encoder: Any | None = None, *,
     child (``engine.stages.infer_arrays``): PyTorch is then imported by neither."""
     tensor_encoder = encoder.inner if isinstance(encoder, ArrayEncoder) else encoder or FieldIsolatedEncoder()
     schema_hash = tensor_encoder.schema.schema_hash()
-    threads = model_process.torch_threads if model_process is not None else 0
-    remote = None
-    if model_process is not None and model_process.infer_process:
-        # Before this process imports anything heavy: the child's PyTorch import and load run meanwhile.
-        child = spawn_model_process(model_dir, torch_threads=model_process.torch_threads, load_nice=load_nice)
-        remote = ProcessInference(model_dir, expected_schema_hash=schema_hash, torch_threads=model_process.torch_threads,
-                                  load_nice=load_nice, spawned=child,
-                                  spare_after_swap=model_process.spare_model_process)
-        if not scores_in_process(model_process):
-            return {"encoder": ArrayEncoder(tensor_encoder), "inference": remote, "model_version": remote.version}
-    inference: Any
-    if serves_onnx_graph(read_card(model_dir), get_settings().model.runtime):
-        encoder_out: Any = ArrayEncoder(tensor_encoder)
-        inference = OnnxArrayInference.from_dir(model_dir, expected_schema_hash=schema_hash, threads=threads)
-    else:
-        # local: PyTorch, only once the model process (if any) is spawned (tests/integration/test_worker_start_imports.py)
-        import torch
+    if model_process is None or not model_process.infer_process:
+        local = load_inference(model_dir, schema_hash, threads=model_process.torch_threads if model_process else 0)
+        return {"encoder": _encoder_for(local, tensor_encoder), "inference": local, "model_version": local.version}
+    # Before this process imports anything heavy: the child's load (and PyTorch import, if
+    # any) runs while this process loads its own copy; ProcessInference waits for the child.
+    child = spawn_model_process(model_dir, torch_threads=model_process.torch_threads, load_nice=load_nice)
+    small_batches_here = scores_in_process(model_process)
+    local = load_inference(model_dir, schema_hash, threads=model_process.torch_threads) if small_batches_here else None
+    remote = ProcessInference(model_dir, expected_schema_hash=schema_hash, torch_threads=model_process.torch_threads,
+                              load_nice=load_nice, spawned=child, spare_after_swap=model_process.spare_model_process)
+    if local is None:
+        return {"encoder": ArrayEncoder(tensor_encoder), "inference": remote, "model_version": remote.version}
+    inference = SplitInference(local, remote, model_process.process_min_rows)
+    return {"encoder": _encoder_for(local, tensor_encoder), "inference": inference, "model_version": inference.version}
 
-        from engine.stages.infer import Inference
 
-        if threads:
-            torch.set_num_threads(threads)
-        encoder_out = tensor_encoder
-        inference = Inference.from_dir(model_dir, expected_schema_hash=schema_hash)
-    if remote is not None:
-        inference = SplitInference(inference, remote, model_process.process_min_rows if model_process else 1)
-    return {"encoder": encoder_out, "inference": inference, "model_version": inference.version}
+def _encoder_for(local: Any, tensor_encoder: Any) -> Any:
+    """The graph on NumPy arrays reads the encoder's arrays; PyTorch its tensors."""
+    return ArrayEncoder(tensor_encoder) if isinstance(local, OnnxArrayInference) else tensor_encoder
 
 
 def scores_in_process(batch: BatchSettings | None) -> bool:

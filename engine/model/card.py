@@ -182,15 +182,21 @@ def read_card(path: str | Path) -> ModelCard:
     return ModelCard.model_validate(data)
 
 
-def load_model_dir(path: str | Path, expected_schema_hash: str | None = None,
-                   map_location: str = "cpu") -> LoadedModel:
-    """Load a model directory; refuse it if its schema hash differs from ``expected_schema_hash``."""
-    root = Path(path)
-    card = read_card(root)
+def check_schema(card: ModelCard, expected_schema_hash: str | None) -> ModelCard:
+    """``card``, unless it was trained on another feature schema than ``expected_schema_hash``
+    (None: any): a model would read its inputs wrongly without any error, so it is refused."""
     if expected_schema_hash is not None and card.schema_hash != expected_schema_hash:
         raise SchemaMismatchError(
             f"model {card.version} was trained on feature schema {card.schema_hash}, but the encoder "
             f"produces {expected_schema_hash}; retrain or use a matching encoder")
+    return card
+
+
+def load_model_dir(path: str | Path, expected_schema_hash: str | None = None,
+                   map_location: str = "cpu") -> LoadedModel:
+    """Load a model directory; refuse it if its schema hash differs from ``expected_schema_hash``."""
+    root = Path(path)
+    card = check_schema(read_card(root), expected_schema_hash)
     weights = root / WEIGHTS_FILE
     if not weights.is_file():
         raise ModelLoadError(f"{weights} not found (only safetensors weights are accepted, never pickle)")

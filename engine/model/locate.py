@@ -15,7 +15,7 @@ from pathlib import Path
 from engine.model.card import CARD_FILE, ModelLoadError, read_card, serves_onnx_graph
 from engine.settings import Settings
 
-log = logging.getLogger("tollgate.assemble")
+log = logging.getLogger("tollgate.locate")
 
 
 class ModelNotFound(FileNotFoundError):

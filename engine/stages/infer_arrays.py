@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from engine.model.card import ModelCard, ModelLoadError, SchemaMismatchError, read_card, serves_onnx_graph
+from engine.model.card import ModelCard, ModelLoadError, check_schema, read_card, serves_onnx_graph
 from engine.model.config import ModelConfig, output_names
 
 if TYPE_CHECKING:
@@ -43,8 +43,8 @@ ARRAY_FIELDS: tuple[str, ...] = ("control_numeric", "control_categorical", "hist
                                  "history_categorical", "history_mask", "text_ids", "text_mask")
 
 Runtime = Literal["auto", "torch", "onnx", "torchscript"]
-__all__ = ["ARRAY_FIELDS", "CPU_CHUNK_ROWS", "ArrayOutputs", "OnnxArrayInference", "Runtime", "padded_length_order",
-           "select_early_exit", "serves_onnx_graph", "sigmoid", "softmax", "trimmed"]
+__all__ = ["ARRAY_FIELDS", "CPU_CHUNK_ROWS", "ArrayOutputs", "OnnxArrayInference", "Runtime", "as_array",
+           "padded_length_order", "select_early_exit", "serves_onnx_graph", "sigmoid", "softmax", "trimmed"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -107,15 +107,12 @@ class OnnxArrayInference:
         self._extra_kinds = {h.name: h.kind for h in self.config.extra_heads}
 
     @classmethod
-    def from_dir(cls, path: str | Path, expected_schema_hash: str | None = None, **kwargs: Any) -> OnnxArrayInference:
-        """Load a model directory's ONNX graph; refuse it if its schema hash differs from
-        ``expected_schema_hash`` (as ``engine.model.card.load_model_dir`` does)."""
-        card = read_card(path)
-        if expected_schema_hash is not None and card.schema_hash != expected_schema_hash:
-            raise SchemaMismatchError(
-                f"model {card.version} was trained on feature schema {card.schema_hash}, but the encoder "
-                f"produces {expected_schema_hash}; retrain or use a matching encoder")
-        return cls(path, card, **kwargs)
+    def from_dir(cls, path: str | Path, expected_schema_hash: str | None = None, *,
+                 card: ModelCard | None = None, **kwargs: Any) -> OnnxArrayInference:
+        """Load a model directory's ONNX graph (``card``: its card, if already read); refuse
+        it if its schema hash differs from ``expected_schema_hash`` (``check_schema``, as
+        ``engine.model.card.load_model_dir`` does)."""
+        return cls(path, check_schema(card or read_card(path), expected_schema_hash), **kwargs)
 
     @property
     def version(self) -> str:
@@ -149,14 +146,15 @@ class OnnxArrayInference:
         return {name: np.asarray(v, dtype=np.float32) for name, v in zip(self._outputs, values)}
 
 
+def as_array(value: Any) -> np.ndarray:
+    """``value`` if it is a NumPy array, else a tensor's NumPy view."""
+    return value if isinstance(value, np.ndarray) else value.numpy()
+
+
 def _arrays(batch: Any) -> dict[str, np.ndarray]:
     """The seven arrays of an ``ArrayBatch``, a mapping of them, or tensors (as NumPy views)."""
     get = batch.__getitem__ if isinstance(batch, Mapping) else lambda name: getattr(batch, name)
-    out = {}
-    for name in ARRAY_FIELDS:
-        value = get(name)
-        out[name] = value if isinstance(value, np.ndarray) else value.numpy()
-    return out
+    return {name: as_array(get(name)) for name in ARRAY_FIELDS}
 
 
 def _used(mask: np.ndarray) -> int:

@@ -63,7 +63,8 @@ from typing import Any, BinaryIO, cast
 import numpy as np
 
 # ArrayOutputs: what a model process returns (defined with the NumPy infer stage; kept importable from here).
-from engine.stages.infer_arrays import ArrayOutputs, OnnxArrayInference, Runtime, serves_onnx_graph
+from engine.stages.infer_arrays import ArrayOutputs, OnnxArrayInference
+from engine.stages.infer_arrays import as_array as _as_array
 
 # PyTorch is imported in the child only (``_serve``): a worker that sends every batch
 # here never imports it, and one that keeps small batches (``SplitInference``) spawns
@@ -83,10 +84,6 @@ class InferenceProcessLost(ConnectionError):
 class SchemaMismatchRefused(RuntimeError):
     """The model process loaded a model trained on another feature schema than the
     worker's encoder produces: refused (``engine.model.card.SchemaMismatchError`` in process)."""
-
-
-def _as_array(value: Any) -> np.ndarray:
-    return value if isinstance(value, np.ndarray) else value.numpy()
 
 
 class ProcessInference:
@@ -440,41 +437,20 @@ def _tensors(frame: dict[str, np.ndarray]) -> Any:
 def _load(args: dict[str, Any], out: BinaryIO) -> Any:
     """Load the model ``args`` names (niced as they say) and answer ready, or answer the
     error and return None (the child then exits: the parent refuses the model). A model
-    whose card names an ONNX graph that the runtime serves loads without PyTorch."""
+    whose card names an ONNX graph that the runtime serves loads without PyTorch
+    (``engine.stages.infer_load``)."""
     try:
         with _nice_while(args.get("load_nice", 0), args.get("serve_nice")):
-            inference: Any = _load_onnx(args)
-            if inference is None:
-                # local: `python -m engine.worker.infer_process` runs this module first; torch and the model load later, niced
-                import torch
+            # local: `python -m engine.worker.infer_process` runs this module first; the model (and PyTorch, if it needs it) load later, niced
+            from engine.stages.infer_load import load_inference
 
-                # local: `python -m engine.worker.infer_process` runs this module first; torch and the model load later, niced
-                from engine.stages.infer import Inference
-
-                if args["torch_threads"]:
-                    torch.set_num_threads(args["torch_threads"])
-                inference = Inference.from_dir(args["model_dir"], args["expected_schema_hash"], **args["inference"])
+            inference = load_inference(args["model_dir"], args["expected_schema_hash"], threads=args["torch_threads"],
+                                       **args["inference"])
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which refuses the model
         _write(out, ("error", type(exc).__name__, str(exc)))
         return None
     _write(out, ("ready", inference.version, inference.card.schema_hash))
     return inference
-
-
-def _load_onnx(args: dict[str, Any]) -> OnnxArrayInference | None:
-    """The model as ``OnnxArrayInference`` when its card names an ONNX graph that the
-    runtime serves and no option asks for the PyTorch module (``int8``, a device); else None."""
-    # local: the model process reads settings only here, after its imports
-    from engine.model.card import read_card
-    from engine.settings import get_settings
-
-    options = dict(args["inference"])
-    runtime: Runtime = get_settings().model.runtime
-    card = read_card(args["model_dir"])
-    if not serves_onnx_graph(card, runtime) or set(options) - {"early_exit_threshold"}:
-        return None
-    return OnnxArrayInference.from_dir(args["model_dir"], args["expected_schema_hash"],
-                                       threads=args["torch_threads"], **options)
 
 
 if __name__ == "__main__":
