@@ -118,9 +118,7 @@ def export_model_dir(source: str | Path, out: str | Path, fmt: ExportFormat, dty
         save_model_dir(loaded.model, card, staging)
         card = card.model_copy(update={"serving": serving})
         diffs = agreement(loaded, staging, card, samples, seed)
-        if max(diffs["probs"], diffs["risk"]) > TOLERANCE[dtype] or diffs["exit_layer"] > EXIT_TOLERANCE[dtype]:
-            raise ExportError(f"{fmt}/{dtype} differs from the PyTorch model by more than {TOLERANCE[dtype]} "
-                              f"(or more than {EXIT_TOLERANCE[dtype]:.1%} of rows exit elsewhere): {diffs}; not written")
+        refuse_disagreement(diffs, fmt, dtype)
         card = card.model_copy(update={"serving": serving.model_copy(update={"max_abs_diff": diffs})})
         write_card(card, staging)
         if out.exists():
@@ -154,8 +152,7 @@ def add_serving_graph(model_dir: str | Path, samples: int = 256, seed: int = 1) 
         _export_onnx(loaded, graph_file, "fp32")
         serving = ServingExport(format="onnx", dtype="fp32", file=FILES["onnx"], tolerance=TOLERANCE["fp32"])
         diffs = agreement(loaded, root, loaded.card.model_copy(update={"serving": serving}), samples, seed)
-        if max(diffs["probs"], diffs["risk"]) > TOLERANCE["fp32"] or diffs["exit_layer"] > EXIT_TOLERANCE["fp32"]:
-            raise ExportError(f"the ONNX graph differs from the PyTorch model by more than {TOLERANCE['fp32']}: {diffs}")
+        refuse_disagreement(diffs, "onnx", "fp32")
     except Exception as exc:  # noqa: BLE001 - no graph is a slower start, never a lost model
         graph_file.unlink(missing_ok=True)
         graph_file.with_suffix(".fp32.onnx").unlink(missing_ok=True)
@@ -165,6 +162,14 @@ def add_serving_graph(model_dir: str | Path, samples: int = 256, seed: int = 1) 
     serving = serving.model_copy(update={"max_abs_diff": diffs})
     write_card(loaded.card.model_copy(update={"serving": serving}), root)
     return serving
+
+
+def refuse_disagreement(diffs: dict[str, float], fmt: str, dtype: ExportDtype) -> None:
+    """Raise ``ExportError`` when ``agreement``'s differences exceed ``TOLERANCE[dtype]`` (or
+    more rows than ``EXIT_TOLERANCE[dtype]`` leave at another layer)."""
+    if max(diffs["probs"], diffs["risk"]) > TOLERANCE[dtype] or diffs["exit_layer"] > EXIT_TOLERANCE[dtype]:
+        raise ExportError(f"{fmt}/{dtype} differs from the PyTorch model by more than {TOLERANCE[dtype]} "
+                          f"(or more than {EXIT_TOLERANCE[dtype]:.1%} of rows exit elsewhere): {diffs}; not written")
 
 
 def agreement(reference: LoadedModel, exported_dir: Path, card: ModelCard, samples: int,
