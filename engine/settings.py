@@ -149,9 +149,9 @@ class ModelSettings(_Frozen):
     #: ``onnx``: every version the registry stores (quickstart, ``tollgate model
     #: bootstrap``, a fine-tune's candidate) and every ``tollgate train`` output gets an
     #: ONNX fp32 graph of its own weights beside them (``engine.model.export.add_serving_graph``),
-    #: which ``auto`` serves without PyTorch: restart to first verdict 1.8-2.8 s against
-    #: 5.9-6.3 s, ~20 % less CPU per event (``python ops/bench/restart.py --runtimes
-    #: torch,onnx``, ``python ops/bench/engine.py --modes torch-runtime``; docs/performance-worker.md).
+    #: which ``auto`` serves without PyTorch: faster restarts and less CPU per event
+    #: (``python ops/bench/restart.py --runtimes torch,onnx``, ``python ops/bench/engine.py
+    #: --modes torch-runtime``; figures in docs/performance-worker.md).
     #: ``none``: weights only, served by PyTorch.
     serving_graph: Literal["onnx", "none"] = "onnx"
 
