@@ -208,6 +208,14 @@ class PolicySettings(_Frozen):
     detector_floor: str = "review"
 
 
+class DetectorSettings(_Frozen):
+    #: Judge screened-in user text with the multilingual sentence encoder (the shipped
+    #: detector's quality). False serves the screen head alone at its own validated
+    #: threshold: about a tenth of the CPU for long text, and lower recall on paraphrases
+    #: and unfamiliar languages (docs/detector.md, "Two modes").
+    sentence_encoder: bool = True
+
+
 class PathSettings(_Frozen):
     state_dir: Path = REPO_ROOT / ".tollgate"
     models_dir: Path = REPO_ROOT / ".tollgate" / "models"
@@ -347,6 +355,7 @@ class Settings(BaseSettings):
     model: ModelSettings = Field(default_factory=ModelSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)
+    detector: DetectorSettings = Field(default_factory=DetectorSettings)
     paths: PathSettings = Field(default_factory=PathSettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
     feedback: FeedbackSettings = Field(default_factory=FeedbackSettings)

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -137,8 +137,12 @@ class InjectionDetector:
     across threads."""
 
     def __init__(self, network: DetectorNetwork, threshold: float | None = None, cache_size: int = 4096):
-        self.network = network
         self.threshold = float(network.threshold if threshold is None else threshold)
+        if self.threshold < network.screen_bar <= 1.0:
+            # A view under the bar keeps its screen score, which could then reach a lower
+            # threshold without the judge: judge every view instead.
+            network = replace(network, screen_bar=0.0)
+        self.network = network
         self.version = str(network.card.get("version", "unversioned"))
         self._cache: dict[str | bytes, _Analysis] = {}
         self._cache_size = cache_size
@@ -150,9 +154,10 @@ class InjectionDetector:
         return cls(DetectorNetwork.load(directory), threshold)
 
     @classmethod
-    def default(cls) -> InjectionDetector:
-        """The shipped detector, loaded once per process."""
-        return _default_detector()
+    def default(cls, sentence_encoder: bool = True) -> InjectionDetector:
+        """The shipped detector, loaded once per process; ``sentence_encoder=False``
+        serves its screen head alone (``DetectorNetwork.screen_only``)."""
+        return _default_detector(sentence_encoder)
 
     # -- texts, batched -------------------------------------------------------------
     def _analyse_many(self, values: Sequence[str | bytes]) -> list[_Analysis]:
@@ -286,6 +291,7 @@ def _issue_detail(issue: str, cleaned: CleanText) -> str:
     }.get(issue, issue)
 
 
-@lru_cache(maxsize=1)
-def _default_detector() -> InjectionDetector:
-    return InjectionDetector.from_path(None)
+@lru_cache(maxsize=2)
+def _default_detector(sentence_encoder: bool) -> InjectionDetector:
+    network = DetectorNetwork.load(None)
+    return InjectionDetector(network if sentence_encoder else network.screen_only())

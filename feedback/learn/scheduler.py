@@ -366,7 +366,9 @@ class FineTuneScheduler:
         except Exception as exc:  # noqa: BLE001 - no rules directory: detector and policy only
             log.warning("final-verdict replay without hard rules: %s", exc)
             guard = None
-        return FinalReplay(base, {}, guard, InjectionDetector.default())
+        # The stream's detector mode, so the gate replays the verdicts the stream would give.
+        return FinalReplay(base, {}, guard,
+                           InjectionDetector.default(sentence_encoder=self.settings.detector.sentence_encoder))
 
     def _policy(self) -> Any:
         """The engine's policy: settings, overridden by the rule set's ``policy.yaml`` —

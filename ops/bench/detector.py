@@ -6,7 +6,9 @@ headline is the **cold** path: every call gets a memo the detector has never see
 (distinct realistic 256-character memos built from the generated corpora), so the memo
 cache never hits. Batched throughput at 64 and 256 texts per call, cached repeats,
 short memos, attacks, events and bad input follow, then where the time of a cold
-256-character memo goes (views / network). Wall time and this thread's CPU time are
+256-character memo goes (views / network / sentence encoder). Each case also prints
+the share of views the screen sent on to the sentence encoder, and the cold memo is
+timed again with every view judged (screen bar 0), the cost without the screen. Wall time and this thread's CPU time are
 both printed: on a shared, oversubscribed machine the wall tail is the scheduler's, the
 CPU time is the code's own.
 
@@ -22,10 +24,12 @@ import os
 import platform
 import random
 import time
+from dataclasses import replace
 
 import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
 import numpy as np  # noqa: E402
 
+from engine.detector.sentence import SentenceEncoder, shared_encoder  # noqa: E402
 from engine.offline.detector_corpus.corpus import benign_memos  # noqa: E402
 from engine.records import TransactionEvent  # noqa: E402
 from engine.stages.detect import InjectionDetector  # noqa: E402
@@ -84,8 +88,12 @@ def main() -> None:
     args = parser.parse_args()
     n = args.n
     det = InjectionDetector.default()
+    counter = _CountingEncoder(shared_encoder())
+    det.network.encoder = counter
     fresh = InjectionDetector(det.network)  # its own (empty) memo cache
     uncached = InjectionDetector(det.network, cache_size=0)
+    judge_all = InjectionDetector(replace(det.network, screen_bar=0.0), cache_size=0)
+    screen_only = InjectionDetector(det.network.screen_only(), cache_size=0)
     warm = 200
     cold_256 = distinct_memos(n + warm)
     cold_attacks = distinct_memos(n + warm, attack_every=1, seed=12)
@@ -98,6 +106,8 @@ def main() -> None:
               for i, m in enumerate(distinct_memos(n + warm, seed=14))]
     cases = {
         "COLD 256-char memo, new text every call": (lambda t: fresh.score_text(t, "memo"), cold_256),
+        "cold 256-char memo, every view judged": (lambda t: judge_all.score_text(t, "memo"), cold_256),
+        "cold 256-char memo, screen only (setting)": (lambda t: screen_only.score_text(t, "memo"), cold_256),
         "cold 256-char memo with an attack inside": (lambda t: fresh.score_text(t, "memo"), cold_attacks),
         "cold short memo (generated, ~5-60 chars)": (lambda t: fresh.score_text(t, "memo"), short),
         "cold screen_event (256 memo + descriptor)": (lambda e: fresh.screen_event(e), events),
@@ -110,25 +120,44 @@ def main() -> None:
     print(f"detector {det.version} on {platform.processor() or platform.machine()} ({os.cpu_count()} CPUs, "
           f"load {load:.1f}), python {platform.python_version()}, n={n} per case; target p99 < {TARGET_MS} ms "
           f"for a 256-character memo")
-    print(f"{'case':44} {'wall p50':>8} {'p95':>7} {'p99':>7} {'cpu p50':>8} {'p95':>7} {'p99':>7} {'p99/target':>10}  (ms)")
+    print(f"screen bar {det.network.screen_bar:g}, threshold {det.threshold:g}")
+    print(f"{'case':44} {'wall p50':>8} {'p95':>7} {'p99':>7} {'cpu p50':>8} {'p95':>7} {'p99':>7} {'p99/target':>10} "
+          f"{'judged':>7}  (ms)")
     timings = {}
     for name, (fn, items) in cases.items():
+        counter.texts = 0
         wall, cpu = _time(fn, items, warm=warm if len(items) > warm else 20)
         timings[name] = wall
         w = np.percentile(wall, [50, 95, 99])
         c = np.percentile(cpu, [50, 95, 99])
-        print(f"{name:44} {w[0]:8.3f} {w[1]:7.3f} {w[2]:7.3f} {c[0]:8.3f} {c[1]:7.3f} {c[2]:7.3f} {w[2] / TARGET_MS:10.2f}")
+        judged = ("   all" if "every view" in name else "  none" if "screen only" in name
+                  else f"{counter.texts / len(items):6.0%}")
+        print(f"{name:44} {w[0]:8.3f} {w[1]:7.3f} {w[2]:7.3f} {c[0]:8.3f} {c[1]:7.3f} {c[2]:7.3f} {w[2] / TARGET_MS:10.2f} "
+              f"{judged:>7}")
     _batched(uncached, cold_256, cold_attacks)
+    _batched(screen_only, cold_256, cold_attacks, label="screen only (detector.sentence_encoder=false)")
     _breakdown(uncached, cold_256[:n])
     if args.png:
         _histogram(timings, args.png)
 
 
-def _batched(det: InjectionDetector, benign: list[str], attacks: list[str]) -> None:
+class _CountingEncoder:
+    """The real encoder, counting the texts (views) that reach it; ``texts`` per item
+    is the judged share (most items have one view)."""
+
+    def __init__(self, encoder: SentenceEncoder) -> None:
+        self.encoder, self.texts = encoder, 0
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        self.texts += len(texts)
+        return self.encoder.encode(texts)
+
+
+def _batched(det: InjectionDetector, benign: list[str], attacks: list[str], label: str = "default") -> None:
     """Texts per second when a micro-batch's texts are scored in one call (uncached, 256
     characters each, 1 in 20 holding an attack), wall clock and process CPU."""
     texts = [attacks[i] if i % 20 == 0 else t for i, t in enumerate(benign)]
-    print(f"batched, cold 256-character texts (target >= {TARGET_BATCHED_PER_S} texts/s):")
+    print(f"batched, cold 256-character texts, {label} (target >= {TARGET_BATCHED_PER_S} texts/s):")
     for size in (16, 64, 256):
         batches = [texts[i:i + size] for i in range(0, len(texts) - size + 1, size)]
         det.score_texts(batches[0])
@@ -150,6 +179,8 @@ def _breakdown(det: InjectionDetector, memos: list[str]) -> None:
         "clean_user_text (NFKC, invisibles, caps)": (lambda m: clean_user_text(m), memos),
         "views (cleaning, measures, pieces)": (lambda m: field_input(m), memos),
         "network (hash, gather, layers, pool)": (lambda f: det.network.logits(f.texts, f.dense), inputs),
+        "  of which the screen head alone": (lambda f: det.network.screen_logits(f.texts, f.dense), inputs),
+        "sentence encoder, one view (when judged)": (lambda f: shared_encoder().encode(f.texts[:1]), inputs),
         "whole score_text, uncached": (lambda m: det.score_text(m, "memo"), memos),
     }
     medians = {name: float(np.percentile(_time(fn, items, warm=50)[1], 50)) for name, (fn, items) in steps.items()}

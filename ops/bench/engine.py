@@ -115,7 +115,9 @@ MODES = {"fixed-W": {"TOLLGATE_BATCH__CLOSE_WHEN_IDLE": "false"},
          "backlog-depth-1": {"TOLLGATE_BATCH__BACKLOG_DEPTH": "1"},
          # with --model-dir an ONNX export: its safetensors weights through PyTorch instead of
          # the graph on NumPy arrays (engine.stages.infer_arrays), same model, same events
-         "torch-runtime": {"TOLLGATE_MODEL__RUNTIME": "torch"}}
+         "torch-runtime": {"TOLLGATE_MODEL__RUNTIME": "torch"},
+         # the detector's screen head alone, without the sentence encoder (docs/detector.md)
+         "detector-screen-only": {"TOLLGATE_DETECTOR__SENTENCE_ENCODER": "false"}}
 
 
 # -- the model-removed pipeline (loaded by the worker subprocess via --pipeline) ----------
@@ -370,7 +372,8 @@ def main() -> None:
                          "the worker (split-64); the model in the worker's own process, on the main thread "
                          "or on a thread of its own (one-process, one-process-infer-thread); PyTorch's "
                          "default threads (torch-threads-per-core); one backlog batch on the threads "
-                         "(backlog-depth-1); the PyTorch runtime for an ONNX --model-dir (torch-runtime)")
+                         "(backlog-depth-1); the PyTorch runtime for an ONNX --model-dir (torch-runtime); the "
+                         "detector without its sentence encoder (detector-screen-only)")
     ap.add_argument("--mode-rates", type=float, nargs="*", default=[1000.0],
                     help="--modes: the fixed rates each mode runs at (and saturation)")
     ap.add_argument("--no-model-baseline", dest="baseline", action="store_false")

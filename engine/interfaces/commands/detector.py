@@ -21,7 +21,7 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(7, help="Seed for splits and generated text."),
         max_fpr: float = typer.Option(0.003, help="Benign false-positive budget on the validation groups "
                                                   "that picks the threshold."),
-        epochs: int = typer.Option(10, help="Training epochs (the epoch best on validation is kept)."),
+        epochs: int = typer.Option(4, help="Training epochs (the epoch best on validation is kept)."),
         test_csv: list[Path] = typer.Option([], help="The injection data's published test/eval CSVs "
                                             "(default: those beside the training split, when present)."),
     ) -> None:
@@ -40,6 +40,8 @@ def register(app: typer.Typer) -> None:
         model: Path | None = typer.Option(None, help="Artifact directory (default: the shipped one)."),
         data: Path = typer.Option(None, help="injection_train.csv (default: ../shared/data/injection)."),
         threshold: float | None = typer.Option(None, help="Override the artifact's threshold."),
+        screen_only: bool = typer.Option(False, help="Serve the screen head alone, as "
+                                         "TOLLGATE_DETECTOR__SENTENCE_ENCODER=false does."),
         report: Path | None = typer.Option(None, help="Also write the full report as JSON here."),
         test_csv: list[Path] = typer.Option([], help="The injection data's published test/eval CSVs "
                                             "(default: those beside the training split, when present)."),
@@ -47,11 +49,13 @@ def register(app: typer.Typer) -> None:
         """Recompute TPR/FPR on every held-out set with a trained artifact: the published
         injection test split, the held-out multilingual families (per language, family and
         obfuscation), the hand-written lists."""
+        from engine.detector.network import DetectorNetwork
         from engine.offline.detector_corpus.data import assemble
         from engine.offline.detector_corpus.train import evaluate_all
         from engine.stages.detect import InjectionDetector
 
-        det = InjectionDetector.from_path(model, threshold)
+        network = DetectorNetwork.load(model)
+        det = InjectionDetector(network.screen_only() if screen_only else network, threshold)
         seed = int(det.network.card.get("data", {}).get("seed", 7))
         dataset = assemble(data, seed=seed, test_csvs=test_csv or None)
         result = evaluate_all(det, dataset)
@@ -93,6 +97,9 @@ def _table(report: dict, threshold: float) -> str:
         rows += [(f"  - attack family {fam}", r) for fam, r in ml["attacks_by_family"].items()]
         rows += [(f"  - obfuscation {ob}", r) for ob, r in ml["attacks_by_obfuscation"].items()]
         rows += [(f"  - benign family {fam}", r) for fam, r in ml["benign_by_family"].items()]
+    screen_ml = (report.get("screen_only") or {}).get("multilingual_heldout")
+    if screen_ml:
+        rows.append(("screen head alone (own threshold): held-out", screen_ml["overall"]))
     lines = [f"threshold {threshold:.4f}", f"{'set':44} {'n':>5} {'TPR':>7} {'FPR':>7}"]
     for name, r in rows:
         fmt = lambda x: "   -   " if x is None else f"{x:7.3f}"  # noqa: E731
