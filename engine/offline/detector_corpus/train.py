@@ -172,6 +172,8 @@ class EmbeddingTable:
 
     def add(self, texts: Sequence[str], progress: Callable[[str], None] | None = None, batch: int = 2048) -> None:
         new = list(dict.fromkeys(t for t in texts if t not in self.rows))
+        if not new:
+            return  # the usual case in a fit: no copy of the table
         parts = [self.matrix]
         for start in range(0, len(new), batch):
             parts.append(self.encoder.encode(new[start:start + batch]))
