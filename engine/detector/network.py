@@ -258,7 +258,7 @@ class DetectorNetwork:
         return self.encoder
 
     def load_encoder_in_background(self) -> None:
-        """Start loading the sentence encoder (about 0.5 s, 75 MB) on a daemon thread, so a
+        """Start loading the sentence encoder (about 0.5 s, 100 MB) on a daemon thread, so a
         worker's start does not wait for it and its first judged view does not pay it
         (it waits on the load if it comes first)."""
         if self.encoder is None and self.screen_bar <= 1.0:
