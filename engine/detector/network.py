@@ -216,29 +216,24 @@ class DetectorNetwork:
     def logits(self, texts: list[str], dense: np.ndarray) -> np.ndarray:
         """One logit per view. ``texts`` are the views' model texts (``views.field_input``),
         ``dense`` their ``DENSE_INPUTS`` rows, float32 ``[len(texts), len(DENSE_INPUTS)]``.
-
-        A large batch runs in chunks of about ``CHUNK_POSITIONS`` positions, so the
-        per-position arrays stay in cache (``ops/bench/detector.py``, batched rows;
-        figures in docs/performance.md)."""
+        The screen scores every view; views at or above ``screen_bar`` are embedded in one
+        encoder call and judged."""
         if not texts:
             return np.zeros(0, dtype=np.float32)
-        head_in = np.empty((len(texts), SCREEN_INPUTS), dtype=np.float32)
-        start, positions = 0, 0
-        for i, t in enumerate(texts):
-            positions += len(t) + 2
-            if positions >= CHUNK_POSITIONS or i == len(texts) - 1:
-                head_in[start:i + 1] = self._screen_inputs(texts[start:i + 1], dense[start:i + 1])
-                start, positions = i + 1, 0
+        head_in = self._screen_inputs(texts, dense)
         out = _head(head_in, self.s3, self.sb3, self.s4, self.sb4)
-        if self.screen_bar > 1.0:
-            return out
-        bar = _logit(self.screen_bar)
-        judged = np.flatnonzero(out >= bar) if bar > -np.inf else np.arange(len(texts))
+        # logit(bar) is -inf for a bar of 0 (every view) and +inf past 1 (none: screen only).
+        judged = np.flatnonzero(out >= _logit(self.screen_bar))
         if len(judged):
             sentences = self._encoder().encode([texts[i] for i in judged])
             out[judged] = _head(np.concatenate([head_in[judged], sentences], axis=1),
                                 self.w3, self.b3, self.w4, self.b4)
         return out
+
+    @property
+    def judges(self) -> bool:
+        """Whether any view can reach the judge head (false when serving the screen alone)."""
+        return self.screen_bar <= 1.0
 
     def screen_only(self) -> DetectorNetwork:
         """The same weights serving the screen head alone at ``screen_threshold``: no
@@ -261,10 +256,23 @@ class DetectorNetwork:
         """Start loading the sentence encoder (about 0.5 s, 100 MB) on a daemon thread, so a
         worker's start does not wait for it and its first judged view does not pay it
         (it waits on the load if it comes first)."""
-        if self.encoder is None and self.screen_bar <= 1.0:
+        if self.encoder is None and self.judges:
             threading.Thread(target=self._encoder, name="detector-encoder-load", daemon=True).start()
 
     def _screen_inputs(self, texts: list[str], dense: np.ndarray) -> np.ndarray:
+        """The screen head's inputs per view, in chunks of about ``CHUNK_POSITIONS``
+        positions, so the per-position arrays stay in cache (``ops/bench/detector.py``,
+        batched rows; figures in docs/performance.md)."""
+        head_in = np.empty((len(texts), SCREEN_INPUTS), dtype=np.float32)
+        start, positions = 0, 0
+        for i, t in enumerate(texts):
+            positions += len(t) + 2
+            if positions >= CHUNK_POSITIONS or i == len(texts) - 1:
+                head_in[start:i + 1] = self._pooled(texts[start:i + 1], dense[start:i + 1])
+                start, positions = i + 1, 0
+        return head_in
+
+    def _pooled(self, texts: list[str], dense: np.ndarray) -> np.ndarray:
         ids = position_ngrams(texts)
         # One gather per id column, summed in place, instead of one [positions, N_IDS,
         # EMBED_DIM] temporary (timing in docs/performance.md).

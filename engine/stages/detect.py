@@ -138,7 +138,7 @@ class InjectionDetector:
 
     def __init__(self, network: DetectorNetwork, threshold: float | None = None, cache_size: int = 4096):
         self.threshold = float(network.threshold if threshold is None else threshold)
-        if self.threshold < network.screen_bar <= 1.0:
+        if network.judges and self.threshold < network.screen_bar:
             # A view under the bar keeps its screen score, which could then reach a lower
             # threshold without the judge: judge every view instead.
             network = replace(network, screen_bar=0.0)
@@ -293,5 +293,6 @@ def _issue_detail(issue: str, cleaned: CleanText) -> str:
 
 @lru_cache(maxsize=2)
 def _default_detector(sentence_encoder: bool) -> InjectionDetector:
-    network = DetectorNetwork.load(None)
-    return InjectionDetector(network if sentence_encoder else network.screen_only())
+    if not sentence_encoder:  # the same loaded weights, screen head alone
+        return InjectionDetector(_default_detector(True).network.screen_only())
+    return InjectionDetector.from_path(None)

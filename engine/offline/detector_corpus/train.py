@@ -308,18 +308,12 @@ def pick_screen_bar(network: DetectorNetwork, inputs: Sequence[FieldInput], labe
     its screen score, which is under the threshold, so a bar never adds a flag."""
     texts = [t for f in inputs for t in f.texts]
     dense = np.concatenate([f.dense for f in inputs]) if texts else np.zeros((0, 0), np.float32)
-    saved = network.screen_bar
-    try:
-        network.screen_bar = 0.0
-        judge = sigmoid(network.logits(texts, dense))
-    finally:
-        network.screen_bar = saved
+    judge = sigmoid(replace(network, screen_bar=0.0).logits(texts, dense))
     screen = sigmoid(network.screen_logits(texts, dense))
     bounds = np.cumsum([0] + [len(f.texts) for f in inputs])
     owner = np.repeat(np.arange(len(inputs)), np.diff(bounds))
     tried, best = [], 0.0
-    full_tpr = None
-    for bar in SCREEN_BARS:
+    for bar in SCREEN_BARS:  # the first, 0, judges every view: the recall to keep
         if bar > network.threshold:
             break
         view = np.where(screen >= bar, judge, screen)
@@ -329,7 +323,7 @@ def pick_screen_bar(network: DetectorNetwork, inputs: Sequence[FieldInput], labe
         r["bar"] = bar
         r["judged_share_of_benign_views"] = round(float((screen[labels[owner] == 0] >= bar).mean()), 4)
         tried.append(r)
-        full_tpr = r["tpr"] if full_tpr is None else full_tpr
+        full_tpr = tried[0]["tpr"]
         if full_tpr is not None and r["tpr"] is not None and r["tpr"] >= full_tpr - max_recall_loss:
             best = bar
     return best, tried
