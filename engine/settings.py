@@ -211,8 +211,8 @@ class PolicySettings(_Frozen):
 class DetectorSettings(_Frozen):
     #: Judge screened-in user text with the multilingual sentence encoder (the shipped
     #: detector's quality). False serves the screen head alone at its own validated
-    #: threshold: about a tenth of the CPU for long text, and lower recall on paraphrases
-    #: and unfamiliar languages (docs/detector.md, "Two modes").
+    #: threshold: far less CPU for long text, lower recall on paraphrases and unfamiliar
+    #: languages (``python ops/bench/detector.py``; docs/detector.md, "Two modes").
     sentence_encoder: bool = True
 
 

@@ -20,9 +20,10 @@ and pools with a maximum, which finds the strongest fragment wherever it is:
    logit. Character n-grams catch obfuscation and forged fields; the embedding carries
    paraphrases and languages the n-grams never saw.
 
-The sentence encoder costs about a millisecond per memo, the rest a few microseconds, so
-a view runs through it only when the screen head gives it at least ``screen_bar``: below
-it the view's score is the screen's, which is then below the flag threshold too
+The sentence encoder costs far more per view than the n-gram layers and heads
+(``python ops/bench/detector.py``, figures in docs/performance.md), so a view runs
+through it only when the screen head gives it at least ``screen_bar``: below it the
+view's score is the screen's, which is then below the flag threshold too
 (``screen_bar <= threshold``; the bar is chosen on validation to lose almost no recall,
 ``train.pick_screen_bar``). Both heads are trained together.
 
@@ -253,9 +254,9 @@ class DetectorNetwork:
         return self.encoder
 
     def load_encoder_in_background(self) -> None:
-        """Start loading the sentence encoder (about 0.5 s, 100 MB) on a daemon thread, so a
-        worker's start does not wait for it and its first judged view does not pay it
-        (it waits on the load if it comes first)."""
+        """Start loading the sentence encoder (its memory: ``python ops/bench/worker_memory.py``)
+        on a daemon thread, so a worker's start does not wait for it and its first judged
+        view does not pay it (it waits on the load if it comes first)."""
         if self.encoder is None and self.judges:
             threading.Thread(target=self._encoder, name="detector-encoder-load", daemon=True).start()
 

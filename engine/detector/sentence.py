@@ -15,9 +15,9 @@ without PyTorch screens text too). It is frozen: the detector fits its head on t
 embeddings, not the encoder.
 
 Tokenised with the C++ ``sentencepiece`` library on the package's own ``sp.model``: it
-is the reference implementation, about ten times faster than the package's
-pure-Python port, which splits some texts differently (``tests/unit/test_detector_sentence.py``
-holds training and serving to this one tokenizer).
+is the reference implementation and much faster than the package's pure-Python port,
+which splits some texts differently (docs/detector.md, "How it scores one text").
+Training and serving both tokenise through ``SentenceEncoder``.
 
 The card records the package version and the SHA-256 of both resource files; an
 artifact fitted on other weights is refused at load (``network.DetectorNetwork.load``).

@@ -7,8 +7,9 @@ headline is the **cold** path: every call gets a memo the detector has never see
 cache never hits. Batched throughput at 64 and 256 texts per call, cached repeats,
 short memos, attacks, events and bad input follow, then where the time of a cold
 256-character memo goes (views / network / sentence encoder). Each case also prints
-the share of views the screen sent on to the sentence encoder, and the cold memo is
-timed again with every view judged (screen bar 0), the cost without the screen. Wall time and this thread's CPU time are
+the share of views the screen sent on to the sentence encoder; the cold memo is timed
+again with every view judged (screen bar 0) and with the screen alone (the
+``detector.sentence_encoder=false`` setting). Wall time and this thread's CPU time are
 both printed: on a shared, oversubscribed machine the wall tail is the scheduler's, the
 CPU time is the code's own.
 
@@ -104,6 +105,9 @@ def main() -> None:
                                currency="EUR", channel="transfer", country="BE", memo=m,
                                merchant_descriptor=f"SQ *PHIL'S BAKERY {i} Portland OR")
               for i, m in enumerate(distinct_memos(n + warm, seed=14))]
+    # Cases whose detector never counts on the shared encoder counter: their column says why.
+    judged_label = {"cold 256-char memo, every view judged": "all",
+                    "cold 256-char memo, screen only (setting)": "none"}
     cases = {
         "COLD 256-char memo, new text every call": (lambda t: fresh.score_text(t, "memo"), cold_256),
         "cold 256-char memo, every view judged": (lambda t: judge_all.score_text(t, "memo"), cold_256),
@@ -130,8 +134,7 @@ def main() -> None:
         timings[name] = wall
         w = np.percentile(wall, [50, 95, 99])
         c = np.percentile(cpu, [50, 95, 99])
-        judged = ("   all" if "every view" in name else "  none" if "screen only" in name
-                  else f"{counter.texts / len(items):6.0%}")
+        judged = judged_label.get(name, f"{counter.texts / len(items):.0%}")
         print(f"{name:44} {w[0]:8.3f} {w[1]:7.3f} {w[2]:7.3f} {c[0]:8.3f} {c[1]:7.3f} {c[2]:7.3f} {w[2] / TARGET_MS:10.2f} "
               f"{judged:>7}")
     _batched(uncached, cold_256, cold_attacks)

@@ -87,9 +87,8 @@ class FitSettings:
     #: validation across it.
     init_seed: int = 0
     #: Initialisations fitted (``init_seed``, ``init_seed + 1``, ...); the one with the best
-    #: validation average precision is kept. With the sentence encoder, validation TPR at
-    #: the threshold's FPR moved from 0.896 to 0.958 with the initialisation alone
-    #: (docs/detector.md, "Choices"), more than any setting tried.
+    #: validation average precision is kept. With the sentence encoder the initialisation
+    #: moved validation TPR more than any setting tried (docs/detector.md, "Choices").
     restarts: int = 3
 
 
