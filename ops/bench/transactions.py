@@ -44,10 +44,10 @@ import _common  # noqa: F401,I001  (first: the repository, not this folder, on s
 from _common import percentile
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
-from engine_relay import commit_records_first  # noqa: E402
 
 from engine.settings import KafkaSettings, Settings  # noqa: E402
 from engine.stages.emit import TransactionalEmitter  # noqa: E402
+from ops.bench.engine_relay import commit_records_first  # noqa: E402
 
 PARTITIONS = 6
 
