@@ -350,8 +350,13 @@ def guard_batch(guard: RuleGuard | None, events: Sequence[TransactionEvent],
     guarded = guard.apply_batch(events, contexts, [p.model_view() for p in proposals], proposals)
     out = []
     for g, p in zip(guarded, proposals, strict=True):
-        already = set(p.reasons)
-        out.append(GuardOutcome(g.verdict, tuple(r for r in g.reasons if r not in already), g.rules_version or None))
+        n = len(p.reasons)
+        if g.reasons[:n] == p.reasons:  # the guard appends to the policy's reasons (the usual case)
+            added = tuple(g.reasons[n:])
+        else:
+            already = set(p.reasons)
+            added = tuple(r for r in g.reasons if r not in already)
+        out.append(GuardOutcome(g.verdict, added, g.rules_version or None))
     return out
 
 

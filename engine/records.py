@@ -185,7 +185,7 @@ class TransactionEvent:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict in the Avro/JSON field layout (no ``source``)."""
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "source"}
+        out = {name: getattr(self, name) for name in _EVENT_FIELD_NAMES}
         out["attributes"] = dict(self.attributes)
         return out
 
@@ -194,18 +194,20 @@ class TransactionEvent:
         """Build from the Avro/JSON layout. Unknown keys are ignored (forward compatible);
         missing required keys raise ``EventValidationError``."""
         kwargs: dict[str, Any] = {}
-        for f in fields(cls):
-            if f.name == "source":
-                continue
-            if f.name in data and data[f.name] is not None:
-                kwargs[f.name] = data[f.name]
-            elif f.name in _REQUIRED_EVENT_FIELDS:
-                raise EventValidationError(f.name, "is required")
+        for name in _EVENT_FIELD_NAMES:
+            value = data.get(name)
+            if value is not None:
+                kwargs[name] = value
+            elif name in _REQUIRED_EVENT_FIELDS:
+                raise EventValidationError(name, "is required")
         if "attributes" in kwargs:
             kwargs["attributes"] = {str(k): str(v) for k, v in dict(kwargs["attributes"]).items()}
         return cls(**kwargs, source=source)
 
 
+#: The record's fields in the Avro/JSON layout, resolved once instead of calling
+#: ``dataclasses.fields`` for every event decoded or logged.
+_EVENT_FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(TransactionEvent) if f.name != "source")
 _REQUIRED_EVENT_FIELDS = frozenset({
     "event_id", "event_time_ms", "customer_id", "account_id", "terminal_id",
     "merchant_category", "amount", "currency", "channel", "country",

@@ -45,6 +45,10 @@ from typing import Any, Literal, Protocol
 from engine.records import DECISIONS, SEVERITY, Decision, Reason, ReasonKind
 
 DegradedMode = Literal["review", "model"]
+#: The verdict names, resolved once: ``Decision.value`` goes through the enum machinery
+#: on every access, several times per event (``python ops/bench/stage_ab.py``, "finish").
+_DECISION_VALUES: tuple[str, ...] = tuple(d.value for d in DECISIONS)
+_PROBS_FORMAT = " ".join(f"{name}=%.3f" for name in _DECISION_VALUES)
 
 
 class DetectorLike(Protocol):
@@ -69,7 +73,7 @@ class ScoreRow:
     exit_layer: int = -1
 
     def probabilities(self) -> dict[str, float]:
-        return {d.value: float(p) for d, p in zip(DECISIONS, self.probs)}
+        return dict(zip(_DECISION_VALUES, map(float, self.probs)))
 
 
 def score_rows(probs: list[list[float]], risk: list[float], exit_layer: list[int]) -> list[ScoreRow]:
@@ -178,13 +182,14 @@ class PolicyDecision:
 
     def model_view(self) -> dict[str, Any]:
         """What rules may read about the model's opinion (CEL variable ``model``)."""
+        p_pass, p_review, p_reject = (float(self.probabilities[name]) for name in _DECISION_VALUES)
         return {
             "verdict": self.verdict.value,
             "model_verdict": self.model_verdict.value,
             "confidence": float(self.confidence),
-            "p_pass": float(self.probabilities[Decision.PASS.value]),
-            "p_review": float(self.probabilities[Decision.REVIEW.value]),
-            "p_reject": float(self.probabilities[Decision.REJECT.value]),
+            "p_pass": p_pass,
+            "p_review": p_review,
+            "p_reject": p_reject,
             "risk": float(self.risk_score),
             "detector_score": float(self.detector_score or 0.0),
             "detector_flagged": bool(self.detector_flagged),
@@ -197,7 +202,7 @@ def _at_least(verdict: Decision, floor: Decision) -> Decision:
 
 
 def _fmt(probs: Sequence[float]) -> str:
-    return " ".join(f"{d.value}={p:.3f}" for d, p in zip(DECISIONS, probs))
+    return _PROBS_FORMAT % tuple(probs)
 
 
 def decide(row: ScoreRow, detector: DetectorLike | None, policy: Policy, degraded: bool = False) -> PolicyDecision:

@@ -205,6 +205,7 @@ def event_inputs(event: TransactionEvent) -> dict[str, Any]:
 
 
 _VERDICTS = ("pass", "review", "reject")
+_P_NAMES = tuple((k, f"p_{k}") for k in _VERDICTS)  # (verdict, its model.* name), built once
 
 
 def model_inputs(view: Mapping[str, Any], proposed: Decision) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -212,9 +213,9 @@ def model_inputs(view: Mapping[str, Any], proposed: Decision) -> tuple[dict[str,
     risk) or the plain shape (probabilities{pass,review,reject}, risk_score)."""
     probs = view.get("probabilities")
     if isinstance(probs, Mapping):
-        p = {f"p_{k}": float(probs.get(k, 0.0)) for k in _VERDICTS}
+        p = {name: float(probs.get(k, 0.0)) for k, name in _P_NAMES}
     else:
-        p = {f"p_{k}": float(view.get(f"p_{k}", 0.0)) for k in _VERDICTS}
+        p = {name: float(view.get(name, 0.0)) for _, name in _P_NAMES}
     risk = view.get("risk", view.get("risk_score", 0.0))
     model = {
         "verdict": str(view.get("verdict", proposed.value)),
