@@ -238,6 +238,8 @@ class InjectionDetector:
         """``screen_events`` on bare ``(memo, merchant_descriptor)`` rows (evaluation, tools)."""
         keys: list[tuple[int, str, str | bytes]] = []
         for n, row in enumerate(rows):
+            if row.count(None) == len(row):
+                continue  # most events carry no user text
             present = [(name, _as_text(v)) for name, v in zip(SCREENED_FIELDS, row) if _present(v)]
             keys.extend((n, name, v) for name, v in present)
             if len(present) == 2:

@@ -184,6 +184,8 @@ def _env(event: TransactionEvent, context: Mapping[str, float], model_view: Mapp
 
 
 def rule_reasons(result: Evaluation) -> tuple[Reason, ...]:
+    if not result.fired and not result.shadow:
+        return ()  # most events: no rule fired
     out = [Reason(ReasonKind.RULE, r.id, f"{r.action}: {r.description}") for r in result.fired]
     out += [Reason(ReasonKind.SHADOW_RULE, r.id, f"shadow, would {r.action}: {r.description}")
             for r in result.shadow]
