@@ -351,12 +351,9 @@ def guard_batch(guard: RuleGuard | None, events: Sequence[TransactionEvent],
     out = []
     for g, p in zip(guarded, proposals, strict=True):
         n = len(p.reasons)
-        if g.reasons[:n] == p.reasons:  # the guard appends to the policy's reasons (the usual case)
-            added = tuple(g.reasons[n:])
-        else:
-            already = set(p.reasons)
-            added = tuple(r for r in g.reasons if r not in already)
-        out.append(GuardOutcome(g.verdict, added, g.rules_version or None))
+        if g.reasons[:n] != p.reasons:  # the RuleGuard contract: the proposal's reasons first
+            raise ValueError(f"guard {type(guard).__name__} did not keep the proposal's reasons first")
+        out.append(GuardOutcome(g.verdict, tuple(g.reasons[n:]), g.rules_version or None))
     return out
 
 

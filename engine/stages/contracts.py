@@ -63,7 +63,9 @@ class Detector(Protocol):
 
 class RuleGuard(Protocol):
     """guard: the hard rules, applied after the policy; they always win. One rule-set
-    version decides a whole batch."""
+    version decides a whole batch. Each result's reasons start with its proposal's
+    reasons, unchanged; the guard's own follow (``engine.pipeline.guard_batch`` takes them
+    as that suffix)."""
 
     @property
     def version(self) -> str: ...
