@@ -3,11 +3,10 @@
     python ops/bench/stage_ab.py --before DIR [--after DIR] [--events 12000] [--batch 512]
                                  [--context memory|redis] [--model-dir DIR] [--warm-batches 2]
 
-Why this exists: on this VM two runs of the same code minutes apart differ by up to 25 %
-in CPU per event (2026-12-02: ``engine_profile.py`` alternating trees showed a 12 % gain
-that the next four rounds did not, and an exact A/B of redis-py's parsers reversed an
-earlier sequential one). A change of a few percent is only seen when both sides run
-seconds apart on the same input. So each tree gets a long-lived process (its own
+Why this exists: on this VM two runs of the same code minutes apart differ by more than
+the changes being measured (docs/performance.md, "Stage costs A/B": sequential
+comparisons there showed gains that did not hold). A change of a few percent is only seen
+when both sides run seconds apart on the same input; run it A/A first. So each tree gets a long-lived process (its own
 ``PYTHONPATH`` and working directory, so each imports its own ``engine``), both build
 the same pipeline (``engine.assemble.build_pipeline``), the same events
 (``ops/bench/engine_events.py``, one seed) and the same model, and the driver hands them
