@@ -133,8 +133,11 @@ class DecisionPipeline:
     def __init__(self, components: Components,
                  on_batch: Callable[[BatchTimings], None] | None = None,
                  context_unavailable: tuple[type[BaseException], ...] | None = None,
-                 base_policy: Policy | None = None):
+                 base_policy: Policy | None = None,
+                 clock: Callable[[], float] = time.perf_counter):
         self._components = components
+        #: Seconds, monotonic: what the stage timings are read from (a test injects its own).
+        self._clock = clock
         #: What a rule set's ``policy:`` overrides apply to (settings.policy); see ``swap``.
         self.base_policy = base_policy or Policy()
         self._lock = threading.RLock()
@@ -204,7 +207,7 @@ class DecisionPipeline:
         start_wall_ms = time.time() * 1000.0
         events = list(events)
         timings = BatchTimings(size=len(events))
-        clock = _StageClock(timings)
+        clock = _StageClock(timings, self._clock)
         with self._lock:
             c = self._components  # read once: a swap lands between batches, never inside one
             if not events:
@@ -224,7 +227,7 @@ class DecisionPipeline:
         with them."""
         if prepared.encoded is None:
             return ScoredBatch(prepared, [])
-        with _StageClock(prepared.timings)("infer"):
+        with _StageClock(prepared.timings, self._clock)("infer"):
             rows = _infer(prepared.components, prepared.encoded, len(prepared.events) + len(prepared.text_rows))
         return ScoredBatch(prepared, rows)
 
@@ -235,7 +238,7 @@ class DecisionPipeline:
             return []
         c, events = p.components, p.events
         detections, proposals, finals = _decide_and_guard(c, events, p.snapshots, p.degraded, scored.rows,
-                                                          p.text_rows, p.twins, _StageClock(p.timings))
+                                                          p.text_rows, p.twins, _StageClock(p.timings, self._clock))
         self.last_timings = p.timings
         decided_at = time.time() * 1000.0
         rules_version = c.guard.version if c.guard is not None else "none"
@@ -282,20 +285,20 @@ class DecisionPipeline:
 class _StageClock:
     """``with clock("infer"): ...`` adds the block's wall time to that stage."""
 
-    __slots__ = ("_timings", "_stage", "_t0")
+    __slots__ = ("_timings", "_clock", "_stage", "_t0")
 
-    def __init__(self, timings: BatchTimings):
-        self._timings = timings
+    def __init__(self, timings: BatchTimings, clock: Callable[[], float] = time.perf_counter):
+        self._timings, self._clock = timings, clock
 
     def __call__(self, stage: str) -> _StageClock:
         self._stage = stage
         return self
 
     def __enter__(self) -> None:
-        self._t0 = time.perf_counter()
+        self._t0 = self._clock()
 
     def __exit__(self, *exc: Any) -> None:
-        self._timings.stage_ms[self._stage] += (time.perf_counter() - self._t0) * 1000.0
+        self._timings.stage_ms[self._stage] += (self._clock() - self._t0) * 1000.0
 
 
 def _encode(c: Components, events: Sequence[TransactionEvent], snapshots: Sequence[ContextSnapshot]

@@ -97,7 +97,12 @@ def test_redis_outage_degrades_then_recovers_without_losing_events(wenv, tmp_pat
         while metric(port, "tollgate_degraded") != 1.0 and time.monotonic() < deadline:
             time.sleep(0.2)
         assert metric(port, "tollgate_degraded") == 1.0, worker.tail()
-        time.sleep(2.0)
+        # Redis stays down until the hold budget (1 s) has run out for some events and
+        # they were decided without context: the behaviour under test, waited for, not slept
+        deadline = time.monotonic() + 30
+        while metric(port, "tollgate_degraded_verdicts_total") < 1 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert metric(port, "tollgate_degraded_verdicts_total") >= 1, worker.tail()
         private.start()
         recovered_at = time.time() * 1000
         producer.join()

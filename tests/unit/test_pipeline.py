@@ -59,12 +59,24 @@ class FakeEncoder:
         return Encoded([e.amount for e in events], [s.seen_before for s in snapshots])
 
 
+class ManualClock:
+    """The pipeline's stage clock, moved on only by the fakes: timings without waiting."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 class FakeInference:
     """Amount decides: < 100 pass, < 500 review, else reject; the tag shifts nothing but
     lets a test see which model scored a batch."""
 
-    def __init__(self, tag: str = "m1", sleep_s: float = 0.0, hold: threading.Event | None = None):
-        self.tag, self.sleep_s = tag, sleep_s
+    def __init__(self, tag: str = "m1", clock: ManualClock | None = None, hold: threading.Event | None = None):
+        self.tag = tag
+        #: With ``clock``: each forward pass moves it on by 10 ms, as if it took that long.
+        self.clock = clock
         #: With ``hold``: ``entered`` is set once a batch is inside, which then waits for ``hold``.
         self.hold, self.entered = hold, threading.Event()
 
@@ -72,7 +84,8 @@ class FakeInference:
         self.entered.set()
         if self.hold is not None:
             assert self.hold.wait(60), "the test never released the batch"
-        time.sleep(self.sleep_s)
+        if self.clock is not None:
+            self.clock.now += 0.010
         probs = []
         for a in batch.amounts:
             probs.append([0.9, 0.05, 0.05] if a < 100 else [0.1, 0.8, 0.1] if a < 500 else [0.02, 0.08, 0.9])
@@ -217,12 +230,13 @@ def test_unavailable_without_empty_context_propagates():
 
 
 def test_timings_cover_every_stage_and_reach_the_observer():
-    seen = []
-    pipe, _ = make(inference=FakeInference(sleep_s=0.01), on_batch=seen.append)
+    seen, clock = [], ManualClock()
+    pipe, _ = make(inference=FakeInference(clock=clock), on_batch=seen.append, clock=clock)
     pipe.decide_batch([ev(0), ev(1)])
     t = seen[0]
     assert t.size == 2 and set(t.stage_ms) == set(STAGES)
-    assert t.stage_ms["infer"] >= 9.0 and t.total_ms >= t.stage_ms["infer"]
+    assert t.stage_ms["infer"] == pytest.approx(10.0)  # the forward pass's 10 ms, in the infer stage only
+    assert t.total_ms == pytest.approx(10.0) and all(t.stage_ms[s] == 0.0 for s in STAGES if s != "infer")
 
 
 def test_latency_from_arrival_times():

@@ -7,7 +7,6 @@ test_emit.py; the real broker: tests/integration.)"""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 from confluent_kafka import TopicPartition
@@ -227,16 +226,39 @@ class GatedEmitter(FakeEmitter):
         super().commit_batch(verdicts, dead_letters, offsets, meta, encoded)
 
 
-class SlowScorePipeline(FakePipeline):
-    """Each forward pass takes ``delay`` seconds: batches stay on the threads a while."""
+class GatedScorePipeline(FakePipeline):
+    """A batch's forward pass ends only once ``after`` later batches have been prepared,
+    or once the test calls ``release_all``: batches stay on the threads exactly as long as
+    the test needs, with no timing. A worker that waits for a forward pass too early hangs
+    on the gate, which fails the test after its bound instead of passing by luck."""
 
-    def __init__(self, delay=0.2, **kw):
+    def __init__(self, after: int = 1, bound_s: float = 30.0, **kw):
         super().__init__(**kw)
-        self.delay = delay
+        self.after, self.bound_s, self._released = after, bound_s, False
+        self._cond = threading.Condition()
+        #: Batches whose forward pass the worker waited for too early (each test asserts none).
+        self.too_early: list[int] = []
+
+    def prepare(self, events, arrival_ms=None):
+        out = super().prepare(events, arrival_ms)
+        with self._cond:
+            self._cond.notify_all()
+        return out
 
     def score(self, prepared):
-        time.sleep(self.delay)
+        number = self.prepared.index([e.event_id for e in prepared])
+        with self._cond:
+            if not self._cond.wait_for(lambda: self._released or len(self.prepared) > number + self.after,
+                                       self.bound_s):
+                self.too_early.append(number)
+                raise RuntimeError(f"batch {number}'s forward pass was waited for before {self.after} later "
+                                   "batch(es) were prepared")
         return prepared
+
+    def release_all(self):
+        with self._cond:
+            self._released = True
+            self._cond.notify_all()
 
 
 class HookedPipeline(FakePipeline):
@@ -288,12 +310,14 @@ def test_a_failed_transaction_rewinds_it_and_every_later_batch_in_flight(infer_t
 def test_revoked_partitions_leave_batches_in_flight_unemitted_and_uncommitted():
     emitter = FakeEmitter()
     records = [_rec(0, partition=0), _rec(1, partition=1), _rec(2, partition=0), _rec(3, partition=1)]
-    w = _new_worker(_settings(close_when_idle=False, infer_thread=True), SlowScorePipeline(), WorkerOptions("w1"),
-               codec=CODEC)
+    pipeline = GatedScorePipeline()
+    w = _new_worker(_settings(close_when_idle=False, infer_thread=True), pipeline, WorkerOptions("w1"), codec=CODEC)
     w.consumer, w.committer.emitter = FakeConsumer([records]), emitter
-    w.step()  # on the infer thread, not yet finished
+    w.step()  # on the infer thread, held there by the gate
     w.on_revoked([TopicPartition("tx.events", 0)], lost=False)
+    pipeline.release_all()
     w.flush()
+    assert pipeline.too_early == []
     [(verdicts, dls, offsets)] = emitter.commits
     assert [v.event_id for v in verdicts] == ["e1", "e3"]
     assert offsets == {("tx.events", 1): 104}
@@ -332,27 +356,45 @@ def test_a_transaction_that_commits_while_later_batches_are_redone_is_still_coun
 
 
 class ThreadNotingPipeline(FakePipeline):
-    """Notes the thread each batch is prepared on; ``slow`` event ids take a while."""
+    """Notes the thread each batch is prepared on. A batch holding a ``held`` event id is
+    prepared only once the test calls ``release`` (``stuck`` records it if that never
+    comes: the worker waited for it first), and no two batches may be prepared at once
+    (``overlaps``)."""
 
-    def __init__(self, slow=(), **kw):
+    def __init__(self, held=(), **kw):
         super().__init__(**kw)
-        self.slow, self.threads = set(slow), []
+        self.held, self.threads, self.stuck, self.overlaps = set(held), [], [], []
+        self._release, self._active, self._lock = threading.Event(), 0, threading.Lock()
+
+    def release(self):
+        self._release.set()
 
     def prepare(self, events, arrival_ms=None):
-        if self.slow & {e.event_id for e in events}:
-            time.sleep(0.3)
-        self.threads.append(threading.current_thread().name)
-        return super().prepare(events, arrival_ms)
+        with self._lock:
+            self._active += 1
+            if self._active > 1:
+                self.overlaps.append(events[0].event_id)
+        try:
+            if self.held & {e.event_id for e in events} and not self._release.wait(30):
+                self.stuck.append(events[0].event_id)
+            self.threads.append(threading.current_thread().name)
+            return super().prepare(events, arrival_ms)
+        finally:
+            with self._lock:
+                self._active -= 1
 
 
 def test_a_backlog_is_prepared_off_the_main_thread_in_batch_order():
-    pipeline, emitter = ThreadNotingPipeline(slow={"e0"}), FakeEmitter()
+    pipeline, emitter = ThreadNotingPipeline(held={"e0"}), FakeEmitter()
     w = _new_worker(_settings(close_when_idle=False), pipeline, WorkerOptions("w1"), codec=CODEC)
     w.consumer = FakeConsumer([[_rec(i) for i in range(j, j + 4)] for j in (0, 4, 8)])
     w.committer.emitter = emitter
-    for _ in range(3):
-        w.step()
+    w.step()  # returns while the first batch is still held on the prepare thread
+    w.step()  # the second queues behind it (backlog depth 2)
+    pipeline.release()
+    w.step()
     w.flush()
+    assert pipeline.stuck == [] and pipeline.overlaps == []
     assert pipeline.prepared == [[f"e{i}" for i in range(j, j + 4)] for j in (0, 4, 8)]
     assert all(name.startswith("tollgate-prepare") for name in pipeline.threads)
     assert [len(c[0]) for c in emitter.commits] == [4, 4, 4]
@@ -361,13 +403,15 @@ def test_a_backlog_is_prepared_off_the_main_thread_in_batch_order():
 def test_a_batch_prepared_in_line_waits_for_the_one_on_the_prepare_thread():
     """A full batch (a backlog: prepared on the thread, slowly) and then a lone record
     (a quiet stream: prepared in line): enrich still runs in batch order."""
-    pipeline = ThreadNotingPipeline(slow={"e0"})
+    pipeline = ThreadNotingPipeline(held={"e0"})
     w = _new_worker(_settings(), pipeline, WorkerOptions("w1"), codec=CODEC)
     w.consumer = FakeConsumer([[_rec(i) for i in range(4)], [_rec(4)]])
     w.committer.emitter = FakeEmitter()
-    w.step()
+    w.step()  # returns while the full batch is still held on the prepare thread
+    pipeline.release()
     w.step()
     w.flush()
+    assert pipeline.stuck == [] and pipeline.overlaps == []
     assert pipeline.prepared == [["e0", "e1", "e2", "e3"], ["e4"]]
     assert pipeline.threads[0].startswith("tollgate-prepare") and pipeline.threads[1] == "MainThread"
 
@@ -399,8 +443,9 @@ def test_a_backlog_keeps_backlog_depth_batches_on_the_threads(depth):
     """While its forward pass runs, the main thread waits to finish (and commit) a batch
     only once ``depth`` later ones are being prepared or scored."""
     emitter = FakeEmitter()
-    w = _new_worker(_settings(close_when_idle=False, backlog_depth=depth), SlowScorePipeline(), WorkerOptions("w1"),
-               codec=CODEC)
+    # a forward pass ends once `depth` later batches are prepared: what the worker needs, no sooner
+    pipeline = GatedScorePipeline(after=depth)
+    w = _new_worker(_settings(close_when_idle=False, backlog_depth=depth), pipeline, WorkerOptions("w1"), codec=CODEC)
     w.consumer = FakeConsumer([[_rec(i) for i in range(j, j + 4)] for j in (0, 4, 8, 12)])
     w.committer.emitter = emitter
     committed = []
@@ -409,7 +454,9 @@ def test_a_backlog_keeps_backlog_depth_batches_on_the_threads(depth):
         w.committer.settle()
         committed.append(len(emitter.commits))
     assert committed == ([0, 1, 2, 3] if depth == 1 else [0, 0, 1, 2])
+    pipeline.release_all()
     w.flush()
+    assert pipeline.too_early == []
     assert [c[2] for c in emitter.commits] == [{("tx.events", 0): 100 + 4 * k} for k in range(1, 5)]
 
 
