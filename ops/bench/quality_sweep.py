@@ -98,9 +98,13 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=max(1, multiprocessing.cpu_count() - 1))
     ap.add_argument("--deadline-s", type=float, default=None,
                     help="stop starting runs and summarise what finished after this many seconds")
+    ap.add_argument("--device", default="cpu",
+                    help="where each run trains (TrainConfig.device): cuda puts every run's passes on the GPU")
     ap.add_argument("--out", required=True, help="a folder: one JSON per finished run, and summary.txt")
     a = ap.parse_args()
     variants = [(v.partition("=")[0], json.loads(v.partition("=")[2] or "{}")) for v in a.variant] or [("default", {})]
+    if a.device != "cpu":
+        variants = [(name, {"device": a.device, **ov}) for name, ov in variants]
     seeds_for = {k: [int(s) for s in v.split(",")] for k, v in (x.split("=", 1) for x in a.seeds_for)}
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)

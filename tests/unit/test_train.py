@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import torch
 from torch.nn import functional as F
 
@@ -101,3 +102,25 @@ def test_average_last_keeps_the_mean_of_the_last_epochs_weights():
     three = train_model(data, CFG, fast(epochs=4, average_last=3))
     assert not all(torch.equal(last[k], v) for k, v in three.model.state_dict().items())
     assert three.val_metrics["auc_roc"] > 0.85
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (ops/bench/quality_sweep.py --device cuda)")
+def test_training_on_cuda_learns_and_hands_back_a_cpu_model():
+    """``TrainConfig.device="cuda"``: the passes run on the GPU, the model comes back on the
+    CPU (calibrated there, saved and served like any other), and it learns what a CPU run
+    learns, up to floating-point order."""
+    data = tiny_set()
+    gpu = train_model(data, CFG, fast(seed=7, device="cuda"))
+    cpu = train_model(data, CFG, fast(seed=7))
+    assert all(p.device.type == "cpu" for p in gpu.model.parameters())
+    assert gpu.history[-1]["train_loss"] < gpu.history[0]["train_loss"]
+    assert gpu.val_metrics["auc_roc"] > 0.85
+    assert abs(gpu.val_metrics["auc_roc"] - cpu.val_metrics["auc_roc"]) < 0.05
+    assert gpu.card.training["device"] == "cuda"
+
+
+def test_a_labelled_set_moves_whole():
+    data = tiny_set(8)
+    moved = data.to("cpu")
+    assert len(moved) == 8 and torch.equal(moved.inputs.control_numeric, data.inputs.control_numeric)
+    assert torch.equal(moved.is_bad, data.is_bad) and moved.soft_verdict is None

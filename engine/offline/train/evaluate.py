@@ -24,7 +24,7 @@ from torch.nn import functional as F
 from engine.model.calibration import fit_temperature, nll
 from engine.model.card import ModelCard, Temperatures
 from engine.model.decision import DecisionModel
-from engine.model.inputs import ModelInputs, take_rows
+from engine.model.inputs import ModelInputs, inputs_to, take_rows
 from engine.model.losses import verdict_targets
 from engine.offline.quality import (
     auc_roc,
@@ -45,10 +45,13 @@ VERDICT_NAMES = [d.value for d in DECISIONS]
 def predict_logits(model: DecisionModel, inputs: ModelInputs, batch_size: int = 2048) -> dict[str, Tensor]:
     """Raw logits of the final heads for a whole set, in chunks (eval mode)."""
     model.eval()
+    device = next(model.parameters()).device  # a model being trained on a GPU is scored there
     chunks: list[dict[str, Tensor]] = []
     n = inputs.batch_size
     for start in range(0, n, batch_size):
-        chunks.append(model(take_rows(inputs, torch.arange(start, min(n, start + batch_size)))))
+        rows = take_rows(inputs, torch.arange(start, min(n, start + batch_size)))
+        out = model(rows if device.type == "cpu" else inputs_to(rows, device))
+        chunks.append(out if device.type == "cpu" else {k: v.cpu() for k, v in out.items()})
     return {k: torch.cat([c[k] for c in chunks]) for k in chunks[0]} if chunks else {}
 
 

@@ -24,6 +24,7 @@ the last epochs' weights) and fits the temperatures.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,8 @@ class TrainResult:
 
 
 def _seed_everything(seed: int, threads: int) -> torch.Generator:
+    # cuBLAS is deterministic only with a fixed workspace; read when CUDA first starts
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.manual_seed(seed)
     np.random.seed(seed % (2**32))
     torch.set_num_threads(threads)
@@ -68,6 +71,10 @@ class TargetStats:
     prior: Tensor
     rule_alpha: Tensor  # rule verdicts (soft labels)
     rule_prior: Tensor
+
+    def to(self, device: torch.device) -> TargetStats:
+        return TargetStats(self.alpha.to(device), self.prior.to(device), self.rule_alpha.to(device),
+                           self.rule_prior.to(device))
 
 
 def _losses(model: DecisionModel, out: dict[str, Tensor], batch: LabelledSet, cfg: TrainConfig,
@@ -240,13 +247,15 @@ def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig =
     # on a simulated cold start, bins cut at the rules' thresholds learned the rules
     # worse (agreement 0.84-0.86) than plain quantile bins (0.91).
     model.fit_input_statistics(data.inputs, data.is_bad)
+    device = torch.device(cfg.device)
+    model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     negatives = (data.is_bad == 0)
     n_epoch = len(data) - int(negatives.sum()) + int(round(float(negatives.sum()) * cfg.negative_keep))
     steps_per_epoch = max(1, math.ceil(n_epoch / cfg.batch_size))
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=cfg.epochs * steps_per_epoch,
                                                 pct_start=0.1)
-    stats = _target_stats(data, cfg)
+    stats = _target_stats(data, cfg).to(device)
     routed = moe_layers(model)
     aux_weight = cfg.moe_aux_weight
     history: list[dict[str, float]] = []
@@ -260,7 +269,7 @@ def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig =
         keep = ~negatives | (torch.rand(len(data), generator=gen) < cfg.negative_keep)
         order = keep.nonzero().squeeze(1)[torch.randperm(int(keep.sum()), generator=gen)]
         running = 0.0
-        loads = [torch.zeros_like(layer.expert_load) for layer in routed]
+        loads = [torch.zeros_like(layer.expert_load, device=device) for layer in routed]
         for step in range(steps_per_epoch):
             idx = order[step * cfg.batch_size:(step + 1) * cfg.batch_size]
             if idx.numel() == 0:
@@ -268,6 +277,8 @@ def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig =
             batch = data.rows(idx)
             if cfg.text_dropout > 0:
                 batch = drop_text_fields(batch, cfg, gen)
+            if device.type != "cpu":
+                batch = batch.to(device)
             mix = cfg.belief_mix * min(1.0, (epoch * steps_per_epoch + step) / steps_per_epoch)
             loss, _ = _losses(model, model(batch.inputs), batch, cfg, mix, stats)
             if routed:
@@ -298,6 +309,7 @@ def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig =
         model.load_state_dict(averaged)
     elif best is not None:
         model.load_state_dict(best[1])
+    model.to("cpu")  # calibrated, saved and served on the CPU, wherever it was trained
     model.eval()
     has_val = validation is not None and len(validation) > 0
     temps, val_metrics = calibrate(model, validation, cfg) if has_val else (Temperatures(), {})

@@ -12,7 +12,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor
 
-from engine.model.inputs import ModelInputs, take_rows
+from engine.model.inputs import ModelInputs, inputs_to, take_rows
 from engine.model.losses import VerdictCosts
 
 
@@ -36,6 +36,13 @@ class LabelledSet:
                            self.event_time_ms[idx],
                            None if self.soft_verdict is None else self.soft_verdict[idx],
                            {k: v[idx] for k, v in self.extra_targets.items()})
+
+    def to(self, device: torch.device | str) -> LabelledSet:
+        """Every tensor on ``device`` (training on a GPU moves each mini-batch)."""
+        return LabelledSet(inputs_to(self.inputs, device), self.is_bad.to(device), self.amount.to(device),
+                           self.event_time_ms.to(device),
+                           None if self.soft_verdict is None else self.soft_verdict.to(device),
+                           {k: v.to(device) for k, v in self.extra_targets.items()})
 
     def split_by_time(self, val_fraction: float) -> tuple[LabelledSet, LabelledSet]:
         """Earlier events train, the latest ``val_fraction`` validate (no look-ahead)."""
@@ -98,6 +105,11 @@ class TrainConfig(BaseModel):
     moe_aux_weight: float = Field(default=0.05, ge=0)
     moe_load_variance_limit: float = Field(default=0.01, gt=0)
     progress: bool = True
+    #: Where the forward and backward passes run: "cpu", or "cuda" on a GPU machine (a
+    #: sweep of many configurations; docs/gpu.md). Input statistics, the epoch choice,
+    #: calibration and the saved model are the same code either way, on the CPU; the
+    #: trained weights differ from a CPU run's by floating-point order, like another seed.
+    device: str = "cpu"
 
 
 def rule_rows(data: LabelledSet) -> Tensor | None:
