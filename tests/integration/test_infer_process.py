@@ -46,7 +46,7 @@ def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
+    except OSError:  # gone before the open (FileNotFoundError) or reaped before the read (ProcessLookupError)
         return False
 
 
