@@ -163,10 +163,18 @@ def _auc_by_scenario(assessed, risk) -> dict[str, float]:
     return out
 
 
+def logit(p):
+    """log(p / (1 - p)) of risk scores, clipped away from 0 and 1: the space in which
+    what-if blends and seed averages are taken."""
+    import numpy as np
+
+    p = np.clip(np.asarray(p, dtype=np.float64), 1e-7, 1 - 1e-7)
+    return np.log(p / (1 - p))
+
+
 def _blends(rows: list[dict], fold) -> list[tuple[str, float, dict]]:
     """What-if: each transformer run's risk averaged in logit space with the LightGBM
     baseline's (seed 0), at a few weights; nothing here is served."""
-    import numpy as np
 
     from engine.offline.backtest.run import assessed_report
 
@@ -176,10 +184,6 @@ def _blends(rows: list[dict], fold) -> list[tuple[str, float, dict]]:
     test = fold[2]
     keep = test["assessed"].to_numpy().astype(bool)
     a = test[keep]
-
-    def logit(p):
-        p = np.clip(p, 1e-7, 1 - 1e-7)
-        return np.log(p / (1 - p))
 
     out = []
     for r in rows:

@@ -44,13 +44,6 @@ def _replay(args: tuple[str, str, str]) -> str:
     return fold
 
 
-def _logit(p):
-    import numpy as np
-
-    p = np.clip(np.asarray(p, dtype=np.float64), 1e-7, 1 - 1e-7)
-    return np.log(p / (1 - p))
-
-
 def summarize(rows: list[dict], folds: dict[str, object], variants: list[str]) -> str:
     """The mean over folds of each fold's seed mean (a fold with more seeds does not weigh
     more), per-fold figures, and the seed-ensemble what-if where a fold has >= 2 seeds."""
@@ -71,7 +64,7 @@ def summarize(rows: list[dict], folds: dict[str, object], variants: list[str]) -
             if len(rs) >= 2 and all("risk" in r for r in rs):
                 test = folds[fold][2]
                 keep = test["assessed"].to_numpy().astype(bool)
-                avg = sum(_logit(r["risk"])[keep] for r in rs) / len(rs)
+                avg = sum(model_quality.logit(r["risk"])[keep] for r in rs) / len(rs)
                 e = assessed_report(test[keep], avg)
                 ensemble_lines.append(f"{name:20s} {fold} {len(rs)} seeds averaged: {e['auc_roc']:.4f} "
                                       f"{e['average_precision']:.4f} {e['card_precision_at_100']:.4f}")

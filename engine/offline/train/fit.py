@@ -277,8 +277,7 @@ def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig =
             batch = data.rows(idx)
             if cfg.text_dropout > 0:
                 batch = drop_text_fields(batch, cfg, gen)
-            if device.type != "cpu":
-                batch = batch.to(device)
+            batch = batch.to(device)  # no copies on the CPU
             mix = cfg.belief_mix * min(1.0, (epoch * steps_per_epoch + step) / steps_per_epoch)
             loss, _ = _losses(model, model(batch.inputs), batch, cfg, mix, stats)
             if routed:
