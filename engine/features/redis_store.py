@@ -4,11 +4,13 @@ How a batch of ``enrich`` costs **two round trips**:
 
 1. one read script: ``GET`` every event's snapshot key (retries), and for every
    distinct customer ``ZRANGE`` its recent events and ``HGETALL`` its devices, for every
-   distinct terminal ``HGETALL`` its activity and label buckets — each key's reply
-   packed into one JSON string (read-only, so it never blocks writers for long);
+   distinct terminal ``HGETALL`` its activity and label buckets — the keys sent as one
+   JSON argument, the whole reply one JSON array (read-only, so it never blocks writers
+   for long);
 2. the states are loaded into ``compute``'s structures and ``compute.enrich_batch`` runs
    on them exactly as in memory (so a later event of a customer sees an earlier one of
-   the same batch), then one Lua script writes everything back atomically.
+   the same batch), then one Lua script writes everything back atomically, given two
+   arguments: the operations as JSON and the new snapshots concatenated.
 
 The script records an event only if ``SET snapshot NX`` succeeds, so a retried or
 concurrently processed event is never counted twice; an event that lost such a race
@@ -95,39 +97,49 @@ except ImportError:  # pragma: no cover - exercised where orjson is absent
     _dumps, _loads = _json_dumps, json.loads
 
 _READ_STATE = """
--- ARGV: n_snapshots, n_customers, n_terminals, then the keys in that order
--- (snapshot keys; per customer its event ZSET and device HASH; per terminal its two HASHes).
--- Each reply is ONE bulk string, so the client parses one JSON document per key instead
--- of thousands of RESP elements (the cost that dominated without hiredis).
+-- ARGV[1..3]: n_snapshots, n_customers, n_terminals; ARGV[4]: the keys in that order as
+-- one JSON array (snapshot keys; per customer its event ZSET and device HASH; per
+-- terminal its two HASHes). The reply is ONE JSON array, one document per key (null: no
+-- snapshot): the client parses one string per batch instead of a RESP element per key,
+-- and sends one argument instead of a thousand (docs/performance.md, "Enrich in two
+-- requests of a few arguments").
 local ns, nc, nt = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local out, i = {}, 4
+local keys = cjson.decode(ARGV[4])
+local out, i = {}, 1
 local function flat(h) if #h == 0 then return '[]' end return cjson.encode(h) end
 for _ = 1, ns do
-  out[#out + 1] = redis.call('GET', ARGV[i]) or ''
+  local snap = redis.call('GET', keys[i])
+  if snap and #snap > 0 then out[#out + 1] = snap else out[#out + 1] = 'null' end
   i = i + 1
 end
 for _ = 1, nc do
-  out[#out + 1] = '[' .. table.concat(redis.call('ZRANGE', ARGV[i], 0, -1), ',') .. ']'
-  out[#out + 1] = flat(redis.call('HGETALL', ARGV[i + 1]))
+  out[#out + 1] = '[' .. table.concat(redis.call('ZRANGE', keys[i], 0, -1), ',') .. ']'
+  out[#out + 1] = flat(redis.call('HGETALL', keys[i + 1]))
   i = i + 2
 end
 for _ = 1, nt do
-  out[#out + 1] = flat(redis.call('HGETALL', ARGV[i]))
-  out[#out + 1] = flat(redis.call('HGETALL', ARGV[i + 1]))
+  out[#out + 1] = flat(redis.call('HGETALL', keys[i]))
+  out[#out + 1] = flat(redis.call('HGETALL', keys[i + 1]))
   i = i + 2
 end
-return out
+return '[' .. table.concat(out, ',') .. ']'
 """
 
 _WRITE_EVENTS = """
+-- ARGV[1]: the batch's operations (JSON); ARGV[2]: every new snapshot, concatenated;
+-- snapshot n is bytes ops.cuts[n-1]+1 .. ops.cuts[n] of it (one argument, not one per
+-- event: the client sends the batch in a few writes, not one per snapshot).
 local ops = cjson.decode(ARGV[1])
+local blob, cuts = ARGV[2], ops.cuts
 local lost = {}
 for _, op in ipairs(ops.events) do
+  local n = op[2]
+  local snap = string.sub(blob, (n > 1 and cuts[n - 1] or 0) + 1, cuts[n])
   local recorded
   if op[10] == 1 then  -- replaces another event's snapshot under this id
-    recorded = redis.call('SET', op[1], ARGV[op[2]], 'PX', ops.snap_ttl)
+    recorded = redis.call('SET', op[1], snap, 'PX', ops.snap_ttl)
   else
-    recorded = redis.call('SET', op[1], ARGV[op[2]], 'NX', 'PX', ops.snap_ttl)
+    recorded = redis.call('SET', op[1], snap, 'NX', 'PX', ops.snap_ttl)
   end
   if recorded then
     redis.call('ZADD', op[3], op[4], op[5])
@@ -245,9 +257,9 @@ class RedisFeatureStore:
 
         seen: dict[str, ContextSnapshot] = {}
         for eid in event_ids:
-            raw = next(replies)
-            if raw:
-                seen[eid] = ContextSnapshot.from_dict(_loads(raw))
+            stored = next(replies)
+            if stored is not None:
+                seen[eid] = ContextSnapshot.from_dict(stored)
         customers = {cid: _customer_from(next(replies), next(replies)) for cid in customer_ids}
         terminals = {tid: _terminal_from(next(replies), next(replies)) for tid in terminal_ids}
         loaded = dict(seen)
@@ -266,12 +278,18 @@ class RedisFeatureStore:
         if not new or self.read_only:
             return snaps
         ops_events = []
-        snapshot_args = []  # separate ARGV entries: no JSON-inside-JSON escaping
+        # One blob, cut at byte offsets by the script: no JSON-inside-JSON escaping, and
+        # one argument instead of one per event.
+        snapshot_args: list[bytes] = []
+        cuts: list[int] = []
+        end = 0
         for s in new:
             e = s.event
             snapshot_args.append(_dumps(s.to_dict()))
+            end += len(snapshot_args[-1])
+            cuts.append(end)
             ops_events.append([
-                self._k("snap", s.event_id), len(snapshot_args) + 1,
+                self._k("snap", s.event_id), len(snapshot_args),
                 # times travel as strings: Lua 5.1 prints numbers with 14 significant digits
                 self._k("cev", e.customer_id), str(e.event_time_ms),
                 json.dumps([e.event_time_ms, float(e.amount), e.terminal_id, e.country, e.event_id],
@@ -286,7 +304,7 @@ class RedisFeatureStore:
             if s.event.device_id:
                 devices_before[s.customer_id].add(s.event.device_id)
         ops = {
-            "snap_ttl": self.snapshot_ttl_ms, "state_ttl": STATE_TTL_MS, "events": ops_events,
+            "snap_ttl": self.snapshot_ttl_ms, "state_ttl": STATE_TTL_MS, "events": ops_events, "cuts": cuts,
             "customers": [[self._k("cev", c), len(customers[c].times), self._k("cdev", c),
                            sorted(devices_before[c] - set(customers[c].devices)) or _EMPTY]
                           for c in touched_c],
@@ -297,7 +315,7 @@ class RedisFeatureStore:
         if self._cluster is None:
             self._round_trips += 1
             self._commands += 1
-            lost = self._write_events(args=[_dumps(ops), *snapshot_args])  # round trip 2
+            lost = self._write_events(args=[_dumps(ops), b"".join(snapshot_args)])  # round trip 2
         else:
             lost = self._write_sliced(ops, snapshot_args)
         if lost:  # another worker recorded these first: its snapshot is the one of record
@@ -313,8 +331,8 @@ class RedisFeatureStore:
         return snaps
 
     def _read(self, event_ids: list[str], customer_ids: list[str], terminal_ids: list[str]) -> list[Any]:
-        """Snapshots, then per customer (events, devices), then per terminal (activity,
-        labels): one packed reply per key, in that order."""
+        """Snapshots (a dict, or None), then per customer (events, devices), then per
+        terminal (activity, labels): one parsed document per key, in that order."""
         if self._cluster is None:
             keys = [self._k("snap", eid) for eid in event_ids]
             for cid in customer_ids:
@@ -323,19 +341,20 @@ class RedisFeatureStore:
                 keys += [self._k("tact", tid), self._k("tlab", tid)]
             self._round_trips += 1
             self._commands += 1
-            return self._read_state(args=[len(event_ids), len(customer_ids), len(terminal_ids), *keys])
+            return _loads(self._read_state(
+                args=[len(event_ids), len(customer_ids), len(terminal_ids), _dumps(keys)]))
         calls: list[tuple[str, list[str], list[Any]]] = [
             ("cmd:GET", [self._k("snap", eid)], []) for eid in event_ids]
         for cid in customer_ids:  # one slot each: the read script given that slot's keys
             cev, cdev = self._k("cev", cid), self._k("cdev", cid)
-            calls.append(("read", [cev], [0, 1, 0, cev, cdev]))
+            calls.append(("read", [cev], [0, 1, 0, _dumps([cev, cdev])]))
         for tid in terminal_ids:
             tact, tlab = self._k("tact", tid), self._k("tlab", tid)
-            calls.append(("read", [tact], [0, 0, 1, tact, tlab]))
+            calls.append(("read", [tact], [0, 0, 1, _dumps([tact, tlab])]))
         replies = self._cluster.run(calls)
-        out: list[Any] = [r or "" for r in replies[:len(event_ids)]]
+        out: list[Any] = [_loads(r) if r else None for r in replies[:len(event_ids)]]
         for packed in replies[len(event_ids):]:
-            out.extend(packed)
+            out.extend(_loads(packed))
         return out
 
     def _write_sliced(self, ops: dict[str, Any], snapshot_args: list[bytes]) -> list[str]:
@@ -345,7 +364,7 @@ class RedisFeatureStore:
         events = ops["events"]
         claimed = self._cluster.run([
             # op[9]: this event replaces another event's snapshot under its id (no NX)
-            ("cmd:SET", [op[0]], [snapshot_args[op[1] - 2], *(() if op[9] else ("NX",)), "PX", ops["snap_ttl"]])
+            ("cmd:SET", [op[0]], [snapshot_args[op[1] - 1], *(() if op[9] else ("NX",)), "PX", ops["snap_ttl"]])
             for op in events])
         won = [op for op, ok in zip(events, claimed) if ok]
         per_customer: dict[str, list[list[str]]] = {}
@@ -407,25 +426,24 @@ class RedisFeatureStore:
 _EMPTY = ["\x00none"]
 
 
-def _customer_from(members: bytes, devices: bytes) -> CustomerState:
+def _customer_from(rows: list[list[Any]], flat: list[str]) -> CustomerState:
+    """A customer's state from its read documents: event rows (already sorted by event
+    time, the ZSET score) and its device hash as a flat [field, value, ...] list."""
     c = CustomerState()
-    rows = _loads(members)  # already sorted by event time (the ZSET score)
     if rows:
         c.times, c.amounts, c.terminals, c.countries, c.event_ids = (list(col) for col in zip(*rows))
-    flat = _loads(devices)
     c.devices = {flat[i]: int(flat[i + 1]) for i in range(0, len(flat), 2)}
     return c
 
 
-def _terminal_from(activity: bytes, labels: bytes) -> TerminalState:
+def _terminal_from(flat: list[str], labels: list[str]) -> TerminalState:
+    """A terminal's state from its activity and label hashes, each a flat list."""
     t = TerminalState()
-    flat = _loads(activity)
     t.activity = BucketCounter.from_items((int(flat[i]), int(flat[i + 1])) for i in range(0, len(flat), 2))
     known, bad = [], []
-    flat = _loads(labels)
-    for i in range(0, len(flat), 2):
-        kind, bucket = flat[i].split(":", 1)
-        (known if kind == "k" else bad).append((int(bucket), int(flat[i + 1])))
+    for i in range(0, len(labels), 2):
+        kind, bucket = labels[i].split(":", 1)
+        (known if kind == "k" else bad).append((int(bucket), int(labels[i + 1])))
     t.known, t.bad = BucketCounter.from_items(known), BucketCounter.from_items(bad)
     return t
 

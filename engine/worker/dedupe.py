@@ -3,7 +3,9 @@
 Payment gateways retry, so the same event id can arrive again — on another partition,
 at another offset, after a restart. ``ReSendFilter`` gives each event id to the Kafka
 record that first carried it: one ``SET {p}:seen:{event_id} <topic:partition:offset>
-NX GET EX horizon`` per event, pipelined (one round trip per batch). The record that
+NX GET EX horizon`` per event, all in one round trip per batch (on one Redis, one script
+call with the batch as a single argument and a single reply; on a Redis Cluster, whose
+keys spread over slots, a pipeline). The record that
 set the key *owns* the id; any other record with that id is a re-send, dropped (no
 verdict; its offset still commits) and counted in ``tollgate_resent_events_total``.
 
@@ -24,11 +26,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
 import redis
 from redis.cluster import RedisCluster
 
 from engine.features.store import ContextUnavailable
 from engine.records import TransactionEvent
+
+#: The batch's claims in order (so a second record of an id in the same batch sees the
+#: first's claim), answered as one string of "1" (owns its id) and "0" (a re-send): a
+#: redis-py pipeline of 500 commands cost the main thread ~18 % of its time at saturation
+#: (py-spy on ``python ops/bench/engine.py --rates``; docs/performance.md).
+_CLAIM = """
+local claims, ttl, out = cjson.decode(ARGV[2]), ARGV[1], {}
+for i, c in ipairs(claims) do
+  local old = redis.call('SET', c[1], c[2], 'NX', 'GET', 'EX', ttl)
+  if (not old) or old == c[2] then out[i] = '1' else out[i] = '0' end
+end
+return table.concat(out)
+"""
 
 
 def position_of(event: TransactionEvent) -> str:
@@ -48,6 +64,7 @@ class ReSendFilter:
         self._client = client
         self._prefix = f"{key_prefix}:seen:"
         self.horizon_s = int(horizon_s)
+        self._claim = None if isinstance(client, RedisCluster) else client.register_script(_CLAIM)
 
     def owners(self, events: Sequence[TransactionEvent]) -> list[bool]:
         """True per event that owns its id (first record to carry it, or that record
@@ -55,10 +72,17 @@ class ReSendFilter:
         if not events:
             return []
         positions = [position_of(e) for e in events]
+        prefix = self._prefix
         try:
+            if self._claim is not None:
+                claims = [[prefix + e.event_id, p] for e, p in zip(events, positions)]
+                answer = self._claim(args=[self.horizon_s, orjson.dumps(claims)])
+                if len(answer) != len(events):
+                    raise ContextUnavailable(f"re-send check: {len(answer)} answers for {len(events)} events")
+                return [c in (49, "1") for c in answer]  # bytes iterate as ints, str as characters
             pipe = self._client.pipeline(transaction=False)
             for event, position in zip(events, positions):
-                pipe.set(self._prefix + event.event_id, position, nx=True, get=True, ex=self.horizon_s)
+                pipe.set(prefix + event.event_id, position, nx=True, get=True, ex=self.horizon_s)
             previous: list[Any] = pipe.execute()
         except redis.exceptions.RedisError as exc:
             raise ContextUnavailable(f"re-send check: {exc}") from exc

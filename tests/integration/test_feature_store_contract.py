@@ -259,7 +259,7 @@ def test_redis_race_loser_returns_the_recorded_snapshot(redis_url, unique, ns_cl
 
     def stale_read(*args):  # what `second` would have read before `first` recorded "b"
         replies = list(real_read(*args))
-        replies[0] = b""  # no snapshot for "b" yet
+        replies[0] = None  # no snapshot for "b" yet
         return replies
 
     second._read = stale_read
@@ -360,3 +360,26 @@ def test_redis_cluster_store_follows_moved_slots(redis_cluster_url, unique):
         assert red.decision_log(["m5"])[0].event_id == "m5"
     finally:
         _delete_namespace(red.client, unique)
+
+
+@pytest.mark.integration
+def test_resend_filter_gives_each_event_id_to_the_first_record(redis_url, unique, ns_client):
+    """``ReSendFilter`` (one script on a single Redis, a pipeline on a Cluster): the first
+    record of an id owns it, a second record of the id in the same batch or a later one
+    does not, the owner itself redone still does, and every claim expires."""
+    from dataclasses import replace
+
+    from engine.records import SourcePosition
+    from engine.worker.dedupe import ReSendFilter
+
+    def at(eid: str, offset: int, partition: int = 0) -> TransactionEvent:
+        return replace(ev(eid, T0), source=SourcePosition("tx.events", partition, offset))
+
+    resends = ReSendFilter(ns_client, f"tg:{unique}", horizon_s=3600)
+    first = [at("e1", 0), at("e1", 1), at("e2", 2), at("é-ünï", 3)]
+    assert resends.owners(first) == [True, False, True, True]
+    assert resends.owners(first) == [True, False, True, True]  # the same records, redone
+    assert resends.owners([at("e2", 9, partition=1), at("e3", 10), at("é-ünï", 11)]) == [False, True, False]
+    assert resends.owners([]) == []
+    ttls = [ns_client.ttl(k) for k in ns_client.scan_iter(f"tg:{unique}:seen:*", count=10_000)]
+    assert len(ttls) == 4 and all(0 < t <= 3600 for t in ttls)
