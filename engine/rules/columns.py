@@ -89,8 +89,9 @@ class ColumnTable:
         return found
 
     def _build(self, root: str, field: str) -> Column:
+        values_of = getattr(self.envs, "values_of", None)  # engine.stages.guard.BatchInputs
         try:
-            values = [env[root][field] for env in self.envs]
+            values = values_of(root, field) if values_of is not None else [env[root][field] for env in self.envs]
         except (KeyError, TypeError):
             raise NeedsRows(f"{root}.{field} is missing for some event") from None
         kinds = {type(v) for v in values}

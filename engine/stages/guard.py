@@ -31,8 +31,9 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Protocol
 
 from engine.records import WARMUP_PREFIX, Decision, Reason, ReasonKind, TransactionEvent
@@ -129,7 +130,7 @@ class Guard:
     def apply_batch(self, events: Sequence[TransactionEvent], contexts: Sequence[Mapping[str, float]],
                     model_views: Sequence[Mapping[str, Any]], proposed: Sequence[Proposal]) -> list[GuardedDecision]:
         ruleset = self.ruleset  # one version for the whole batch
-        envs = [_env(e, c, m, p) for e, c, m, p in zip(events, contexts, model_views, proposed, strict=True)]
+        envs = BatchInputs(events, contexts, model_views, proposed)
         started = time.perf_counter()
         # Every rule over the batch's columns at once where it can (engine.rules.columns);
         # the same results as ruleset.evaluate row by row, in a fraction of the CPU
@@ -183,6 +184,59 @@ def _env(event: TransactionEvent, context: Mapping[str, float], model_view: Mapp
     return {"event": event_inputs(event), "ctx": context, "model": model, "detector": detector}
 
 
+class BatchInputs(Sequence[Mapping[str, Any]]):
+    """A batch's rule inputs, built only as far as the rules read them: ``values_of(root,
+    field)`` gives one variable over the batch (what a rule in column form reads,
+    ``engine.rules.columns``) without building any event's whole activation; indexing
+    gives one event's activation (``_env``, for the rules evaluated row by row), built
+    on first use. Both give the same values (tests/unit/test_rules_columns.py).
+
+    Building every activation cost about a tenth of the worker's main thread at
+    saturation (py-spy on ``python ops/bench/engine.py --rates``; docs/performance.md)."""
+
+    __slots__ = ("_contexts", "_envs", "_events", "_models", "_proposed", "_views")
+
+    def __init__(self, events: Sequence[TransactionEvent], contexts: Sequence[Mapping[str, float]],
+                 model_views: Sequence[Mapping[str, Any]], proposed: Sequence[Proposal]):
+        if not len(events) == len(contexts) == len(model_views) == len(proposed):
+            raise ValueError("events, contexts, model views and proposals differ in length")
+        self._events, self._contexts, self._views, self._proposed = events, contexts, model_views, proposed
+        self._envs: list[dict[str, Any] | None] = [None] * len(events)
+        self._models: list[tuple[dict[str, Any], dict[str, Any]]] | None = None
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:  # type: ignore[override]  # no slices
+        env = self._envs[i]
+        if env is None:
+            env = self._envs[i] = _env(self._events[i], self._contexts[i], self._views[i], self._proposed[i])
+        return env
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return (self[i] for i in range(len(self._events)))
+
+    def values_of(self, root: str, field: str) -> list[Any]:
+        """``[env[root][field] for env in self]``, without building the envs; a missing
+        name raises ``KeyError`` as that would."""
+        if root == "event":
+            from_event = _EVENT_FIELDS.get(field)
+            if from_event is None:
+                raise KeyError(field)
+            return [from_event(e) for e in self._events]
+        if root == "ctx":
+            return [c[field] for c in self._contexts]
+        from_view = (_MODEL_FIELDS if root == "model" else _DETECTOR_FIELDS if root == "detector" else {}).get(field)
+        if from_view is not None:  # the policy's own view: no per-event dicts
+            return [from_view(v) for v in self._views]
+        if root in ("model", "detector"):
+            if self._models is None:
+                self._models = [model_inputs(v, p.verdict) for v, p in zip(self._views, self._proposed)]
+            at = 0 if root == "model" else 1
+            return [m[at][field] for m in self._models]
+        raise KeyError(root)
+
+
 def rule_reasons(result: Evaluation) -> tuple[Reason, ...]:
     if not result.fired and not result.shadow:
         return ()  # most events: no rule fired
@@ -205,6 +259,31 @@ def event_inputs(event: TransactionEvent) -> dict[str, Any]:
         "hour": (t // _HOUR_MS) % 24, "weekday": (t // _DAY_MS + 3) % 7,  # UTC; 0 = Monday
     }
 
+
+#: ``event_inputs`` one field at a time (``BatchInputs.values_of``): the same values.
+_EVENT_FIELDS: dict[str, Callable[[TransactionEvent], Any]] = {
+    **{name: attrgetter(name) for name in (
+        "event_id", "customer_id", "account_id", "terminal_id", "merchant_category", "currency", "channel",
+        "country")},
+    "event_time_ms": lambda e: int(e.event_time_ms),
+    "amount": lambda e: float(e.amount),
+    "device_id": lambda e: e.device_id or "",
+    "ip": lambda e: e.ip or "",
+    "attributes": lambda e: dict(e.attributes),
+    "hour": lambda e: (int(e.event_time_ms) // _HOUR_MS) % 24,
+    "weekday": lambda e: (int(e.event_time_ms) // _DAY_MS + 3) % 7,
+}
+
+#: ``model_inputs`` one field at a time, for the fields whose value does not depend on
+#: the view's shape or the proposal (the others go through ``model_inputs``).
+_MODEL_FIELDS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+    "risk": lambda v: float(v.get("risk", v.get("risk_score", 0.0)) or 0.0),
+    "degraded": lambda v: bool(v.get("degraded", False)),
+}
+_DETECTOR_FIELDS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+    "score": lambda v: float(v.get("detector_score") or 0.0),
+    "flagged": lambda v: bool(v.get("detector_flagged", False)),
+}
 
 _VERDICTS = ("pass", "review", "reject")
 _P_NAMES = tuple((k, f"p_{k}") for k in _VERDICTS)  # (verdict, its model.* name), built once
