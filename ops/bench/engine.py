@@ -253,6 +253,7 @@ class Bench:
             worker.terminate()
             reader.stop()
             self._delete_topics(topics)
+            self._delete_keys(wenv.key_prefix)
         result = worker_result(label, rate, n, reader.received, before, after)
         result.machine_pct = core_shares(machine_before, machine_after, span)
         return result
@@ -263,6 +264,22 @@ class Bench:
         for f in self.admin.create_topics([NewTopic(t, self.args.partitions, 1) for t in topics.values()]).values():
             f.result(30)
         return topics
+
+    def _delete_keys(self, prefix: str) -> None:
+        """This run's Redis state (context, decision log, re-send claims): left behind, a
+        session of runs grew the server by gigabytes and later runs read a bigger one."""
+        import redis
+
+        r = redis.Redis.from_url(self.redis_url)
+        batch: list[bytes] = []
+        for key in r.scan_iter(f"{prefix}:*", count=5000):
+            batch.append(key)
+            if len(batch) >= 5000:
+                r.unlink(*batch)
+                batch.clear()
+        if batch:
+            r.unlink(*batch)
+        r.close()
 
     def _delete_topics(self, topics: dict[str, str]) -> None:
         for f in self.admin.delete_topics(list(topics.values())).values():
