@@ -392,6 +392,7 @@ class FieldIsolatedEncoder:
         same: list[float] = []
         terms: list[int] = []
         prev: list[int] = []
+        category_id = self.category_id
         for i, (e, s) in enumerate(zip(events, snapshots)):
             k = min(N, len(s.history_amounts))
             if not k:
@@ -403,9 +404,9 @@ class FieldIsolatedEncoder:
             ts.extend(ht)
             # gap to the next-older entry; the oldest kept one has no known predecessor
             prev.extend(ht[1:k] + ((ht[k - 1] - int(_UNKNOWN_GAP_S * 1000)),) if k else ())
-            for terminal in s.history_terminals[:k]:
-                same.append(1.0 if terminal == e.terminal_id else 0.0)
-                terms.append(self.category_id("terminal", terminal))
+            terminals, own = s.history_terminals[:k], e.terminal_id
+            same.extend([1.0 if terminal == own else 0.0 for terminal in terminals])
+            terms.extend([category_id("terminal", terminal) for terminal in terminals])
         h_num = np.zeros((B, N, self.schema.n_history_numeric), dtype=np.float32)
         h_cat = np.zeros((B, N, self.schema.n_history_categorical), dtype=np.int64)
         h_mask = np.zeros((B, N), dtype=bool)

@@ -46,6 +46,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Generic, TypeVar
 
+import orjson
 from fastavro import schemaless_reader, schemaless_writer
 
 from engine.records import (
@@ -242,7 +243,10 @@ class RecordCodec(Generic[R]):
         # Decode strictly first: json.loads(bytes) decodes with errors="surrogatepass",
         # which turns an encoded surrogate (b"\xed\xa0\x80") into a lone surrogate instead
         # of refusing it, so it was decided where \xff\xfe was dead-lettered.
-        data = json.loads(value.decode("utf-8"))
+        try:  # orjson where it parses (the same values); anything it refuses goes to json
+            data = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            data = json.loads(value.decode("utf-8"))
         if not isinstance(data, dict):
             raise ValueError(f"JSON value must be an object, got {type(data).__name__}")
         return data
