@@ -101,8 +101,8 @@ _READ_STATE = """
 -- one JSON array (snapshot keys; per customer its event ZSET and device HASH; per
 -- terminal its two HASHes). The reply is ONE JSON array, one document per key (null: no
 -- snapshot): the client parses one string per batch instead of a RESP element per key,
--- and sends one argument instead of a thousand (docs/performance.md, "Enrich in two
--- requests of a few arguments").
+-- and sends one argument instead of a thousand (docs/performance.md, "The worker's own
+-- CPU at saturation").
 local ns, nc, nt = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local keys = cjson.decode(ARGV[4])
 local out, i = {}, 1

@@ -191,8 +191,9 @@ class BatchInputs(Sequence[Mapping[str, Any]]):
     gives one event's activation (``_env``, for the rules evaluated row by row), built
     on first use. Both give the same values (tests/unit/test_rules_columns.py).
 
-    Building every activation cost about a tenth of the worker's main thread at
-    saturation (py-spy on ``python ops/bench/engine.py --rates``; docs/performance.md)."""
+    Building every activation was the largest part of the rules' cost on the worker's
+    main thread (py-spy on ``python ops/bench/engine.py --rates``; docs/performance.md,
+    "The worker's own CPU at saturation")."""
 
     __slots__ = ("_contexts", "_envs", "_events", "_models", "_proposed", "_views")
 

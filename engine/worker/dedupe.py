@@ -35,8 +35,9 @@ from engine.records import TransactionEvent
 
 #: The batch's claims in order (so a second record of an id in the same batch sees the
 #: first's claim), answered as one string of "1" (owns its id) and "0" (a re-send): a
-#: redis-py pipeline of 500 commands cost the main thread ~18 % of its time at saturation
-#: (py-spy on ``python ops/bench/engine.py --rates``; docs/performance.md).
+#: redis-py pipeline packs each command and parses each reply in Python, on the main
+#: thread (py-spy on ``python ops/bench/engine.py --rates``; docs/performance.md, "The
+#: worker's own CPU at saturation").
 _CLAIM = """
 local claims, ttl, out = cjson.decode(ARGV[2]), ARGV[1], {}
 for i, c in ipairs(claims) do
