@@ -2,7 +2,8 @@
 
 Both the signal prefilter (``signals``: which rule can possibly match) and the word
 n-grams (``features``) read the words of every memo, so this sits on the hot path. A
-regex ``findall`` costs ~17 µs for a 256-character memo; here the ASCII part is split
+regex ``findall`` costs several times what this does (docs/performance.md, "Small figures
+behind code comments"); here the ASCII part is split
 at C speed (``bytes.translate`` maps every ASCII non-word byte to a space, then
 ``bytes.split``) and only the rare token that holds non-ASCII bytes is re-split with
 the regex, so Unicode word rules (``\\w`` = ``str.isalnum()`` or ``_``) still hold:

@@ -258,8 +258,8 @@ def context_for(event: TransactionEvent, cust: CustomerState | None,
                     risk[2 * k + 1] = float(n_known)
     values = (*v, mean30, ratio, since_prev, is_new, country_changed, device_new, device_age,
               0.0 if event.device_id else 1.0, *term_counts, *risk)
-    return ContextSnapshot.build(event.event_id, t, event.customer_id, event.terminal_id, values,
-                                 hist_amounts, hist_times, hist_terms, event)
+    return ContextSnapshot(event.event_id, t, event.customer_id, event.terminal_id, values,
+                           hist_amounts, hist_times, hist_terms, event=event)
 
 
 def record_event(event: TransactionEvent, cust: CustomerState, term: TerminalState) -> None:

@@ -52,20 +52,6 @@ class ContextSnapshot:
     #: can be re-encoded); not part of equality.
     event: TransactionEvent | None = field(default=None, compare=False)
 
-    @classmethod
-    def build(cls, event_id: str, event_time_ms: int, customer_id: str, terminal_id: str,
-              values: tuple[float, ...], history_amounts: tuple[float, ...],
-              history_times_ms: tuple[int, ...], history_terminals: tuple[str, ...],
-              event: TransactionEvent | None) -> ContextSnapshot:
-        """Same as the constructor, ~5x faster: a frozen dataclass's ``__init__`` routes every
-        field through ``object.__setattr__``, which dominated enrich at a million events."""
-        obj = _new(cls)
-        for setter, value in zip(_SETTERS, (event_id, event_time_ms, customer_id, terminal_id, values,
-                                            history_amounts, history_times_ms, history_terminals,
-                                            True, event)):
-            setter(obj, value)
-        return obj
-
     def __getattr__(self, name: str) -> float:
         # Only reached when normal lookup fails: expose features as attributes.
         try:
@@ -124,10 +110,3 @@ class ContextSnapshot:
             available=bool(data.get("available", True)),
             event=None if event is None else TransactionEvent.from_dict(event),
         )
-
-
-_new = object.__new__
-#: Slot descriptors' setters, in field order (they bypass the frozen ``__setattr__``).
-_SETTERS = tuple(ContextSnapshot.__dict__[name].__set__ for name in (
-    "event_id", "event_time_ms", "customer_id", "terminal_id", "values", "history_amounts",
-    "history_times_ms", "history_terminals", "available", "event"))

@@ -27,7 +27,8 @@ class LabelArrival(NamedTuple):
     it became known. A second arrival for the same ``event_id`` replaces the first.
 
     A NamedTuple rather than a frozen dataclass: a backtest builds one per transaction,
-    and a frozen dataclass's constructor costs ~10x more."""
+    and a frozen dataclass's constructor costs more (docs/performance.md, "Small figures
+    behind code comments")."""
 
     event_id: str
     terminal_id: str
