@@ -247,36 +247,31 @@ def rule_reasons(result: Evaluation) -> tuple[Reason, ...]:
     return tuple(out)
 
 
-def event_inputs(event: TransactionEvent) -> dict[str, Any]:
-    """The trusted fields of an event, as rules see them (``event.*``). No user text."""
-    t = int(event.event_time_ms)
-    return {
-        "event_id": event.event_id, "event_time_ms": t,
-        "customer_id": event.customer_id, "account_id": event.account_id,
-        "terminal_id": event.terminal_id, "merchant_category": event.merchant_category,
-        "amount": float(event.amount), "currency": event.currency, "channel": event.channel,
-        "country": event.country, "device_id": event.device_id or "", "ip": event.ip or "",
-        "attributes": dict(event.attributes),
-        "hour": (t // _HOUR_MS) % 24, "weekday": (t // _DAY_MS + 3) % 7,  # UTC; 0 = Monday
-    }
-
-
-#: ``event_inputs`` one field at a time (``BatchInputs.values_of``): the same values.
+#: The trusted fields of an event as rules see them (``event.*``), one getter per field:
+#: ``event_inputs`` builds one event's mapping from them, ``BatchInputs.values_of`` one
+#: field over a batch. No user text.
 _EVENT_FIELDS: dict[str, Callable[[TransactionEvent], Any]] = {
-    **{name: attrgetter(name) for name in (
-        "event_id", "customer_id", "account_id", "terminal_id", "merchant_category", "currency", "channel",
-        "country")},
+    "event_id": attrgetter("event_id"),
     "event_time_ms": lambda e: int(e.event_time_ms),
+    **{name: attrgetter(name) for name in ("customer_id", "account_id", "terminal_id", "merchant_category")},
     "amount": lambda e: float(e.amount),
+    **{name: attrgetter(name) for name in ("currency", "channel", "country")},
     "device_id": lambda e: e.device_id or "",
     "ip": lambda e: e.ip or "",
     "attributes": lambda e: dict(e.attributes),
-    "hour": lambda e: (int(e.event_time_ms) // _HOUR_MS) % 24,
-    "weekday": lambda e: (int(e.event_time_ms) // _DAY_MS + 3) % 7,
+    "hour": lambda e: (int(e.event_time_ms) // _HOUR_MS) % 24,  # UTC
+    "weekday": lambda e: (int(e.event_time_ms) // _DAY_MS + 3) % 7,  # UTC; 0 = Monday
 }
 
+
+def event_inputs(event: TransactionEvent) -> dict[str, Any]:
+    """The trusted fields of an event, as rules see them (``event.*``). No user text."""
+    return {name: get(event) for name, get in _EVENT_FIELDS.items()}
+
+
 #: ``model_inputs`` one field at a time, for the fields whose value does not depend on
-#: the view's shape or the proposal (the others go through ``model_inputs``).
+#: the view's shape or the proposal (``model_inputs`` uses them too; the others it
+#: derives from the probabilities and the proposal).
 _MODEL_FIELDS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "risk": lambda v: float(v.get("risk", v.get("risk_score", 0.0)) or 0.0),
     "degraded": lambda v: bool(v.get("degraded", False)),
@@ -298,15 +293,13 @@ def model_inputs(view: Mapping[str, Any], proposed: Decision) -> tuple[dict[str,
         p = {name: float(probs.get(k, 0.0)) for k, name in _P_NAMES}
     else:
         p = {name: float(view.get(name, 0.0)) for _, name in _P_NAMES}
-    risk = view.get("risk", view.get("risk_score", 0.0))
     model = {
         "verdict": str(view.get("verdict", proposed.value)),
         "model_verdict": str(view.get("model_verdict", view.get("verdict", proposed.value))),
         "confidence": float(view.get("confidence", max(p.values()))),
-        "risk": float(risk or 0.0), "degraded": bool(view.get("degraded", False)), **p,
+        **{name: get(view) for name, get in _MODEL_FIELDS.items()}, **p,
     }
-    score = view.get("detector_score")
-    detector = {"score": float(score or 0.0), "flagged": bool(view.get("detector_flagged", False))}
+    detector = {name: get(view) for name, get in _DETECTOR_FIELDS.items()}
     return model, detector
 
 
