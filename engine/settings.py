@@ -180,14 +180,14 @@ class WorkerSettings(_Frozen):
     #: Redis down: hold a batch and retry with back-off until its events have waited this
     #: long; only then decide them without context (review). 0: degrade at once.
     redis_hold_s: float = Field(default=5.0, ge=0)
-    #: Join the group with ``group.instance.id`` = worker id (KIP-345), so a restarted
-    #: worker gets its partitions back without waiting for the dead one's session
-    #: timeout (``python ops/bench/restart.py --modes static,dynamic --stops kill,term``;
-    #: figures in docs/performance-worker.md). Off by default:
-    #: a worker stopped for good, or restarted under another id (a Deployment's new pod
-    #: name), keeps its partitions for ``session.timeout.ms`` (10 s), since a static
-    #: member does not leave the group on a clean stop (docs/operations.md).
-    static_membership: bool = False
+    #: Join the group with ``group.instance.id`` = worker id (KIP-345), so a worker
+    #: restarted under the same id after a crash gets its partitions back without
+    #: waiting for the dead one's session timeout (10 s; ``python ops/bench/restart.py
+    #: --modes static,dynamic --stops kill,term``, figures in docs/performance-worker.md).
+    #: A clean stop still leaves the group, so a scaled-down worker's partitions move at
+    #: once (``EventConsumer.close``). The worker id must be unique per group either
+    #: way: it is the transactional id too. False: dynamic membership.
+    static_membership: bool = True
 
 
 class PolicySettings(_Frozen):

@@ -155,6 +155,7 @@ class EventConsumer:
         self.topic = topic or settings.topics.events
         self._listener: RebalanceListener = _NotSubscribed()
         self._consumer = Consumer(consumer_config(settings, group_id, instance_id), logger=LibrdkafkaLog(log))
+        self._static = instance_id is not None
         self._assigned: set[tuple[str, int]] = set()
 
     # -- group membership ---------------------------------------------------------------
@@ -247,8 +248,29 @@ class EventConsumer:
             out[(tp.topic, tp.partition)] = max(0, high - tp.offset)
         return out
 
-    def close(self) -> None:
-        """Leave the group (revokes our partitions at once rather than after a timeout)."""
+    def close(self, *, leave_group: bool = True, timeout_s: float = 3.0) -> None:
+        """Close the consumer; ``leave_group`` hands our partitions to the rest of the group
+        at once instead of after ``session.timeout.ms``.
+
+        A dynamic member leaves on ``close`` by itself. A static member (KIP-345) does not:
+        librdkafka skips the LeaveGroup on termination, so a worker stopped for good would
+        keep its partitions idle for the session timeout. Unsubscribing first makes it
+        leave (librdkafka sends the LeaveGroup once the revocation is served, which takes
+        a poll). ``leave_group=False`` keeps a static member's place for a restart under
+        the same id (the worker passes it after a fatal error, when a supervisor restarts
+        it); ``timeout_s`` bounds the wait for the revocation (``test_worker_scale.py``).
+        """
+        if leave_group and self._static:
+            try:
+                self._consumer.unsubscribe()
+                deadline = time.monotonic() + timeout_s
+                # Records still fetched are dropped: their offsets were never committed,
+                # so the partitions' next owner reads them again.
+                while self._assigned and time.monotonic() < deadline:
+                    self._consumer.consume(num_messages=1_000, timeout=0.05)
+            except KafkaException as exc:
+                log.warning("leaving the group failed; the session timeout moves our partitions",
+                            extra={"error": str(exc)})
         self._consumer.close()
 
 

@@ -204,10 +204,12 @@ class Worker:
                                         "model_version": self.pipeline.model_version,
                                         **{k: round(v, 3) for k, v in self._startup.items()}})
         self._ready_at = time.perf_counter()
+        stopped_cleanly = False
         try:
             while not self._stopping:
                 self.step()
             self.flush()  # drain: commit everything we hold
+            stopped_cleanly = True
         except BaseException:
             # Clean-up after a failure may block on the call that failed (a wedged
             # librdkafka call blocks close too): bound it like a stop.
@@ -216,9 +218,10 @@ class Worker:
             raise
         finally:
             self.metrics.ready.set(0)
-            # Leaves the group (partitions move at once) — except with static membership
-            # (off by default), where they wait session.timeout.ms for this id to return.
-            self.consumer.close()
+            # A clean stop (a deploy, a scale-down) leaves the group: partitions move at
+            # once. After a failure a static member keeps its place, so the restart its
+            # supervisor makes under the same id takes the partitions back without a rebalance.
+            self.consumer.close(leave_group=stopped_cleanly)
             try:
                 self.committer.emitter.close()
             except FatalKafkaError as exc:  # fenced: nothing of ours is open any more

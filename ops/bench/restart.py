@@ -35,6 +35,12 @@ exported to ONNX (``tollgate model export``'s code) and served either through Py
 arrays (``onnx``: neither the worker nor its model process imports PyTorch;
 ``engine.stages.infer_arrays``).
 
+``--stops scale-down`` measures a worker stopped for good instead: a second worker (w2)
+joins beside w1, and once both hold partitions w1 is SIGTERMed and not restarted;
+``handoff_s`` is from the signal to w2's log line of w1's partitions assigned to it. A
+static member skips the LeaveGroup on close, so without the worker's own leave
+(``EventConsumer.close``) that waits for the session timeout (10 s).
+
 ``--modes static,dynamic`` alternates static group membership with dynamic (the
 default), round by round, so both see the same machine load. ``--baseline DIR`` runs
 every start twice, alternately: once with the code in DIR (e.g. ``git archive <commit> |
@@ -110,6 +116,32 @@ def _one_start(wenv: WorkerEnv, log_dir: Path, env: dict[str, str],
     return worker, out
 
 
+def _scale_down(wenv: WorkerEnv, log_dir: Path, env: dict[str, str], tree: Path, w1: WorkerProcess) -> float:
+    """w2 joins beside ``w1``; once both hold partitions, SIGTERM w1 for good and return
+    the seconds until w2 is assigned w1's partitions (its next ``partitions assigned``)."""
+    w2 = WorkerProcess(wenv, "w2", log_dir, command=_common.tree_cli(tree), cwd=tree, **env)
+    try:
+        deadline = time.monotonic() + 300
+        # cooperative-sticky: w2 gets its share in a second round, after w1 revoked it
+        while not (any(line["partitions"] for line in w2.logged("partitions assigned"))
+                   and w1.logged("partitions revoked")):
+            if time.monotonic() > deadline or w2.proc.poll() is not None:
+                raise RuntimeError("w2 never got partitions:\n" + w2.tail())
+            time.sleep(0.1)
+        held = len(w2.logged("partitions assigned"))
+        signalled = time.time()
+        if w1.terminate() != 0:
+            raise RuntimeError("w1 did not stop cleanly:\n" + w1.tail())
+        while len(w2.logged("partitions assigned")) == held:
+            if time.monotonic() > deadline:
+                raise RuntimeError("w1's partitions never reached w2:\n" + w2.tail())
+            time.sleep(0.05)
+        return float(w2.logged("partitions assigned")[held]["ts"]) - signalled
+    finally:
+        w2.terminate()  # leaves cleanly: the next start is not held up by w2's session
+        w2.stop_quietly()
+
+
 def main() -> int:
     # A SIGTERM must still run the clean-up below (stop the workers, delete the topics).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -117,7 +149,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rate", type=float, default=200.0, help="events/s streamed throughout")
     ap.add_argument("--modes", default="static", help="comma list of static,dynamic (alternated)")
-    ap.add_argument("--stops", default="kill", help="comma list of kill,term (alternated)")
+    ap.add_argument("--stops", default="kill", help="comma list of kill,term,scale-down (alternated)")
     ap.add_argument("--infer-process", choices=("true", "false"), default="true")
     ap.add_argument("--baseline", type=Path, help="a tree of the code before (same layout); alternated with this one")
     ap.add_argument("--runtimes", default="torch",
@@ -168,6 +200,11 @@ def main() -> int:
                     worker.stop_quietly()
                 where = Path(trees[tree or "after"])
                 worker, first = _one_start(wenv, work, env, where)  # a start after a clean exit/kill
+                if how == "scale-down":
+                    handoff_s = _scale_down(wenv, work, env, where, worker)
+                    results[mode].setdefault("handoff_s", []).append(handoff_s)
+                    print(f"round {rnd + 1} {mode}: handoff {handoff_s:.2f} s", flush=True)
+                    continue
                 signalled = time.time()
                 if how == "term":  # a deploy: the worker finishes its batch, commits and leaves the group
                     worker.terminate()
@@ -190,6 +227,10 @@ def main() -> int:
     print(f"\nrestart, median of {args.rounds} (infer_process={args.infer_process}, {args.rate:g} events/s)")
     for mode in modes:
         r = results[mode]
+        if "handoff_s" in r:
+            print(f"  {mode:21s} SIGTERM to w2 assigned w1's partitions {statistics.median(r['handoff_s']):6.2f} s "
+                  f"({', '.join(f'{v:.2f}' for v in r['handoff_s'])})")
+            continue
         print(f"  {mode:21s} to first verdict {statistics.median(r['to_first_verdict_s']):6.2f} s  ("
               + ", ".join(f"{k} {statistics.median(r[k]):.2f}" for k in (*PHASES, "first_commit_after_ready_s",
                                                                             "unaccounted_s", "cpu_to_first_verdict_s",

@@ -14,6 +14,7 @@ from collections import Counter, defaultdict
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from engine.wire.codec import Codec
 from tests.support.worker_support import (
@@ -49,6 +50,14 @@ def _verdicts_at_least(wenv, n: int, worker: WorkerProcess) -> None:
     _wait(lambda: len(read_committed(wenv.bootstrap, wenv.verdicts, 1, timeout=2, settle_s=0)) >= n, worker)
 
 
+def _static_members(env: WorkerEnv) -> set[str]:
+    """The ``group.instance.id`` of each member the group coordinator holds now."""
+    admin = AdminClient({"bootstrap.servers": env.bootstrap})
+    group = f"engine-{env.unique}"
+    described = admin.describe_consumer_groups([group], request_timeout=20)[group].result(timeout=30)
+    return {m.group_instance_id for m in described.members}
+
+
 def test_two_workers_share_partitions_and_rebalances_lose_and_duplicate_nothing(wenv, tmp_path):
     codec = Codec()
     events = make_events(wenv.unique, 6_000)
@@ -65,6 +74,9 @@ def test_two_workers_share_partitions_and_rebalances_lose_and_duplicate_nothing(
         assert w1.logged("partitions revoked"), "w1 must give partitions to w2"
         _verdicts_at_least(wenv, 1_600, w2)  # both have been deciding a while
         assert w1.terminate() == 0  # leaves: its partitions move to w2 at once
+        # Static membership (the default) skips the LeaveGroup on close; the worker's
+        # clean stop sends it anyway, so w1 is gone now, not after the session timeout.
+        assert _static_members(wenv) == {f"engine-{wenv.unique}-w2"}
         producer.join()
         verdicts = read_verdicts(wenv.bootstrap, wenv.verdicts, len(events), codec, timeout=90)
     finally:
