@@ -28,8 +28,10 @@ from redis.cluster import RedisCluster
 from redis.exceptions import ResponseError
 
 _CUSTOMER_WRITE = """
--- KEYS[1] customer's event ZSET, KEYS[2] its device HASH (one slot: {customer}).
--- ARGV[1] JSON {e: [[score, member, device], ...], keep, stale: [device...], ttl}
+-- KEYS[1] customer's event ZSET, KEYS[2] its device HASH, KEYS[3] its state token
+-- (one slot: {customer}). ARGV[1] JSON {e: [[score, member, device], ...], keep,
+-- stale: [device...], ttl, token, expect}. Returns 0 when the token was not `expect`
+-- (another writer since our read: the token is deleted, no copy is current), else 1.
 local op = cjson.decode(ARGV[1])
 for _, e in ipairs(op.e) do
   redis.call('ZADD', KEYS[1], e[1], e[2])
@@ -42,7 +44,12 @@ redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -(op.keep + 1))
 redis.call('PEXPIRE', KEYS[1], op.ttl)
 redis.call('HDEL', KEYS[2], unpack(op.stale))
 if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], op.ttl) end
-return 1
+if (redis.call('GET', KEYS[3]) or '') == op.expect then
+  redis.call('SET', KEYS[3], op.token, 'PX', op.ttl)
+  return 1
+end
+redis.call('DEL', KEYS[3])
+return 0
 """
 
 _TERMINAL_WRITE = """

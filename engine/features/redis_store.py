@@ -3,8 +3,10 @@
 How a batch of ``enrich`` costs **two round trips**:
 
 1. one read script: ``GET`` every event's snapshot key (retries), and for every
-   distinct customer ``ZRANGE`` its recent events and ``HGETALL`` its devices, for every
-   distinct terminal ``HGETALL`` its activity and label buckets — the keys sent as one
+   distinct customer ``ZRANGE`` its recent events and ``HGETALL`` its devices — unless
+   the customer's state token is the one this store wrote with the copy it holds
+   (``engine.features.customer_cache``: then only the token comes back) — for every
+   distinct terminal ``HGETALL`` its activity and label buckets; the keys sent as one
    JSON argument, the whole reply one JSON array (read-only, so it never blocks writers
    for long);
 2. the states are loaded into ``compute``'s structures and ``compute.enrich_batch`` runs
@@ -33,6 +35,8 @@ one entity it belongs to, so a Redis Cluster keeps an entity's keys in one slot:
   ``decision_log_retention_days``;
 * ``{p}:cev:{<customer>}`` ZSET of recent events (score = event time) trimmed to what
   ``compute`` keeps; ``{p}:cdev:{<customer>}`` HASH device -> first seen;
+  ``{p}:cver:{<customer>}`` the token of the write that left them so (a fresh one per
+  batch; deleted when a write finds another writer's token than the one it read);
 * ``{p}:tact:{<terminal>}`` HASH hour bucket -> events; ``{p}:tlab:{<terminal>}`` HASH
   ``k:<hour>``/``b:<hour>`` -> labels known/bad by arrival hour; old buckets are deleted;
 * ``{p}:lab:{<terminal>}:<event_id>`` the current label of an event (to apply corrections).
@@ -48,8 +52,10 @@ Any Redis failure raises ``ContextUnavailable``; nothing is half-written (script
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -64,6 +70,7 @@ from engine.features.compute import (
     enrich_batch,
     same_event,
 )
+from engine.features.customer_cache import CustomerCache
 from engine.features.redis_cluster import ClusterScripts
 from engine.features.snapshot import ContextSnapshot
 from engine.features.spec import BUCKET_MS, DAY_MS, IDLE_STATE_TTL_MS
@@ -98,13 +105,17 @@ except ImportError:  # pragma: no cover - exercised where orjson is absent
 
 _READ_STATE = """
 -- ARGV[1..3]: n_snapshots, n_customers, n_terminals; ARGV[4]: the keys in that order as
--- one JSON array (snapshot keys; per customer its event ZSET and device HASH; per
--- terminal its two HASHes). The reply is ONE JSON array, one document per key (null: no
--- snapshot): the client parses one string per batch instead of a RESP element per key,
--- and sends one argument instead of a thousand (docs/performance.md, "The worker's own
--- CPU at saturation").
+-- one JSON array (snapshot keys; per customer its event ZSET, device HASH and state
+-- token; per terminal its two HASHes); ARGV[5] (optional): per customer the token and
+-- event count of the copy the client holds (engine.features.customer_cache). The reply
+-- is ONE JSON array, one document per key (null: no snapshot): the client parses one
+-- string per batch instead of a RESP element per key, and sends one argument instead
+-- of a thousand (docs/performance.md, "The worker's own CPU at saturation"). A
+-- customer whose token is the client's (and whose event count matches: an evicted list
+-- never passes) answers null, null and its token instead of its rows.
 local ns, nc, nt = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local keys = cjson.decode(ARGV[4])
+local held = ARGV[5] and cjson.decode(ARGV[5]) or {}
 local out, i = {}, 1
 local function flat(h) if #h == 0 then return '[]' end return cjson.encode(h) end
 for _ = 1, ns do
@@ -112,10 +123,19 @@ for _ = 1, ns do
   if snap and #snap > 0 then out[#out + 1] = snap else out[#out + 1] = 'null' end
   i = i + 1
 end
-for _ = 1, nc do
-  out[#out + 1] = '[' .. table.concat(redis.call('ZRANGE', keys[i], 0, -1), ',') .. ']'
-  out[#out + 1] = flat(redis.call('HGETALL', keys[i + 1]))
-  i = i + 2
+for c = 1, nc do
+  local tok = redis.call('GET', keys[i + 2])
+  local mine = held[c]
+  if tok and mine and mine[1] == tok and redis.call('ZCARD', keys[i]) == mine[2] then
+    out[#out + 1] = 'null'
+    out[#out + 1] = 'null'
+  else
+    out[#out + 1] = '[' .. table.concat(redis.call('ZRANGE', keys[i], 0, -1), ',') .. ']'
+    out[#out + 1] = flat(redis.call('HGETALL', keys[i + 1]))
+  end
+  -- tokens are [0-9a-f:] (RedisFeatureStore._new_token): no escaping needed
+  if tok then out[#out + 1] = '"' .. tok .. '"' else out[#out + 1] = 'null' end
+  i = i + 3
 end
 for _ = 1, nt do
   out[#out + 1] = flat(redis.call('HGETALL', keys[i]))
@@ -131,7 +151,7 @@ _WRITE_EVENTS = """
 -- event: the client sends the batch in a few writes, not one per snapshot).
 local ops = cjson.decode(ARGV[1])
 local blob, cuts = ARGV[2], ops.cuts
-local lost = {}
+local lost, stale = {}, {}
 for _, op in ipairs(ops.events) do
   local n = op[2]
   local snap = string.sub(blob, (n > 1 and cuts[n - 1] or 0) + 1, cuts[n])
@@ -157,13 +177,21 @@ for _, c in ipairs(ops.customers) do
   redis.call('PEXPIRE', c[1], ops.state_ttl)
   redis.call('HDEL', c[3], unpack(c[4]))
   if redis.call('EXISTS', c[3]) == 1 then redis.call('PEXPIRE', c[3], ops.state_ttl) end
+  -- c[5] the state token, c[6] the token this batch read: still it, our state is the
+  -- one of record; another writer in between, and no copy anywhere is current
+  if (redis.call('GET', c[5]) or '') == c[6] then
+    redis.call('SET', c[5], ops.token, 'PX', ops.state_ttl)
+  else
+    redis.call('DEL', c[5])
+    table.insert(stale, c[5])
+  end
 end
 for _, t in ipairs(ops.terminals) do
   redis.call('HDEL', t[1], unpack(t[3]))
   redis.call('HDEL', t[2], unpack(t[4]))
   redis.call('PEXPIRE', t[1], ops.state_ttl)
 end
-return lost
+return {lost, stale}
 """
 
 _WRITE_LABELS = """
@@ -218,6 +246,13 @@ class RedisFeatureStore:
         self._write_events = self.client.register_script(_WRITE_EVENTS)
         self._write_labels = self.client.register_script(_WRITE_LABELS)
         self._round_trips = self._commands = 0
+        #: States this store wrote last, reused while Redis holds the token written with
+        #: them (engine.features.customer_cache); a read-only store never writes, so holds none.
+        self.customers = CustomerCache(0 if read_only else rs.customer_cache_events)
+        #: Customers whose rows the read script sent, and those answered from the copy.
+        self.customer_reads = self.customer_hits = 0
+        self._token_base = uuid.uuid4().hex[:16]
+        self._token_seq = itertools.count(1)
 
     @property
     def round_trips(self) -> int:
@@ -249,18 +284,43 @@ class RedisFeatureStore:
         except (redis.RedisError, ValueError, KeyError, TypeError) as exc:
             raise ContextUnavailable(f"feature state unavailable: {exc!r}") from exc
 
+    def _new_token(self) -> str:
+        return f"{self._token_base}:{next(self._token_seq):x}"
+
     def _enrich(self, events: Sequence[TransactionEvent]) -> list[ContextSnapshot]:
-        event_ids = list(dict.fromkeys(e.event_id for e in events))
         customer_ids = list(dict.fromkeys(e.customer_id for e in events))
+        try:
+            return self._enrich_customers(events, customer_ids)
+        except BaseException:
+            # The write may have been applied, in part or whole, without us hearing so:
+            # the next batch reads these customers back.
+            for cid in customer_ids:
+                self.customers.drop(cid)
+            raise
+
+    def _enrich_customers(self, events: Sequence[TransactionEvent], customer_ids: list[str]) -> list[ContextSnapshot]:
+        event_ids = list(dict.fromkeys(e.event_id for e in events))
         terminal_ids = list(dict.fromkeys(e.terminal_id for e in events))
-        replies = iter(self._read(event_ids, customer_ids, terminal_ids))  # round trip 1
+        copies = {cid: held for cid in customer_ids if (held := self.customers.get(cid)) is not None}
+        mine = [[copies[cid][0], copies[cid][1]] if cid in copies else ["", 0] for cid in customer_ids]
+        replies = iter(self._read(event_ids, customer_ids, terminal_ids, mine))  # round trip 1
 
         seen: dict[str, ContextSnapshot] = {}
         for eid in event_ids:
             stored = next(replies)
             if stored is not None:
                 seen[eid] = ContextSnapshot.from_dict(stored)
-        customers = {cid: _customer_from(next(replies), next(replies)) for cid in customer_ids}
+        customers: dict[str, CustomerState] = {}
+        read_tokens: dict[str, str] = {}
+        for cid in customer_ids:
+            rows, devices, token = next(replies), next(replies), next(replies)
+            read_tokens[cid] = token or ""
+            if rows is None:  # the token is the one we wrote with our copy: it is current
+                customers[cid] = copies[cid][2]
+                self.customer_hits += 1
+            else:
+                customers[cid] = _customer_from(rows, devices)
+                self.customer_reads += 1
         terminals = {tid: _terminal_from(next(replies), next(replies)) for tid in terminal_ids}
         loaded = dict(seen)
         devices_before = {cid: set(c.devices) for cid, c in customers.items()}
@@ -303,10 +363,13 @@ class RedisFeatureStore:
         for s in new:
             if s.event.device_id:
                 devices_before[s.customer_id].add(s.event.device_id)
+        token = self._new_token()
         ops = {
             "snap_ttl": self.snapshot_ttl_ms, "state_ttl": STATE_TTL_MS, "events": ops_events, "cuts": cuts,
+            "token": token,
             "customers": [[self._k("cev", c), len(customers[c].times), self._k("cdev", c),
-                           sorted(devices_before[c] - set(customers[c].devices)) or _EMPTY]
+                           sorted(devices_before[c] - set(customers[c].devices)) or _EMPTY,
+                           self._k("cver", c), read_tokens[c]]
                           for c in touched_c],
             "terminals": [[self._k("tact", t), self._k("tlab", t),
                            *(_stale(buckets_before[t], terminals[t]) or _EMPTY for _stale in (_stale_activity, _stale_labels))]
@@ -315,12 +378,22 @@ class RedisFeatureStore:
         if self._cluster is None:
             self._round_trips += 1
             self._commands += 1
-            lost = self._write_events(args=[_dumps(ops), b"".join(snapshot_args)])  # round trip 2
+            lost, stale = self._write_events(args=[_dumps(ops), b"".join(snapshot_args)])  # round trip 2
         else:
-            lost = self._write_sliced(ops, snapshot_args)
+            lost, stale = self._write_sliced(ops, snapshot_args)
+        # Our state is the one of record for a touched customer unless another writer
+        # came between our read and write (stale) or recorded one of its events first.
+        lost_keys = {_text(k) for k in lost}
+        not_ours = {_text(k) for k in stale} | {
+            self._k("cver", s.customer_id) for s in new if self._k("snap", s.event_id) in lost_keys}
+        for cid in touched_c:
+            if self._k("cver", cid) in not_ours:
+                self.customers.drop(cid)
+            else:
+                self.customers.put(cid, token, customers[cid])
         if lost:  # another worker recorded these first: its snapshot is the one of record
             stored = self._mget(lost)
-            by_key = {k.decode() if isinstance(k, bytes) else k: v for k, v in zip(lost, stored)}
+            by_key = {_text(k): v for k, v in zip(lost, stored)}
             out = []
             for s in snaps:
                 raw = by_key.get(self._k("snap", s.event_id))
@@ -330,24 +403,27 @@ class RedisFeatureStore:
             snaps = out
         return snaps
 
-    def _read(self, event_ids: list[str], customer_ids: list[str], terminal_ids: list[str]) -> list[Any]:
-        """Snapshots (a dict, or None), then per customer (events, devices), then per
-        terminal (activity, labels): one parsed document per key, in that order."""
+    def _read(self, event_ids: list[str], customer_ids: list[str], terminal_ids: list[str],
+              mine: list[list[Any]]) -> list[Any]:
+        """Snapshots (a dict, or None), then per customer (events, devices, token), then
+        per terminal (activity, labels): one parsed document per key, in that order. A
+        customer whose token and event count are ``mine``'s (the copy this store wrote;
+        ``["", 0]``: none) answers None, None and the token."""
         if self._cluster is None:
             keys = [self._k("snap", eid) for eid in event_ids]
             for cid in customer_ids:
-                keys += [self._k("cev", cid), self._k("cdev", cid)]
+                keys += [self._k("cev", cid), self._k("cdev", cid), self._k("cver", cid)]
             for tid in terminal_ids:
                 keys += [self._k("tact", tid), self._k("tlab", tid)]
             self._round_trips += 1
             self._commands += 1
             return _loads(self._read_state(
-                args=[len(event_ids), len(customer_ids), len(terminal_ids), _dumps(keys)]))
+                args=[len(event_ids), len(customer_ids), len(terminal_ids), _dumps(keys), _dumps(mine)]))
         calls: list[tuple[str, list[str], list[Any]]] = [
             ("cmd:GET", [self._k("snap", eid)], []) for eid in event_ids]
-        for cid in customer_ids:  # one slot each: the read script given that slot's keys
-            cev, cdev = self._k("cev", cid), self._k("cdev", cid)
-            calls.append(("read", [cev], [0, 1, 0, _dumps([cev, cdev])]))
+        for cid, held_copy in zip(customer_ids, mine):  # one slot each: the read script given that slot's keys
+            cev, cdev, cver = self._k("cev", cid), self._k("cdev", cid), self._k("cver", cid)
+            calls.append(("read", [cev], [0, 1, 0, _dumps([cev, cdev, cver]), _dumps([held_copy])]))
         for tid in terminal_ids:
             tact, tlab = self._k("tact", tid), self._k("tlab", tid)
             calls.append(("read", [tact], [0, 0, 1, _dumps([tact, tlab])]))
@@ -357,7 +433,7 @@ class RedisFeatureStore:
             out.extend(_loads(packed))
         return out
 
-    def _write_sliced(self, ops: dict[str, Any], snapshot_args: list[bytes]) -> list[str]:
+    def _write_sliced(self, ops: dict[str, Any], snapshot_args: list[bytes]) -> tuple[list[str], list[str]]:
         """The cluster's write: claim each snapshot (SET NX), then one script per slot for
         the events this worker won (``engine.features.redis_cluster``)."""
         assert self._cluster is not None
@@ -373,16 +449,19 @@ class RedisFeatureStore:
             per_customer.setdefault(op[2], []).append([op[3], op[4], op[8]])
             per_terminal.setdefault(op[5], []).append(op[6])
         calls: list[tuple[str, list[str], list[Any]]] = []
-        for cev, keep, cdev, stale in ops["customers"]:
+        for cev, keep, cdev, stale, cver, expect in ops["customers"]:
             if cev in per_customer:
-                calls.append(("customer_write", [cev, cdev], [_dumps(
-                    {"e": per_customer[cev], "keep": keep, "stale": stale, "ttl": ops["state_ttl"]})]))
+                calls.append(("customer_write", [cev, cdev, cver], [_dumps(
+                    {"e": per_customer[cev], "keep": keep, "stale": stale, "ttl": ops["state_ttl"],
+                     "token": ops["token"], "expect": expect})]))
+        written = [keys[2] for _, keys, _ in calls]
         for tact, tlab, stale_act, stale_lab in ops["terminals"]:
             if tact in per_terminal:
                 calls.append(("terminal_write", [tact, tlab], [_dumps(
                     {"b": per_terminal[tact], "act": stale_act, "lab": stale_lab, "ttl": ops["state_ttl"]})]))
-        self._cluster.run(calls)
-        return [op[0] for op, ok in zip(events, claimed) if not ok]
+        replies = self._cluster.run(calls)
+        stale_tokens = [cver for cver, ours in zip(written, replies) if not ours]
+        return [op[0] for op, ok in zip(events, claimed) if not ok], stale_tokens
 
     def _mget(self, keys: list[str]) -> list[Any]:
         if isinstance(self.client, RedisCluster):
@@ -419,6 +498,10 @@ class RedisFeatureStore:
         except redis.RedisError as exc:
             raise ContextUnavailable(f"decision log unavailable: {exc!r}") from exc
         return [None if r is None else ContextSnapshot.from_dict(_loads(r)) for r in raws]
+
+
+def _text(key: bytes | str) -> str:
+    return key.decode() if isinstance(key, bytes) else key
 
 
 #: cjson encodes an empty Python list as an empty *object*; a one-element sentinel list

@@ -8,6 +8,7 @@ import math
 import random
 
 import pytest
+import redis
 
 from engine.features.memory import MemoryFeatureStore
 from engine.features.redis_store import RedisFeatureStore
@@ -217,6 +218,64 @@ def test_redis_and_memory_compute_identical_snapshots(redis_url, unique, ns_clie
         red.record_outcomes(labels)
     ids = [e.event_id for e in produced]
     assert memory.decision_log(ids) == red.decision_log(ids)
+    assert red.customer_hits > 0 and red.customer_reads > 0  # both ways of loading a customer ran
+
+
+@pytest.mark.integration
+def test_redis_customer_copy_is_used_only_while_nobody_else_wrote(redis_url, unique, ns_client, monkeypatch):
+    """A store reuses the customer states it wrote (engine.features.customer_cache) until
+    someone else writes that customer: another store (a rebalance), before or between its
+    read and its write, an evicted list or a failed write all make it read them back."""
+    settings = Settings(redis={"url": redis_url})
+    a = RedisFeatureStore(settings=settings, namespace=unique)
+    b = RedisFeatureStore(settings=settings, namespace=unique)
+    memory = MemoryFeatureStore()
+
+    def same_as_memory(store, *batch):
+        assert store.enrich(list(batch)) == memory.enrich(list(batch))
+
+    def loads(store):
+        return store.customer_hits, store.customer_reads
+
+    same_as_memory(a, ev("e1", T0), ev("e2", T0 + MIN, 20.0, device="d2"))
+    same_as_memory(a, ev("e3", T0 + 2 * MIN))
+    assert loads(a) == (1, 1)  # the second batch used a's copy
+    same_as_memory(b, ev("e4", T0 + 3 * MIN, device="d3"))  # b writes c1: a's token is gone
+    same_as_memory(a, ev("e5", T0 + 4 * MIN))
+    assert loads(a) == (1, 2)  # read back, with e4 and d3
+    same_as_memory(a, ev("e6", T0 + 5 * MIN))
+    assert loads(a) == (2, 2)
+
+    ns_client.delete(a._k("cev", "c1"))  # the list evicted, the token left: never trusted
+    a.enrich([ev("e7", T0 + 6 * MIN)])
+    assert loads(a) == (2, 3)
+
+    real_read = a._read
+
+    def b_writes_after_a_read(*args):
+        replies = real_read(*args)
+        b.enrich([ev("e8", T0 + 7 * MIN)])
+        return replies
+
+    monkeypatch.setattr(a, "_read", b_writes_after_a_read)
+    a.enrich([ev("e9", T0 + 8 * MIN)])  # a read its copy; its write finds b's token: no copy is current
+    monkeypatch.setattr(a, "_read", real_read)
+    assert a.customers.get("c1") is None and ns_client.get(a._k("cver", "c1")) is None
+    a.enrich([ev("e10", T0 + 9 * MIN)])
+    b.enrich([ev("e11", T0 + 10 * MIN)])
+    assert loads(a) == (3, 4) and loads(b) == (0, 3)
+
+    a.enrich([ev("e12", T0 + 11 * MIN)])  # a holds c1 again...
+    assert a.customers.get("c1") is not None
+
+    def fails(*args, **kwargs):
+        raise redis.ConnectionError("connection reset")
+
+    monkeypatch.setattr(a, "_write_events", fails)
+    monkeypatch.setattr(a, "_write_sliced", fails)
+    with pytest.raises(ContextUnavailable):  # ...until a write it cannot confirm
+        a.enrich([ev("e13", T0 + 12 * MIN)])
+    assert a.customers.get("c1") is None
 
 
 @pytest.mark.integration
@@ -278,7 +337,7 @@ def test_every_redis_key_expires(redis_url, unique, ns_client):
     red.record_outcomes([LabelArrival("k1", "t1", T0, T0 + DAY_MS, True)])
     keys = list(ns_client.scan_iter(f"{red.prefix}:*", count=10_000))
     kinds = {k.decode().split(":")[2] for k in keys}
-    assert kinds == {"snap", "cev", "cdev", "tact", "tlab", "lab"}
+    assert kinds == {"snap", "cev", "cdev", "cver", "tact", "tlab", "lab"}
     for key in keys:
         ttl = ns_client.pttl(key)
         assert 0 < ttl <= red.snapshot_ttl_ms, key
