@@ -21,13 +21,17 @@ only once a configuration has been chosen.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing
+import os
+import signal
 import statistics
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
+from typing import Any
 
 import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
 
@@ -36,6 +40,12 @@ sys.path.append(str(Path(__file__).resolve().parent))
 from ops.bench import model_quality  # noqa: E402
 
 VALIDATION_FOLDS = ("2018-06-20", "2018-06-27", "2018-07-04", "2018-07-11")
+
+
+def _announce(pids: Any) -> None:
+    """Pool initializer: tell the parent this worker's pid, so runs still going at the
+    deadline can be stopped (the executor has no public way to end a running task)."""
+    pids.put(os.getpid())
 
 
 def _replay(args: tuple[str, str, str]) -> str:
@@ -113,7 +123,8 @@ def main() -> None:
             for seed in seeds_for.get(name, a.seeds) for fold in a.folds]
     jobs.sort(key=lambda j: (j[0], j[1]))  # every configuration's first seed before any second seed
     rows: list[dict] = []
-    pool = ProcessPoolExecutor(a.jobs, mp_context=ctx)
+    pids = ctx.SimpleQueue()
+    pool = ProcessPoolExecutor(a.jobs, mp_context=ctx, initializer=_announce, initargs=(pids,))
     pending: dict[Future, tuple] = {}
     queue = list(jobs)
     try:
@@ -141,8 +152,9 @@ def main() -> None:
                           f"CP@100 {r['cp100']:.4f} fit {r['fit_s']:.0f} s ({time.monotonic() - start:.0f} s)",
                           flush=True)
     finally:
-        for proc in list(getattr(pool, "_processes", {}).values()):  # unfinished runs: stop, not wait
-            proc.terminate()
+        while not pids.empty():  # unfinished runs: stop, not wait
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pids.get(), signal.SIGTERM)
         pool.shutdown(wait=False, cancel_futures=True)
     text = summarize(rows, folds, [n for n, _ in variants])
     (out / "summary.txt").write_text(text + "\n")
