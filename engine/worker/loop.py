@@ -181,16 +181,29 @@ class Worker:
         signal.signal(signal.SIGINT, self.request_stop)
 
     def run(self) -> None:
-        """Warm up, join the group, loop until stopped, drain, leave."""
-        t0 = time.perf_counter()
-        self.committer.emitter.start()  # fences a previous instance with our worker id
-        self._startup["init_transactions_s"] = time.perf_counter() - t0
-        # Join first, warm up meanwhile: librdkafka's own threads find the coordinator
-        # and join while the warm-up batches run (ops/bench/restart.py times both).
-        self.consumer.subscribe(self)
-        t0 = time.perf_counter()
-        self.warm_up()
-        self._startup["warmup_s"] = time.perf_counter() - t0
+        """Fence the previous instance, join the group and warm up, all three at once;
+        loop until stopped, drain, leave."""
+
+        def fence() -> float:
+            t = time.perf_counter()
+            self.committer.emitter.start()  # init_transactions: fences a previous instance with our worker id
+            return time.perf_counter() - t
+
+        # A restart waits for the slowest of the three, not their sum: fencing is a
+        # broker round trip and the join runs on librdkafka's threads, while the warm-up
+        # batches use this one (ops/bench/restart.py times each). Nothing is consumed or
+        # committed before the fence is done: the loop starts after it.
+        with ThreadPoolExecutor(1, thread_name_prefix="tollgate-fence") as fencing:
+            fenced = fencing.submit(fence)
+            self.consumer.subscribe(self)
+            t0 = time.perf_counter()
+            self.warm_up()
+            self._startup["warmup_s"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            # bounded without a timeout here: the emitter's calls retry for a while, then
+            # its watchdog ends the process (engine.stages.emit, engine.worker.watchdog)
+            self._startup["init_transactions_s"] = fenced.result()
+            self._startup["fence_wait_after_warmup_s"] = time.perf_counter() - t0
         if self.hold is not None:
             self.hold.active = True  # real events from now on: hold them while Redis is down
         # Everything alive now (the model, tokenizer, rules, imported modules) lives as

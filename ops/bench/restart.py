@@ -17,6 +17,8 @@ the process to its first committed transaction, and the phases the worker logs:
 * wiring_s          rule watcher, health server, model watcher, the Kafka clients
 * warmup_s          synthetic batches through the whole path
 * init_transactions_s  fencing the previous instance, aborting its open transaction
+                      (since 2026-12-05 it runs beside the join and the warm-up, so the
+                      phases overlap and ``unaccounted_s`` can be negative)
 * assigned_after_ready_s  joining the group (a restart waits here for the dead
                       member's session timeout unless membership is static)
 * first_commit_after_ready_s  the first batch decided and committed
