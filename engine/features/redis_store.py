@@ -77,7 +77,7 @@ from engine.features.spec import BUCKET_MS, DAY_MS, IDLE_STATE_TTL_MS
 from engine.features.store import ContextUnavailable, LabelArrival
 from engine.records import EventValidationError, TransactionEvent
 from engine.settings import Settings, get_settings
-from engine.wire.redisconn import AnyRedis, connect
+from engine.wire.redisconn import AnyRedis, connect, reply_text
 
 STATE_TTL_MS = IDLE_STATE_TTL_MS
 log = logging.getLogger("tollgate.features")
@@ -383,8 +383,8 @@ class RedisFeatureStore:
             lost, stale = self._write_sliced(ops, snapshot_args)
         # Our state is the one of record for a touched customer unless another writer
         # came between our read and write (stale) or recorded one of its events first.
-        lost_keys = {_text(k) for k in lost}
-        not_ours = {_text(k) for k in stale} | {
+        lost_keys = {reply_text(k) for k in lost}
+        not_ours = {reply_text(k) for k in stale} | {
             self._k("cver", s.customer_id) for s in new if self._k("snap", s.event_id) in lost_keys}
         for cid in touched_c:
             if self._k("cver", cid) in not_ours:
@@ -393,7 +393,7 @@ class RedisFeatureStore:
                 self.customers.put(cid, token, customers[cid])
         if lost:  # another worker recorded these first: its snapshot is the one of record
             stored = self._mget(lost)
-            by_key = {_text(k): v for k, v in zip(lost, stored)}
+            by_key = {reply_text(k): v for k, v in zip(lost, stored)}
             out = []
             for s in snaps:
                 raw = by_key.get(self._k("snap", s.event_id))
@@ -498,10 +498,6 @@ class RedisFeatureStore:
         except redis.RedisError as exc:
             raise ContextUnavailable(f"decision log unavailable: {exc!r}") from exc
         return [None if r is None else ContextSnapshot.from_dict(_loads(r)) for r in raws]
-
-
-def _text(key: bytes | str) -> str:
-    return key.decode() if isinstance(key, bytes) else key
 
 
 #: cjson encodes an empty Python list as an empty *object*; a one-element sentinel list

@@ -46,7 +46,7 @@ def serving_version(settings: Settings) -> str | None:
     """The registry's serving pointer, or None when Redis is unreachable or unset."""
     # local: redis and the registry, only when no model is named
     from engine.model.registry import serving_key
-    from engine.wire.redisconn import connect
+    from engine.wire.redisconn import connect, reply_text
 
     try:
         client = connect(settings.redis.url, settings.redis.socket_timeout_s)
@@ -55,7 +55,7 @@ def serving_version(settings: Settings) -> str | None:
     except Exception as exc:  # noqa: BLE001 - no registry reachable: fall back to the newest directory
         log.debug("registry not reachable: %s", exc)
         return None
-    return None if raw is None else (raw.decode() if isinstance(raw, bytes) else str(raw))
+    return None if raw is None else reply_text(raw)
 
 
 def serving_runtime(settings: Settings, model: str | Path | None = None) -> str:

@@ -36,6 +36,7 @@ from typing import Any
 from redis.cluster import RedisCluster
 
 from engine.settings import Settings
+from engine.wire.redisconn import reply_text
 
 WEIGHTS_FILE = "model.safetensors"
 CARD_FILE = "model_card.json"
@@ -217,7 +218,7 @@ class ModelRegistry:
 
     def serving_version(self) -> str | None:
         raw = self.redis.get(self.serving_key)
-        return None if raw is None else _text(raw)
+        return None if raw is None else reply_text(raw)
 
     def serving_path(self) -> Path | None:
         v = self.serving_version()
@@ -242,7 +243,7 @@ class ModelRegistry:
             raw = self.redis.lindex(self.history_key, 0)
             if raw is None:
                 raise RegistryError("nothing to roll back to: no earlier serving version")
-            target = _text(raw)
+            target = reply_text(raw)
             if target != current and self.exists(target):
                 break
             self.redis.lpop(self.history_key)  # a deleted or duplicate entry: skip it
@@ -331,7 +332,3 @@ def _sha256(path: Path) -> str:
 
 def _now(now_ms: int | None) -> int:
     return int(time.time() * 1000) if now_ms is None else int(now_ms)
-
-
-def _text(raw: str | bytes) -> str:
-    return raw.decode() if isinstance(raw, bytes) else str(raw)

@@ -78,6 +78,15 @@ class TimedConnection(redis.Connection):
                     "read_ms": round(waited_ms, 1), "since_send_ms": round((time.perf_counter() - sent_at) * 1000, 1)})
 
 
+def reply_text(raw: str | bytes | bytearray) -> str:
+    """A Redis reply as text: redis-py answers bytes unless the client decodes them.
+
+    >>> reply_text(b"v2"), reply_text("v2")
+    ('v2', 'v2')
+    """
+    return raw.decode() if isinstance(raw, (bytes, bytearray)) else str(raw)
+
+
 def is_cluster_url(url: str) -> bool:
     return url.split("://", 1)[0].lower() in CLUSTER_SCHEMES
 

@@ -32,6 +32,7 @@ from redis.cluster import RedisCluster
 
 from engine.features.store import ContextUnavailable
 from engine.records import TransactionEvent
+from engine.wire.redisconn import reply_text
 
 #: The batch's claims in order (so a second record of an id in the same batch sees the
 #: first's claim), answered as one string of "1" (owns its id) and "0" (a re-send): a
@@ -87,8 +88,4 @@ class ReSendFilter:
             previous: list[Any] = pipe.execute()
         except redis.exceptions.RedisError as exc:
             raise ContextUnavailable(f"re-send check: {exc}") from exc
-        return [old is None or _text(old) == position for old, position in zip(previous, positions)]
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, (bytes, bytearray)) else str(value)
+        return [old is None or reply_text(old) == position for old, position in zip(previous, positions)]

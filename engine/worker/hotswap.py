@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.wire.redisconn import reply_text
 from engine.worker.warmup import synthetic_events
 
 log = logging.getLogger("tollgate.hotswap")
@@ -129,7 +130,7 @@ class ModelWatcher:
         raw = self.redis.get(self.serving_key)
         if raw is None:
             return None
-        version = raw.decode() if isinstance(raw, bytes) else str(raw)
+        version = reply_text(raw)
         pending = self._ready.version if self._ready is not None else None
         if version in (self.current_version, pending) or version in self.refused:
             return None
