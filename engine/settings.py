@@ -83,10 +83,11 @@ class RedisSettings(_Frozen):
     socket_timeout_s: float = 0.5
     #: How long per-event decision-log entries (context snapshots) are kept.
     decision_log_retention_days: int = 45
-    #: Customer states a worker keeps from its own writes, counted in events (~280 bytes
-    #: each in Python: 200,000 ≈ 56 MB), so enrich reads a returning customer's rows only
-    #: when another writer changed them (engine.features.customer_cache; ``python
-    #: ops/bench/customer_cache.py``). 0 reads every customer back.
+    #: Customer states a worker keeps from its own writes, counted in events (their
+    #: memory: docs/performance.md, "Small figures behind code comments"), so enrich reads
+    #: a returning customer's rows only when another writer changed them
+    #: (engine.features.customer_cache; ``python ops/bench/customer_cache.py``). 0 reads
+    #: every customer back.
     customer_cache_events: int = Field(default=200_000, ge=0)
 
 

@@ -2,10 +2,9 @@
 a returning customer's whole event list back from Redis every batch.
 
 Why: a customer's events are partitioned to one worker, which wrote them last; reading
-them back (up to ``MAX_CUSTOMER_EVENTS`` JSON rows a customer, ~450 KB of reply per
-512-event batch on the benchmark's returning customers) was the largest share of
+them back (up to ``MAX_CUSTOMER_EVENTS`` JSON rows a customer) was the largest share of
 enrich's CPU, in Redis and in the worker (docs/performance.md, "The worker's own CPU at
-saturation"). Correctness does not rest on partitioning: every write of a customer's
+saturation"; what the copies save: ``python ops/bench/customer_cache.py``). Correctness does not rest on partitioning: every write of a customer's
 state stores a fresh token beside it (``{p}:cver:{customer}``), the read script sends a
 customer's rows only when the token it holds is not the one this store wrote, and a
 write that finds another token than the one it read deletes the token (a second writer

@@ -21,8 +21,8 @@ process; a model whose card names an ONNX graph that the runtime setting serves,
 ``OnnxArrayInference`` instead, never importing PyTorch (``engine.stages.infer_arrays``) —
 and answers ``("ready", version, schema hash)`` or ``("error", class, message)``;
 then one ``("ok", outputs)`` or ``("error", ...)`` per batch. Batches and outputs travel
-as NumPy arrays (pickle protocol 5: ~180 KB per 128-event batch, docs/performance.md
-"Small figures behind code comments"). A later frame
+as NumPy arrays (pickle protocol 5; their size: docs/performance.md, "Small figures
+behind code comments"). A later frame
 that names a model directory loads that model instead and is answered like the first:
 how a spare (below) takes the next model.
 
