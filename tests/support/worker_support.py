@@ -136,12 +136,12 @@ def metric(port: int, name: str, labels: str = "") -> float:
     return 0.0
 
 
-def wait_until(pred: Callable[[], bool], timeout: float, what: str) -> None:
+def wait_until(pred: Callable[[], bool], timeout: float, what: str, every_s: float = 0.3) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if pred():
             return
-        time.sleep(0.3)
+        time.sleep(every_s)
     raise AssertionError(f"timed out waiting for {what}")
 
 
