@@ -287,6 +287,10 @@ class Outcome:
     source: str
     customer_id: str | None = None
     terminal_id: str | None = None
+    #: When the judged transaction happened, if the source knows it (a chargeback notice
+    #: carries the transaction's date). Lets the delayed-label state take an outcome whose
+    #: verdict has left Redis (``redis.decision_log_redis_hours``).
+    event_time_ms: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -302,6 +306,7 @@ class Outcome:
             source=str(data.get("source") or "unknown"),
             customer_id=data.get("customer_id"),
             terminal_id=data.get("terminal_id"),
+            event_time_ms=None if data.get("event_time_ms") is None else int(data["event_time_ms"]),
         )
 
 

@@ -81,14 +81,39 @@ class RedisSettings(_Frozen):
     url: str = "redis://127.0.0.1:6379/0"
     key_prefix: str = "tg"
     socket_timeout_s: float = 0.5
-    #: How long per-event decision-log entries (context snapshots) are kept.
+    #: How long the decision log is kept: the days an outcome may take to arrive and
+    #: still find its verdict's inputs.
     decision_log_retention_days: int = 45
+    #: Hours each decision's snapshot (``{p}:snap:{event}``) and a verdict-only join record
+    #: (``{p}:fb:join:{event}``) stay in Redis. 0 keeps them for the whole retention (one
+    #: machine). At scale, hours: Redis then holds hours of decisions, not 45 days (the
+    #: memory per event: docs/scaling.md), and the decision store (Parquet, written by the
+    #: feedback worker within seconds) keeps the rest; a late outcome is joined to it when
+    #: the fine-tune reads its labels (``feedback.store.complete_from_decisions``).
+    decision_log_redis_hours: int = Field(default=0, ge=0)
     #: Customer states a worker keeps from its own writes, counted in events (their
     #: memory: docs/performance.md, "Small figures behind code comments"), so enrich reads
     #: a returning customer's rows only when another writer changed them
     #: (engine.features.customer_cache; ``python ops/bench/customer_cache.py``). 0 reads
     #: every customer back.
     customer_cache_events: int = Field(default=200_000, ge=0)
+
+    @model_validator(mode="after")
+    def _horizon_fits(self) -> RedisSettings:
+        if self.decision_log_redis_hours > self.decision_log_retention_days * 24:
+            raise ValueError(f"redis.decision_log_redis_hours ({self.decision_log_redis_hours}) exceeds "
+                             f"the retention ({self.decision_log_retention_days} days)")
+        return self
+
+    @property
+    def decision_log_redis_ms(self) -> int:
+        """How long a snapshot or a verdict-only join record stays in Redis, in ms."""
+        hours = self.decision_log_redis_hours or self.decision_log_retention_days * 24
+        return hours * 3_600_000
+
+    @property
+    def decision_log_retention_ms(self) -> int:
+        return self.decision_log_retention_days * 86_400_000
 
 
 class BatchSettings(_Frozen):

@@ -49,6 +49,7 @@ def worker(flush_interval_s: float = typer.Option(5.0, help="Seconds between Par
     client = _redis(settings)
     processor = FeedbackProcessor.from_settings(settings, client, RedisFeatureStore(client, settings))
     metrics = FeedbackMetrics()
+    metrics.decision_log_redis.set(settings.redis.decision_log_redis_ms / 1000)
     if metrics_port:
         FeedbackMetrics.serve(metrics_port, settings.http.host)
     sys.argv = [sys.argv[0], "worker"]  # faust's Worker parses argv; give it nothing of ours

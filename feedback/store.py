@@ -45,7 +45,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.records import OutcomeKind
-from feedback.stream.join import JoinRecord, preferred_verdict
+from feedback.stream.join import JoinRecord, is_complete, preferred_verdict
 
 HOUR_MS = 3_600_000
 
@@ -60,6 +60,9 @@ class LabelledExample:
     terminal_id: str
     event_json: str | None  # the TransactionEvent as the engine saw it (Avro field layout)
     snapshot_json: str | None  # the engine's decision-log entry (context snapshot), if kept
+    #: "" when the verdict had left Redis (``JoinRecord.decision_in_store``): this row and
+    #: the scores after it are then filled from the decision store on read
+    #: (``complete_from_decisions``).
     verdict: str
     p_pass: float
     p_review: float
@@ -79,9 +82,13 @@ class LabelledExample:
     @classmethod
     def from_join(cls, rec: JoinRecord, snapshot: Mapping[str, Any] | None = None) -> LabelledExample:
         """Build the row from a complete join record (see ``join.is_complete``)."""
-        if rec.verdict is None or rec.outcome is None:
+        if not is_complete(rec) or rec.outcome is None:
             raise ValueError(f"join record {rec.event_id} is not complete")
-        vd, oc = rec.verdict, rec.outcome
+        oc = rec.outcome
+        # Without a verdict (it left Redis): what the outcome knows; the rest is filled from
+        # the decision store on read.
+        vd = rec.verdict or {"verdict": "", "event_time_ms": oc.get("event_time_ms") or 0,
+                             "customer_id": oc.get("customer_id") or ""}
         # The event: from tx.events if the worker consumed it, else from the decision log.
         ev = rec.event or (snapshot or {}).get("event")
         snap = None if snapshot is None else {k: v for k, v in dict(snapshot).items() if k != "event"}
@@ -197,8 +204,7 @@ class HourlyParquetStore:
         """Rows with ``time_field`` in ``[since_ms, until_ms)``, one per event if ``dedup``."""
         files = self._files(since_ms, until_ms)
         if not files:
-            return pd.DataFrame({c: pd.Series(dtype=self.schema.field(c).type.to_pandas_dtype())
-                                 for c in self.columns})
+            return self._empty()
         # One conversion to pandas for all files, not one per file: the worker writes a
         # small file per hour per flush, and per-file conversion doubled the read time.
         df = pa.concat_tables([pq.read_table(f, schema=self.schema) for f in files]).to_pandas()
@@ -207,8 +213,16 @@ class HourlyParquetStore:
         if until_ms is not None:
             df = df[df[self.time_field] < until_ms]
         if dedup and not df.empty:
-            df = df.sort_values(["event_id", *self.order]).drop_duplicates("event_id", keep="last")
+            df = self._latest(df)
         return df.sort_values([self.time_field, "event_id"]).reset_index(drop=True)
+
+    def _latest(self, df: pd.DataFrame) -> pd.DataFrame:
+        """One row per ``event_id``: the last in ``order``."""
+        return df.sort_values(["event_id", *self.order]).drop_duplicates("event_id", keep="last")
+
+    def _empty(self) -> pd.DataFrame:
+        return pd.DataFrame({c: pd.Series(dtype=self.schema.field(c).type.to_pandas_dtype())
+                             for c in self.columns})
 
     def _files(self, since_ms: int | None, until_ms: int | None) -> list[Path]:
         lo = None if since_ms is None else _hour_name(since_ms)
@@ -226,6 +240,70 @@ class DecisionStore(HourlyParquetStore):
 
     def __init__(self, root: str | os.PathLike[str]):
         super().__init__(root, DecisionRow, "event_time_ms", ("written_at_ms",))
+
+
+    def lookup(self, event_ids: Iterable[str], since_ms: int | None = None,
+               until_ms: int | None = None) -> pd.DataFrame:
+        """The stored decisions of these events (one each, the last written), read from the
+        event-hour partitions in ``[since_ms, until_ms]`` with a filter on ``event_id``, so
+        a late outcome's decision is found without loading whole hours."""
+        wanted = sorted(set(event_ids))
+        tables = [pq.read_table(f, schema=self.schema, filters=[("event_id", "in", wanted)])
+                  for f in (self._files(since_ms, until_ms) if wanted else [])]
+        tables = [t for t in tables if t.num_rows]
+        if not tables:
+            return self._empty()
+        return self._latest(pa.concat_tables(tables).to_pandas()).reset_index(drop=True)
+
+    def _latest(self, df: pd.DataFrame) -> pd.DataFrame:
+        # A row with the inputs beats one without: a verdict replayed after its snapshot
+        # left Redis (redis.decision_log_redis_hours) is written again, without them.
+        ranked = df.assign(_has_inputs=df["snapshot_json"].notna())
+        return (ranked.sort_values(["event_id", "_has_inputs", *self.order])
+                .drop_duplicates("event_id", keep="last").drop(columns="_has_inputs"))
+
+
+#: What a labelled example takes from its decision when the label was written without it.
+_FROM_DECISION = ("event_time_ms", "customer_id", "verdict", "p_pass", "p_review", "p_reject", "risk_score",
+                  "model_version", "rules_version", "decided_at_ms")
+
+
+def complete_from_decisions(labels: pd.DataFrame, decisions: DecisionStore) -> tuple[pd.DataFrame, int]:
+    """Fill labelled examples written without their decision or inputs from the decision store.
+
+    Two kinds of row need it: an outcome whose verdict had left Redis
+    (``redis.decision_log_redis_hours``; its ``verdict`` is ""), and one whose snapshot had
+    (``snapshot_json``/``event_json`` null). The feedback worker wrote every decision with
+    its inputs to the decision store within seconds of the verdict, so the join happens
+    here, in batch, when the fine-tune reads its labels. Returns the rows and how many
+    were dropped: a row still without a verdict cannot be judged against what was decided.
+    """
+    need = labels["verdict"].eq("") | labels["snapshot_json"].isna() | labels["event_json"].isna()
+    if labels.empty or not need.any():
+        return labels, 0
+    rows = labels[need]
+    times = rows["event_time_ms"]
+    known = times[times > 0]
+    # An outcome that did not say when its transaction happened is looked for everywhere.
+    since, until = ((None, None) if (times <= 0).any() or known.empty
+                    else (int(known.min()), int(known.max()) + 1))
+    found = decisions.lookup(rows["event_id"], since, until).set_index("event_id")
+    out = labels.copy()
+    for i in rows.index:
+        eid = out.at[i, "event_id"]
+        if eid not in found.index:
+            continue
+        dec = found.loc[eid]
+        if out.at[i, "verdict"] == "":
+            for col in _FROM_DECISION:
+                out.at[i, col] = dec[col]
+        for col in ("event_json", "snapshot_json"):
+            if out.at[i, col] is None or (isinstance(out.at[i, col], float) and pd.isna(out.at[i, col])):
+                out.at[i, col] = dec[col]
+        if not out.at[i, "terminal_id"] and dec["event_json"]:
+            out.at[i, "terminal_id"] = str(json.loads(dec["event_json"]).get("terminal_id") or "")
+    undecided = out["verdict"].eq("")
+    return out[~undecided].reset_index(drop=True), int(undecided.sum())
 
 
 class LabelStore(HourlyParquetStore):

@@ -90,7 +90,7 @@ class MemoryFeatureStore:
 
     def __init__(self, snapshot_retention_ms: int | None = None, forget_idle_after_ms: int | None = None):
         if snapshot_retention_ms is None:
-            snapshot_retention_ms = get_settings().redis.decision_log_retention_days * DAY_MS
+            snapshot_retention_ms = get_settings().redis.decision_log_redis_ms
         if forget_idle_after_ms is not None and forget_idle_after_ms < STATE_HORIZON_MS:
             raise ValueError(f"forget_idle_after_ms={forget_idle_after_ms} is shorter than the feature horizon "
                              f"({STATE_HORIZON_MS} ms): state still inside some window would be lost")

@@ -32,7 +32,7 @@ so memory is bounded without a janitor, and each with a hash tag (``{...}``) nam
 one entity it belongs to, so a Redis Cluster keeps an entity's keys in one slot:
 
 * ``{p}:snap:{<event_id>}`` JSON snapshot + event — the decision log; TTL = settings
-  ``decision_log_retention_days``;
+  ``decision_log_redis_hours`` (0: ``decision_log_retention_days``);
 * ``{p}:cev:{<customer>}`` ZSET of recent events (score = event time) trimmed to what
   ``compute`` keeps; ``{p}:cdev:{<customer>}`` HASH device -> first seen;
   ``{p}:cver:{<customer>}`` the token of the write that left them so (a fresh one per
@@ -73,7 +73,7 @@ from engine.features.compute import (
 from engine.features.customer_cache import CustomerCache
 from engine.features.redis_cluster import ClusterScripts
 from engine.features.snapshot import ContextSnapshot
-from engine.features.spec import BUCKET_MS, DAY_MS, IDLE_STATE_TTL_MS
+from engine.features.spec import BUCKET_MS, IDLE_STATE_TTL_MS
 from engine.features.store import ContextUnavailable, LabelArrival
 from engine.records import EventValidationError, TransactionEvent
 from engine.settings import Settings, get_settings
@@ -239,7 +239,7 @@ class RedisFeatureStore:
         rs = self.settings.redis
         self.client = client or connect(rs.url, rs.socket_timeout_s)
         self.prefix = rs.key_prefix + (f":{namespace}" if namespace else "")
-        self.snapshot_ttl_ms = rs.decision_log_retention_days * DAY_MS
+        self.snapshot_ttl_ms = rs.decision_log_redis_ms
         self._cluster = (ClusterScripts(self.client, {"read": _READ_STATE, "labels": _WRITE_LABELS})
                          if isinstance(self.client, RedisCluster) else None)
         self._read_state = self.client.register_script(_READ_STATE)

@@ -50,7 +50,7 @@ from feedback.learn import gate as gate_mod
 from feedback.learn.dataset import EncodedRows, encode_rows, held_out, score
 from feedback.learn.final_verdicts import FinalReplay
 from feedback.learn.finetune import FineTuneConfig, fine_tune, match_risk_level
-from feedback.store import DecisionStore, LabelStore
+from feedback.store import DecisionStore, LabelStore, complete_from_decisions
 from feedback.trust import influence_weights, label_shift, recent_past, split_trusted
 
 log = logging.getLogger(__name__)
@@ -185,8 +185,15 @@ class FineTuneScheduler:
         finally:
             self.redis.delete(self.lock_key)
 
-    def _read_labels(self, since_ms: int, until_ms: int, poison: Callable | None) -> pd.DataFrame:
-        rows = self.labels.read(since_ms=since_ms, until_ms=until_ms)
+    def _read_labels(self, since_ms: int, until_ms: int, poison: Callable | None = None) -> pd.DataFrame:
+        """Labels that arrived in ``[since_ms, until_ms)``, each with its decision: one
+        written without it (the verdict or the snapshot had left Redis) is joined to the
+        decision store here; one the store does not hold either is left out, counted."""
+        rows, unmatched = complete_from_decisions(self.labels.read(since_ms=since_ms, until_ms=until_ms),
+                                                  self.decisions)
+        if unmatched:
+            log.warning("%d labels in [%d, %d) have no decision in the decision store; left out",
+                        unmatched, since_ms, until_ms)
         return poison(rows) if poison is not None and len(rows) else rows
 
     def _heldout_mask(self, rows: pd.DataFrame) -> np.ndarray:
@@ -221,7 +228,7 @@ class FineTuneScheduler:
 
         new = self._read_labels(since, now_ms, poison)
         new = new[~self._heldout_mask(new)] if len(new) else new
-        past = recent_past(lambda lo, hi: self.labels.read(since_ms=lo, until_ms=hi), since, trust)
+        past = recent_past(lambda lo, hi: self._read_labels(lo, hi), since, trust)
         past = past[~self._heldout_mask(past)] if len(past) else past
         alarms = label_shift(new, past, trust)
         if alarms:

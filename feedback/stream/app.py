@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,8 @@ def build_app(settings: Settings, processor: FeedbackProcessor, *, app_id: str |
             metrics.labels_written.inc(stats.labels_written)
             metrics.decisions_written.inc(stats.decisions_written)
             metrics.last_flush.set_to_current_time()
+            if stats.oldest_decision_ms is not None:
+                metrics.decision_lag.set(max(0.0, time.time() - stats.oldest_decision_ms / 1000))
         if stats.labels_written or stats.decisions_written:
             log.info("flushed %d labelled examples, %d decisions", stats.labels_written, stats.decisions_written)
 

@@ -20,6 +20,14 @@ class FeedbackMetrics:
                                       "Labelled examples appended to the Parquet store", registry=registry)
         self.decisions_written = Counter("tollgate_feedback_decisions_written_total",
                                          "Decisions appended to the Parquet store", registry=registry)
+        # Past the snapshots' time in Redis (redis.decision_log_redis_hours) a decision is
+        # written without its inputs; ops/prometheus/alerts.yml fires at half of it.
+        self.decision_lag = Gauge("tollgate_feedback_decision_lag_seconds",
+                                  "Age of the oldest decision in the last flush (now minus decided_at)",
+                                  registry=registry)
+        self.decision_log_redis = Gauge("tollgate_feedback_decision_log_redis_seconds",
+                                        "How long a snapshot stays in Redis (redis.decision_log_redis_hours, "
+                                        "or the retention)", registry=registry)
         self.last_flush = Gauge("tollgate_feedback_last_flush_timestamp_seconds",
                                 "Wall-clock time of the last Parquet flush", registry=registry)
 

@@ -15,6 +15,12 @@ Rules, in the order the issue asks for them:
   ``tx.events`` to keep it in the record (for decision logs that expire early).
 * **Duplicates** — an identical event, verdict or outcome changes nothing (the first
   event and verdict win; Kafka redelivery after a crash is the usual source).
+* **A verdict that left Redis** — with ``redis.decision_log_redis_hours`` set, a
+  verdict-only record expires hours after its decision reached the decision store. An
+  outcome that arrives later finds no verdict; once it has waited that horizon too
+  (``RedisJoinState.expire_waits``), the record is marked ``decision_in_store`` and is
+  emitted without one: the fine-tune takes the verdict and the inputs from the
+  decision store (``feedback.store.complete_from_decisions``).
 * **Corrections** — a later outcome (larger ``outcome_time_ms``) replaces the earlier
   one and bumps ``outcome_rev``, so the example is emitted again; the store keeps the
   highest revision. An outcome *older* than the one held is stale and ignored, so a
@@ -57,11 +63,16 @@ class JoinRecord:
     outcome_rev: int = 0
     #: Highest ``outcome_rev`` already written to the example store.
     emitted_rev: int = 0
+    #: The verdict is not in Redis any more (it outlived ``redis.decision_log_redis_hours``)
+    #: but is in the decision store: the record is complete with its outcome alone.
+    decision_in_store: bool = False
 
     def to_redis(self) -> dict[str, str]:
         """Flat string fields for a Redis hash."""
         out = {"event_id": self.event_id, "outcome_rev": str(self.outcome_rev),
                "emitted_rev": str(self.emitted_rev)}
+        if self.decision_in_store:
+            out["decision_in_store"] = "1"
         for name in ("event", "verdict", "outcome"):
             value = getattr(self, name)
             if value is not None:
@@ -75,7 +86,8 @@ class JoinRecord:
              for k, v in fields.items()}
         load = lambda name: json.loads(f[name]) if f.get(name) else None  # noqa: E731
         return cls(event_id, load("event"), load("verdict"), load("outcome"),
-                   int(f.get("outcome_rev") or 0), int(f.get("emitted_rev") or 0))
+                   int(f.get("outcome_rev") or 0), int(f.get("emitted_rev") or 0),
+                   f.get("decision_in_store") == "1")
 
 
 def apply_event(rec: JoinRecord, event: Mapping[str, Any]) -> JoinRecord:
@@ -108,7 +120,7 @@ def _outcome_key(o: Mapping[str, Any]) -> tuple[int, str, str]:
 
 
 def is_complete(rec: JoinRecord) -> bool:
-    return rec.verdict is not None and rec.outcome is not None
+    return rec.outcome is not None and (rec.verdict is not None or rec.decision_in_store)
 
 
 def needs_emit(rec: JoinRecord) -> bool:
@@ -124,12 +136,13 @@ def label_arrival_fields(rec: JoinRecord) -> dict[str, Any] | None:
     """The facts the delayed-label risk state needs, once they are all known.
 
     ``terminal_id`` and ``event_time_ms`` come from the event, or failing that from the
-    outcome and the verdict, so risk state is updated as early as possible.
+    verdict and the outcome, so risk state is updated as early as possible.
     """
     if rec.outcome is None:
         return None
     terminal = (rec.event or {}).get("terminal_id") or rec.outcome.get("terminal_id")
-    event_time = (rec.event or {}).get("event_time_ms") or (rec.verdict or {}).get("event_time_ms")
+    event_time = ((rec.event or {}).get("event_time_ms") or (rec.verdict or {}).get("event_time_ms")
+                  or rec.outcome.get("event_time_ms"))
     if not terminal or event_time is None:
         return None
     return {"event_id": rec.event_id, "terminal_id": str(terminal), "event_time_ms": int(event_time),

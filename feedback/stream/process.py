@@ -12,7 +12,9 @@ Per batch, in this order (the agent acks the batch only after ``on_batch`` retur
    the feature store's ``record_outcomes`` — idempotent per event, a correction
    replaces the earlier label — so the engine's terminal risk sees it;
 3. ``flush`` (on a timer, and when enough is pending) writes pending decisions and
-   labelled examples to Parquet, then clears them from the pending sets.
+   labelled examples to Parquet, then clears them from the pending sets. With a horizon
+   (``redis.decision_log_redis_hours``) it first queues the outcomes that waited it for a
+   verdict Redis no longer holds (``RedisJoinState.expire_waits``).
 """
 
 from __future__ import annotations
@@ -36,7 +38,12 @@ log = logging.getLogger(__name__)
 class FlushStats:
     labels_written: int = 0
     decisions_written: int = 0
-    labels_without_inputs: int = 0  # decision log expired or never written: kept, but untrainable
+    labels_without_inputs: int = 0  # snapshot gone from Redis: kept, completed from the decision store on read
+    labels_without_verdict: int = 0  # verdict gone from Redis (the horizon): the same
+    #: The earliest ``decided_at_ms`` among the decisions written, or ``None``: how far
+    #: behind the engine this worker is. Past ``redis.decision_log_redis_hours`` the
+    #: snapshots it writes are gone (the alert in ops/prometheus/alerts.yml fires at half).
+    oldest_decision_ms: int | None = None
 
 
 class FeedbackProcessor:
@@ -50,9 +57,9 @@ class FeedbackProcessor:
 
     @classmethod
     def from_settings(cls, settings: Any, redis_client: Any, feature_store: Any | None = None) -> FeedbackProcessor:
-        retention_ms = settings.redis.decision_log_retention_days * 86_400_000
+        rs = settings.redis
         examples = settings.paths.examples_dir
-        return cls(RedisJoinState(redis_client, settings.redis.key_prefix, retention_ms),
+        return cls(RedisJoinState(redis_client, rs.key_prefix, rs.decision_log_retention_ms, rs.decision_log_redis_ms),
                    LabelStore(examples / "labels"), DecisionStore(examples / "decisions"), feature_store)
 
     # ---- per batch --------------------------------------------------------------------
@@ -88,6 +95,7 @@ class FeedbackProcessor:
         """Write everything pending to Parquet; safe to call at any time, from any worker."""
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms
         stats = FlushStats()
+        self.join.expire_waits(now_ms)
         while True:
             ids = self.join.pending("decisions", self.flush_batch)
             if not ids:
@@ -96,6 +104,9 @@ class FeedbackProcessor:
             snaps = self._snapshots(ids)
             rows = [DecisionRow.from_verdict(recs[e].verdict, snaps.get(e), recs[e].event)
                     for e in ids if recs[e].verdict is not None]
+            decided = [r.decided_at_ms for r in rows if r.decided_at_ms > 0]
+            if decided:
+                stats.oldest_decision_ms = min(min(decided), stats.oldest_decision_ms or min(decided))
             self.decisions.append(rows, now_ms=now_ms)
             self.join.mark_decisions_written(ids)
             stats.decisions_written += len(rows)
@@ -108,6 +119,7 @@ class FeedbackProcessor:
             ready = [recs[e] for e in ids if needs_emit(recs[e])]
             examples = [LabelledExample.from_join(r, snaps.get(r.event_id)) for r in ready]
             stats.labels_without_inputs += sum(1 for x in examples if x.snapshot_json is None)
+            stats.labels_without_verdict += sum(1 for x in examples if x.verdict == "")
             self.labels.append(examples, now_ms=now_ms)
             # ids no longer needing emission (already written by another worker) are
             # marked too, which simply drops them from the pending set.

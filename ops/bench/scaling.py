@@ -7,6 +7,14 @@ batch of B events drawn from many customers: round trips (sequential waits), com
 sent, Redis operations executed (``INFO commandstats`` deltas summed over every primary:
 each ``redis.call`` inside a script counts), client CPU, wall time.
 
+``--memory``: Redis memory per event on a single Redis, for the capacity model's memory
+bound, from the engine bench's user events (5 % memos; ``ops/bench/engine_events.py``):
+the decision log's snapshot (``{p}:snap``), the re-send claim (``{p}:seen``) and the
+feedback worker's verdict-only join record (``{p}:fb:join``), each as ``MEMORY USAGE``
+per key and as the server's ``used_memory`` growth per event (which adds the key table
+and the TTL table; for the snapshot step, also the customer and terminal state the
+events add, which is bounded per entity, not per event).
+
 ``--workers 1,2``: K ``tollgate run`` worker processes on one 12-partition ``tx.events``;
 a backlog of N events is produced first, then the workers start together and the run
 ends when every verdict is committed. Reported: events/s from the first verdict to the
@@ -24,6 +32,7 @@ the flags are not given. A JSON line per measurement on stdout.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import random
@@ -101,6 +110,44 @@ def bench_redis(name: str, url: str, batch: int, batches: int, customers: int) -
             "redis_ops_per_event": round(ops / n, 2),
             "redis_server_cpu_us_per_event": round(server_cpu / n * 1e6, 1),
             "client_cpu_us_per_event": round(cpu / n * 1e6, 1), "wall_us_per_event": round(wall / n * 1e6, 1)}
+
+
+def bench_memory(url: str, n: int) -> dict:
+    from engine.records import Decision, Reason, ReasonKind, SourcePosition, Verdict
+    from engine.worker.dedupe import ReSendFilter
+    from feedback.stream.joinstate import RedisJoinState
+    from ops.bench.engine_events import realistic_events
+
+    ns = f"bench-{uuid.uuid4().hex[:8]}"
+    settings = Settings(redis={"url": url, "socket_timeout_s": 10})
+    client = connect(url, socket_timeout_s=10)
+    store = RedisFeatureStore(settings=settings, namespace=ns)
+    events = [dataclasses.replace(b.event, source=SourcePosition("tx.events", i % 12, i))
+              for i, b in enumerate(realistic_events(ns, n))]
+    verdicts = [Verdict(e.event_id, e.customer_id, Decision.PASS, 0.93, {"pass": 0.93, "review": 0.05, "reject": 0.02},
+                        0.04, (Reason(ReasonKind.MODEL, "threshold_pass", "p_pass 0.930 >= 0.600 (pass 0.93, review "
+                                      "0.05, reject 0.02)"),), "m-20261204-200100", "r-3f9c2a", 4.2,
+                        e.event_time_ms + 9, e.event_time_ms, None).to_dict() for e in events]
+    seen = ReSendFilter(client, f"{settings.redis.key_prefix}:{ns}", 7 * 86_400)
+    join = RedisJoinState(client, f"{settings.redis.key_prefix}:{ns}", 45 * 86_400_000, 3_600_000)
+    out: dict = {"part": "memory", "events": n, "memo_share": round(sum(e.memo is not None for e in events) / n, 3)}
+    # Each step writes one kind of key for every event (256 a call, as a worker's batch).
+    steps = (("snapshot", lambda lo, hi: store.enrich(events[lo:hi]), lambda e: store._k("snap", e.event_id)),
+             ("seen_claim", lambda lo, hi: seen.owners(events[lo:hi]), lambda e: f"{seen._prefix}{e.event_id}"),
+             ("join_verdict_only", lambda lo, hi: join.apply("verdict", verdicts[lo:hi]),
+              lambda e: join.key(e.event_id)))
+    for name, write, key in steps:
+        before = int(client.info("memory")["used_memory"])
+        for start in range(0, n, 256):
+            write(start, start + 256)
+        grown = int(client.info("memory")["used_memory"]) - before
+        sample = events[:: max(1, n // 500)]
+        usage = [int(client.memory_usage(key(e), samples=0) or 0) for e in sample]
+        out[f"{name}_memory_usage_bytes"] = round(sum(usage) / len(usage))
+        out[f"{name}_used_memory_per_event_bytes"] = round(grown / n)  # enrich: + the state events add
+    for k in client.scan_iter(f"*{ns}*", count=10_000):
+        client.unlink(k)
+    return out
 
 
 def bench_workers(bootstrap: str, redis_url: str, workers: int, n_events: int, partitions: int) -> dict:
@@ -194,12 +241,16 @@ def main() -> None:
     ap.add_argument("--cluster-url", default=os.environ.get("TOLLGATE_TEST_REDIS_CLUSTER_URL"))
     ap.add_argument("--bootstrap", default=os.environ.get("TOLLGATE_KAFKA_BOOTSTRAP"))
     ap.add_argument("--redis", action="store_true", help="only the Redis part")
+    ap.add_argument("--memory", type=int, default=0, metavar="N",
+                    help="Redis memory per event over N user events on --redis-url (0: skip)")
     ap.add_argument("--workers", default="", help="comma list of worker counts (e.g. 1,2); empty: skip")
     ap.add_argument("--batches", type=int, default=20)
     ap.add_argument("--events", type=int, default=20_000, help="backlog per worker run")
     ap.add_argument("--partitions", type=int, default=12)
     args = ap.parse_args()
-    if args.redis or not args.workers:
+    if args.memory:
+        print(json.dumps(bench_memory(args.redis_url, args.memory)), flush=True)
+    if args.redis or not (args.workers or args.memory):
         for batch in (64, 512):
             for name, url in (("single", args.redis_url), ("cluster", args.cluster_url)):
                 if url:

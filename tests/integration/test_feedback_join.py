@@ -109,3 +109,77 @@ def test_crash_between_parquet_and_mark_rewrites_but_never_loses(stack, unique, 
     again.flush()
     assert len(again.labels.read(dedup=False)) == 2
     assert list(again.labels.read()["event_id"]) == ["e7"]
+
+
+def test_with_a_horizon_redis_keeps_hours_and_late_outcomes_join_the_decision_store(stack, unique, redis_client,
+                                                                                    tmp_path):
+    """redis.decision_log_redis_hours: snapshots and verdict-only records leave Redis after
+    the horizon; an outcome that comes later is still written, and the fine-tune's read
+    finds its verdict and inputs in the decision store."""
+    import time
+
+    from feedback.store import complete_from_decisions
+
+    hours = 2
+    s = _settings(stack, unique, tmp_path)
+    s = s.model_copy(update={"redis": RedisSettings(url=stack.redis_url, key_prefix=f"tgfb{unique}",
+                                                    decision_log_redis_hours=hours)})
+    horizon = hours * 3_600_000
+    features = RedisFeatureStore(redis_client, s)
+    proc = FeedbackProcessor.from_settings(s, redis_client, features)
+    events = [_event(i, terminal=f"T{i}") for i in range(4)]
+    features.enrich(events)
+    for ev in events:
+        assert 0 < redis_client.pttl(features._k("snap", ev.event_id)) <= horizon
+
+    proc.on_batch("verdict", [_verdict(ev) for ev in events[:3]])
+    proc.on_batch("outcome", [_outcome(events[0], "chargeback", T0 + DAY)])
+    now = int(time.time() * 1000)
+    stats = proc.flush(now_ms=now)
+    assert (stats.decisions_written, stats.labels_written) == (3, 1)
+    assert stats.oldest_decision_ms == events[0].event_time_ms + 5
+    # A record with an outcome waits for corrections for the retention; verdict-only ones
+    # leave with the horizon once their decision is in the store.
+    assert redis_client.pttl(proc.join.key("e0")) > horizon
+    for eid in ("e1", "e2"):
+        assert 0 < redis_client.pttl(proc.join.key(eid)) <= horizon
+
+    # The horizon passes: Redis drops what expired (deleting is what expiry does).
+    for eid in ("e1", "e2"):
+        redis_client.delete(proc.join.key(eid), features._k("snap", eid))
+    late = {**_outcome(events[1], "confirmed_fraud", T0 + 30 * DAY),
+            "terminal_id": "T1", "event_time_ms": events[1].event_time_ms}
+    proc.on_batch("outcome", [late, _outcome(events[2], "chargeback", T0 + 30 * DAY)])
+    # e3's outcome comes before its verdict, as happens within seconds: it must not be
+    # given up on when its verdict follows within the horizon.
+    proc.on_batch("outcome", [_outcome(events[3], "chargeback", T0 + DAY)])
+    proc.on_batch("verdict", [_verdict(events[3])])
+    # e1's outcome said where and when: the engine's delayed-label state has it already.
+    assert redis_client.exists(features._label_key("T1", "e1"))
+    assert proc.flush(now_ms=now).labels_written == 1  # e3; e1 and e2 wait for their verdicts
+    stats = proc.flush(now_ms=now + horizon + 1_000)
+    assert (stats.labels_written, stats.labels_without_verdict) == (2, 2)
+    assert redis_client.zcard(proc.join.awaiting) == 0
+    # A verdict replayed after the wait ended does not write the label twice.
+    proc.on_batch("verdict", [_verdict(events[1])])
+    assert proc.flush(now_ms=now + horizon + 2_000).labels_written == 0
+
+    raw = proc.labels.read().set_index("event_id")
+    assert raw.loc["e1", "verdict"] == "" and raw.loc["e2", "verdict"] == ""
+    done, unmatched = complete_from_decisions(proc.labels.read(), proc.decisions)
+    by_id = done.set_index("event_id")
+    assert unmatched == 0 and sorted(by_id.index) == ["e0", "e1", "e2", "e3"]
+    for eid in ("e1", "e2"):
+        assert by_id.loc[eid, "verdict"] == "pass" and by_id.loc[eid, "model_version"] == "v1"
+        assert json.loads(by_id.loc[eid, "snapshot_json"])["event_id"] == eid
+        assert json.loads(by_id.loc[eid, "event_json"])["terminal_id"] == f"T{eid[1]}"
+    assert by_id.loc["e2", "event_time_ms"] == events[2].event_time_ms
+    # The fine-tune reads its labels through the same join, and every one is trainable.
+    from engine.stages.encode import FieldIsolatedEncoder
+    from feedback.learn.dataset import encode_rows
+    from feedback.learn.scheduler import FineTuneScheduler
+
+    sched = FineTuneScheduler(s, redis_client, labels=proc.labels, decisions=proc.decisions, progress=False)
+    rows = sched._read_labels(T0, T0 + 31 * DAY)
+    encoded = encode_rows(rows, FieldIsolatedEncoder())
+    assert encoded.dropped == 0 and sorted(encoded.rows["event_id"]) == ["e0", "e1", "e2", "e3"]

@@ -95,6 +95,19 @@ def test_old_writer_v0_is_read_with_defaults(codec):
     assert decoded == make_event(device_id=None, ip=None, memo=None, merchant_descriptor=None, attributes={})
 
 
+def test_old_writer_outcome_v0_is_read_without_an_event_time(codec):
+    # Outcomes written before event_time_ms existed carry id 3 (the v0 schema's id).
+    v0 = parse_plain(json.loads((SCHEMA_DIR / "history/outcome.v0.avsc").read_text()))
+    outcome = Outcome("e-1", OutcomeKind.CHARGEBACK, T0 + 86_400_000, "issuer", "c-42", "t-7")
+    old = {k: v for k, v in outcome.to_dict().items() if k != "event_time_ms"}
+    buffer = io.BytesIO(b"\x00" + (3).to_bytes(4, "big"))
+    buffer.seek(5)
+    schemaless_writer(buffer, v0, old)
+    assert codec.decode_outcome(buffer.getvalue()) == outcome
+    with_time = Outcome("e-1", OutcomeKind.CHARGEBACK, T0 + 86_400_000, "issuer", event_time_ms=T0)
+    assert codec.decode_outcome(codec.encode_outcome(with_time)) == with_time
+
+
 def test_json_and_avro_decode_to_the_same_record(codec):
     event = make_event()
     from_json = codec.decode_event(codec.events.encode_json(event), list(JSON_HEADERS))
@@ -207,20 +220,24 @@ def test_schemas_are_documented_and_evolvable():
     catalog = json.loads((SCHEMA_DIR / "catalog.json").read_text())
     ids = [e["id"] for e in catalog["subjects"].values()] + [e["id"] for e in catalog["history"].values()]
     assert len(ids) == len(set(ids))
-    v0_fields = {f["name"] for f in json.loads((SCHEMA_DIR / "history/transaction_event.v0.avsc").read_text())["fields"]}
+    v0_fields = {name: {f["name"] for f in json.loads((SCHEMA_DIR / f"history/{name}.v0.avsc").read_text())["fields"]}
+                 for name in ("transaction_event", "outcome")}
     for entry in catalog["subjects"].values():
         schema = json.loads((SCHEMA_DIR / entry["file"]).read_text())
         assert schema.get("doc"), entry["file"]
         for f in schema["fields"]:
             assert f.get("doc"), f"{entry['file']}: field {f['name']} has no doc"
-        if entry["file"] == "transaction_event.avsc":
-            added = [f for f in schema["fields"] if f["name"] not in v0_fields]
+        name = entry["file"].removesuffix(".avsc")
+        if name in v0_fields:
+            added = [f for f in schema["fields"] if f["name"] not in v0_fields[name]]
             assert added and all("default" in f for f in added), "fields added after v0 need defaults"
 
 
 def test_local_catalog_ids_are_fixed():
     cat = LocalCatalog()
-    assert [cat.writer_id(k, "any.topic") for k in ("event", "verdict", "outcome", "dead_letter")] == [1, 2, 3, 4]
+    assert [cat.writer_id(k, "any.topic") for k in ("event", "verdict", "outcome", "dead_letter")] == [1, 2, 5, 4]
+    # A changed schema takes a new id; the old one keeps its id, so what it wrote still decodes.
+    assert [f["name"] for f in cat.writer_schema(3)["fields"]][-1] == "terminal_id"
 
 
 # -- Schema Registry path: the real confluent-kafka client against a minimal fake ----

@@ -394,3 +394,22 @@ def test_cluster_topics_and_engine_use_replication_three_and_the_redis_cluster()
     assert "--cluster create" in init and "--cluster-replicas 0" in init
     assert all(f"getent hosts {name}" in init for name in shards)
     assert set(services["engine-cluster"]["depends_on"]) >= {"topics-cluster", "redis-cluster-init", "model-init"}
+
+
+def test_prometheus_loads_the_alert_rules_and_they_name_metrics_the_workers_export() -> None:
+    from prometheus_client import CollectorRegistry
+
+    from feedback.stream.feedback_metrics import FeedbackMetrics
+
+    prom = yaml.safe_load((REPO / "ops/prometheus/prometheus.yml").read_text())
+    mounts = _compose()["services"]["prometheus"]["volumes"]
+    for rule_file in prom["rule_files"]:  # every rule file Prometheus reads is mounted there
+        assert any(m.endswith(f":{rule_file}:ro") for m in mounts), rule_file
+    registry = CollectorRegistry()
+    FeedbackMetrics(registry)
+    exported = {sample.name for metric in registry.collect() for sample in metric.samples}
+    rules = yaml.safe_load((REPO / "ops/prometheus/alerts.yml").read_text())
+    named = {name for group in rules["groups"] for rule in group["rules"]
+             for name in re.findall(r"tollgate_[a-z_]+", rule["expr"])}
+    assert "tollgate_feedback_decision_lag_seconds" in named
+    assert named <= exported, named - exported

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
+import pandas as pd
 import pytest
 
-from feedback.store import DecisionRow, DecisionStore, LabelledExample, LabelStore
+from feedback.store import DecisionRow, DecisionStore, LabelledExample, LabelStore, complete_from_decisions
 from feedback.stream.join import (
     JoinRecord,
     apply_event,
@@ -100,3 +102,49 @@ def test_store_survives_restart_and_ignores_partial_files(tmp_path):
 def test_incomplete_record_cannot_become_an_example():
     with pytest.raises(ValueError):
         LabelledExample.from_join(JoinRecord("e1", verdict=_verdict()))
+
+
+def test_outcome_alone_is_complete_once_its_verdict_is_known_to_be_in_the_decision_store():
+    r = apply_outcome(JoinRecord("e1"), {**_outcome("chargeback", 10 * H), "event_time_ms": 7, "terminal_id": "T9"})
+    assert not is_complete(r)  # waiting: the verdict may still be on its way
+    # The delayed-label state needs no verdict when the outcome says when and where.
+    assert label_arrival_fields(r) == {"event_id": "e1", "terminal_id": "T9", "event_time_ms": 7,
+                                       "arrival_time_ms": 10 * H, "is_bad": True}
+    gone = JoinRecord.from_redis("e1", {**r.to_redis(), "decision_in_store": "1"})
+    assert gone.decision_in_store and needs_emit(gone)
+    ex = LabelledExample.from_join(gone)
+    assert (ex.verdict, ex.event_time_ms, ex.snapshot_json, ex.is_bad) == ("", 7, None, 1)
+
+
+def _decision(event_id: str, event_time_ms: int, verdict: str = "review") -> DecisionRow:
+    vd = {**_verdict(), "event_id": event_id, "event_time_ms": event_time_ms, "verdict": verdict,
+          "decided_at_ms": event_time_ms + 5}
+    return DecisionRow.from_verdict(vd, {"event_id": event_id, "features": {"x": 2.0}},
+                                    {"event_id": event_id, "terminal_id": "T3", "event_time_ms": event_time_ms})
+
+
+def test_labels_written_without_their_decision_are_completed_from_the_decision_store(tmp_path):
+    decisions = DecisionStore(tmp_path / "decisions")
+    decisions.append([_decision("e1", 3 * H), _decision("e2", 40 * H, "reject"), _decision("other", 3 * H)])
+    labels = LabelStore(tmp_path / "labels")
+    no_verdict = lambda eid, t: LabelledExample.from_join(JoinRecord(  # noqa: E731
+        eid, outcome={**_outcome("chargeback", 100 * H), "event_id": eid, **({"event_time_ms": t} if t else {})},
+        outcome_rev=1, decision_in_store=True))
+    no_snapshot = LabelledExample.from_join(apply_outcome(apply_verdict(JoinRecord("e3"), {**_verdict(), "event_id": "e3"}),
+                                                          {**_outcome("chargeback", 100 * H), "event_id": "e3"}))
+    labels.append([no_verdict("e1", 3 * H), no_verdict("e2", 0), no_verdict("lost", 3 * H), no_snapshot,
+                   replace(_example(1, "chargeback", 100 * H), event_id="e4")])
+    raw = labels.read()
+    assert sorted(raw["verdict"]) == ["", "", "", "pass", "pass"]
+    done, unmatched = complete_from_decisions(raw, decisions)
+    by_id = done.set_index("event_id")
+    # e2's outcome did not say when its transaction happened: found by looking everywhere.
+    assert unmatched == 1 and sorted(by_id.index) == ["e1", "e2", "e3", "e4"]
+    assert by_id.loc["e1", "verdict"] == "review" and by_id.loc["e2", "verdict"] == "reject"
+    assert by_id.loc["e2", "event_time_ms"] == 40 * H and by_id.loc["e1", "terminal_id"] == "T3"
+    assert json.loads(by_id.loc["e1", "snapshot_json"]) == {"event_id": "e1", "features": {"x": 2.0}}
+    assert by_id.loc["e1", "p_review"] == 0.2 and by_id.loc["e1", "model_version"] == "v1"
+    # e3 kept its own verdict (this decision store has none for it) and stays without inputs.
+    assert by_id.loc["e3", "verdict"] == "pass" and pd.isna(by_id.loc["e3", "snapshot_json"])
+    assert by_id.loc["e1", "outcome_kind"] == "chargeback" and by_id.loc["e1", "is_bad"] == 1
+    assert json.loads(by_id.loc["e4", "snapshot_json"]) == {"event_id": "e1", "features": {"x": 1.0}}  # untouched
