@@ -71,12 +71,13 @@ from engine.features.compute import (
     same_event,
 )
 from engine.features.customer_cache import CustomerCache
-from engine.features.redis_cluster import ClusterScripts
+from engine.features.redis_cluster import SLOT_WRITE_SCRIPTS
 from engine.features.snapshot import ContextSnapshot
 from engine.features.spec import BUCKET_MS, IDLE_STATE_TTL_MS
 from engine.features.store import ContextUnavailable, LabelArrival
 from engine.records import EventValidationError, TransactionEvent
 from engine.settings import Settings, get_settings
+from engine.wire.cluster_scripts import ClusterScripts
 from engine.wire.redisconn import AnyRedis, connect, reply_text
 
 STATE_TTL_MS = IDLE_STATE_TTL_MS
@@ -240,7 +241,8 @@ class RedisFeatureStore:
         self.client = client or connect(rs.url, rs.socket_timeout_s)
         self.prefix = rs.key_prefix + (f":{namespace}" if namespace else "")
         self.snapshot_ttl_ms = rs.decision_log_redis_ms
-        self._cluster = (ClusterScripts(self.client, {"read": _READ_STATE, "labels": _WRITE_LABELS})
+        self._cluster = (ClusterScripts(self.client, {"read": _READ_STATE, "labels": _WRITE_LABELS,
+                                                    **SLOT_WRITE_SCRIPTS})
                          if isinstance(self.client, RedisCluster) else None)
         self._read_state = self.client.register_script(_READ_STATE)
         self._write_events = self.client.register_script(_WRITE_EVENTS)
