@@ -16,6 +16,12 @@ Keys (``<p>`` = ``settings.redis.key_prefix``): ``<p>:fb:join:<event_id>`` (hash
 with the decision-log retention), ``<p>:fb:pending:labels`` and
 ``<p>:fb:pending:decisions`` (sets of event ids).
 
+On a Redis Cluster a ``WATCH``/``MULTI`` may only touch one slot, so records are spread
+over ``CLUSTER_GROUPS`` groups by a hash of the event id, each group's records and sets
+sharing a hash tag: ``<p>:fb:{fb<g>}:join:<event_id>``, ``<p>:fb:{fb<g>}:pending:labels``,
+and so on. A batch is then one transaction per group it touches; the flusher reads every
+group's sets, each node's share in one pipeline (``engine.wire.cluster_scripts``).
+
 With a horizon (``redis.decision_log_redis_hours``), Redis holds per-outcome state, not
 per-event state, for the retention: a verdict-only record expires ``horizon`` after its
 decision was written to the decision store, and ``<p>:fb:awaiting`` (sorted set, score =
@@ -29,11 +35,14 @@ decision store (docs/scaling.md, "The decision log at scale").
 from __future__ import annotations
 
 import time
+import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import redis as redis_lib
+from redis.cluster import RedisCluster
 
+from engine.wire.cluster_scripts import ClusterScripts
 from feedback.stream.join import JoinRecord, apply_event, apply_outcome, apply_verdict, needs_emit
 
 APPLY: dict[str, Callable[[JoinRecord, Mapping[str, Any]], JoinRecord]] = {
@@ -72,6 +81,14 @@ return 1
 """
 
 
+#: Hash-tag groups of join records on a Redis Cluster: enough to spread the feedback
+#: worker's writes over a cluster's shards (a group lives on one), few enough that a
+#: flush reads every group's sets in one pipeline per node. Changing it renames keys.
+CLUSTER_GROUPS = 64
+
+_SCRIPTS = {"mark_label": _MARK_LABEL, "shorten": _SHORTEN, "stop_waiting": _STOP_WAITING}
+
+
 class RedisJoinState:
     def __init__(self, client: Any, key_prefix: str, retention_ms: int, horizon_ms: int | None = None):
         self.r = client
@@ -79,15 +96,33 @@ class RedisJoinState:
         self.retention_ms = int(retention_ms)
         #: ``None`` when Redis keeps every record for the retention (no horizon set).
         self.horizon_ms = int(horizon_ms) if horizon_ms and horizon_ms < retention_ms else None
-        self.pending_labels = f"{self.prefix}:pending:labels"
-        self.pending_decisions = f"{self.prefix}:pending:decisions"
-        self.awaiting = f"{self.prefix}:awaiting"
-        self._mark_label = client.register_script(_MARK_LABEL)
-        self._shorten = client.register_script(_SHORTEN)
-        self._stop_waiting = client.register_script(_STOP_WAITING)
+        cluster = isinstance(client, RedisCluster)
+        self.groups = CLUSTER_GROUPS if cluster else 1
+        self._cluster_scripts = ClusterScripts(client, _SCRIPTS) if cluster else None
+        self._scripts = {name: client.register_script(src) for name, src in _SCRIPTS.items()}
+
+    # ---- key names --------------------------------------------------------------------
+
+    def group(self, event_id: str) -> int:
+        return zlib.crc32(event_id.encode()) % self.groups if self.groups > 1 else 0
+
+    def _at(self, group: int) -> str:
+        # The hash tag puts a group's records and sets in one slot; one Redis needs none.
+        return self.prefix if self.groups == 1 else f"{self.prefix}:{{fb{group}}}"
 
     def key(self, event_id: str) -> str:
-        return f"{self.prefix}:join:{event_id}"
+        return f"{self._at(self.group(event_id))}:join:{event_id}"
+
+    def pending_key(self, which: str, group: int = 0) -> str:
+        if which not in ("labels", "decisions"):
+            raise ValueError(f"no pending set {which!r}")
+        return f"{self._at(group)}:pending:{which}"
+
+    def awaiting_key(self, group: int = 0) -> str:
+        """Records holding an outcome but no verdict (sorted set; score: the outcome's arrival)."""
+        return f"{self._at(group)}:awaiting"
+
+    # ---- per batch --------------------------------------------------------------------
 
     def apply(self, kind: str, payloads: Sequence[Mapping[str, Any]], *,
               now_ms: int | None = None) -> list[JoinRecord]:
@@ -99,8 +134,16 @@ class RedisJoinState:
         by_id: dict[str, list[Mapping[str, Any]]] = {}
         for p in payloads:
             by_id.setdefault(str(p["event_id"]), []).append(p)
-        if not by_id:
-            return []
+        by_group: dict[int, dict[str, list[Mapping[str, Any]]]] = {}
+        for eid, items in by_id.items():
+            by_group.setdefault(self.group(eid), {})[eid] = items
+        after: dict[str, JoinRecord] = {}
+        for group, items_by_id in by_group.items():
+            after.update(self._apply_group(kind, step, group, items_by_id, now_ms))
+        return [after[eid] for eid in by_id]
+
+    def _apply_group(self, kind: str, step: Callable[[JoinRecord, Mapping[str, Any]], JoinRecord], group: int,
+                     by_id: Mapping[str, Sequence[Mapping[str, Any]]], now_ms: int) -> dict[str, JoinRecord]:
         keys = [self.key(e) for e in by_id]
         with self.r.pipeline(transaction=True) as pipe:
             while True:
@@ -121,67 +164,88 @@ class RedisJoinState:
                         pipe.hset(k, mapping=rec.to_redis())
                         pipe.pexpire(k, self.retention_ms)
                         if needs_emit(rec):
-                            pipe.sadd(self.pending_labels, eid)
+                            pipe.sadd(self.pending_key("labels", group), eid)
                         if kind == "verdict" and before[eid].verdict is None:
-                            pipe.sadd(self.pending_decisions, eid)
+                            pipe.sadd(self.pending_key("decisions", group), eid)
                         if self.horizon_ms is not None:
                             if kind == "outcome" and rec.verdict is None and not rec.decision_in_store:
-                                pipe.zadd(self.awaiting, {eid: now_ms}, nx=True)
+                                pipe.zadd(self.awaiting_key(group), {eid: now_ms}, nx=True)
                             elif kind == "verdict" and before[eid].verdict is None:
-                                pipe.zrem(self.awaiting, eid)
+                                pipe.zrem(self.awaiting_key(group), eid)
                     pipe.execute()
-                    return list(after.values())
+                    return after
                 except redis_lib.WatchError:
-                    continue  # another worker touched one of these events: redo the batch
+                    continue  # another worker touched one of these events: redo the group
 
     def _load(self, client: Any, event_ids: Sequence[str]) -> dict[str, JoinRecord]:
         # Inside WATCH the pipeline runs commands immediately; one round trip per key is
         # fine at feedback rates (outcomes are a trickle next to events).
         return {e: JoinRecord.from_redis(e, client.hgetall(self.key(e))) for e in event_ids}
 
+    # ---- the flusher's side -------------------------------------------------------------
+
     def load(self, event_ids: Sequence[str]) -> dict[str, JoinRecord]:
-        pipe = self.r.pipeline(transaction=False)
-        for e in event_ids:
-            pipe.hgetall(self.key(e))
-        return {e: JoinRecord.from_redis(e, h) for e, h in zip(event_ids, pipe.execute())}
+        replies = self._run([("cmd:HGETALL", [self.key(e)], []) for e in event_ids])
+        return {e: JoinRecord.from_redis(e, _mapping(h)) for e, h in zip(event_ids, replies)}
 
     def pending(self, which: str, limit: int) -> list[str]:
-        key = self.pending_labels if which == "labels" else self.pending_decisions
-        return sorted(_text(x) for x in self.r.srandmember(key, limit) or [])
+        replies = self._run([("cmd:SRANDMEMBER", [self.pending_key(which, g)], [limit]) for g in range(self.groups)])
+        return sorted(_text(x) for reply in replies for x in (reply or []))[:limit]
 
     def pending_count(self, which: str) -> int:
-        return int(self.r.scard(self.pending_labels if which == "labels" else self.pending_decisions))
+        return sum(int(n) for n in self._run([("cmd:SCARD", [self.pending_key(which, g)], [])
+                                              for g in range(self.groups)]))
+
+    def awaiting_count(self) -> int:
+        return sum(int(n) for n in self._run([("cmd:ZCARD", [self.awaiting_key(g)], []) for g in range(self.groups)]))
 
     def mark_labels_written(self, revs: Mapping[str, int]) -> None:
-        pipe = self.r.pipeline(transaction=False)
-        for eid, rev in revs.items():
-            self._mark_label(keys=[self.key(eid), self.pending_labels], args=[rev, eid], client=pipe)
-        pipe.execute()
+        self._run([("mark_label", [self.key(e), self.pending_key("labels", self.group(e))], [rev, e])
+                   for e, rev in revs.items()])
 
     def mark_decisions_written(self, event_ids: Iterable[str]) -> None:
         ids = list(event_ids)
-        if not ids:
-            return
-        self.r.srem(self.pending_decisions, *ids)
+        by_group: dict[int, list[str]] = {}
+        for e in ids:
+            by_group.setdefault(self.group(e), []).append(e)
+        calls: list[tuple[str, list[str], list[Any]]] = [
+            ("cmd:SREM", [self.pending_key("decisions", g)], members) for g, members in by_group.items()]
         if self.horizon_ms is not None:
-            pipe = self.r.pipeline(transaction=False)
-            for eid in ids:
-                self._shorten(keys=[self.key(eid)], args=[self.horizon_ms], client=pipe)
-            pipe.execute()
+            calls += [("shorten", [self.key(e)], [self.horizon_ms]) for e in ids]
+        self._run(calls)
 
     def expire_waits(self, now_ms: int, limit: int = 5000) -> int:
         """Outcomes that waited the horizon for a verdict Redis no longer holds: mark them
         ``decision_in_store`` and queue their labels. Returns how many were queued."""
         if self.horizon_ms is None:
             return 0
-        ids = [_text(x) for x in self.r.zrangebyscore(self.awaiting, "-inf", now_ms - self.horizon_ms,
-                                                      start=0, num=limit)]
-        if not ids:
-            return 0
+        due = self._run([("cmd:ZRANGEBYSCORE", [self.awaiting_key(g)],
+                          ["-inf", now_ms - self.horizon_ms, "LIMIT", 0, limit]) for g in range(self.groups)])
+        calls = [("stop_waiting", [self.key(eid), self.awaiting_key(g), self.pending_key("labels", g)], [eid])
+                 for g, ids in enumerate(due) for eid in map(_text, ids or [])]
+        return sum(int(x) for x in self._run(calls))
+
+    def _run(self, calls: Sequence[tuple[str, Sequence[Any], Sequence[Any]]]) -> list[Any]:
+        """Script calls and ``cmd:NAME`` commands in one pipeline (per node on a cluster)."""
+        if not calls:
+            return []
+        if self._cluster_scripts is not None:
+            return self._cluster_scripts.run(calls)
         pipe = self.r.pipeline(transaction=False)
-        for eid in ids:
-            self._stop_waiting(keys=[self.key(eid), self.awaiting, self.pending_labels], args=[eid], client=pipe)
-        return sum(int(x) for x in pipe.execute())
+        for name, keys, args in calls:
+            if name.startswith("cmd:"):
+                pipe.execute_command(name[4:], *keys, *args)
+            else:
+                self._scripts[name](keys=list(keys), args=list(args), client=pipe)
+        return pipe.execute()
+
+
+def _mapping(reply: Any) -> Mapping[Any, Any]:
+    # A pipeline's HGETALL answers a dict; a raw cluster reply (RESP2) a flat list.
+    if isinstance(reply, Mapping):
+        return reply
+    items = list(reply or [])
+    return dict(zip(items[::2], items[1::2]))
 
 
 def _text(x: Any) -> str:

@@ -19,8 +19,22 @@ T0 = 1_780_000_000_000
 DAY = 86_400_000
 
 
-def _settings(stack, unique, tmp_path) -> Settings:
-    return Settings(redis=RedisSettings(url=stack.redis_url, key_prefix=f"tgfb{unique}"),
+@pytest.fixture(params=["single", "cluster"])
+def join_redis(request, stack, unique):
+    """(url, client) of the real single Redis, then of the real Redis Cluster; this
+    test's keys are removed after."""
+    from engine.wire.redisconn import connect
+
+    url = stack.redis_url if request.param == "single" else request.getfixturevalue("redis_cluster_url")
+    client = connect(url, socket_timeout_s=10)
+    yield url, client
+    for key in client.scan_iter(f"*{unique}*", count=10_000):
+        client.delete(key)
+    client.close()
+
+
+def _settings(stack, unique, tmp_path, url: str | None = None, **redis_settings) -> Settings:
+    return Settings(redis=RedisSettings(url=url or stack.redis_url, key_prefix=f"tgfb{unique}", **redis_settings),
                     paths=PathSettings(state_dir=tmp_path, models_dir=tmp_path / "models",
                                        reports_dir=tmp_path / "reports", examples_dir=tmp_path / "examples"))
 
@@ -42,8 +56,9 @@ def _outcome(ev: TransactionEvent, kind: str, at: int) -> dict:
             "customer_id": None, "terminal_id": None}
 
 
-def test_join_handles_order_duplicates_corrections(stack, unique, redis_client, tmp_path):
-    s = _settings(stack, unique, tmp_path)
+def test_join_handles_order_duplicates_corrections(stack, unique, join_redis, tmp_path):
+    url, redis_client = join_redis
+    s = _settings(stack, unique, tmp_path, url)
     features = RedisFeatureStore(redis_client, s)
     proc = FeedbackProcessor.from_settings(s, redis_client, features)
     events = [_event(i) for i in range(4)]
@@ -111,7 +126,7 @@ def test_crash_between_parquet_and_mark_rewrites_but_never_loses(stack, unique, 
     assert list(again.labels.read()["event_id"]) == ["e7"]
 
 
-def test_with_a_horizon_redis_keeps_hours_and_late_outcomes_join_the_decision_store(stack, unique, redis_client,
+def test_with_a_horizon_redis_keeps_hours_and_late_outcomes_join_the_decision_store(stack, unique, join_redis,
                                                                                     tmp_path):
     """redis.decision_log_redis_hours: snapshots and verdict-only records leave Redis after
     the horizon; an outcome that comes later is still written, and the fine-tune's read
@@ -120,14 +135,15 @@ def test_with_a_horizon_redis_keeps_hours_and_late_outcomes_join_the_decision_st
 
     from feedback.store import complete_from_decisions
 
+    url, redis_client = join_redis
     hours = 2
-    s = _settings(stack, unique, tmp_path)
-    s = s.model_copy(update={"redis": RedisSettings(url=stack.redis_url, key_prefix=f"tgfb{unique}",
-                                                    decision_log_redis_hours=hours)})
+    s = _settings(stack, unique, tmp_path, url, decision_log_redis_hours=hours)
     horizon = hours * 3_600_000
     features = RedisFeatureStore(redis_client, s)
     proc = FeedbackProcessor.from_settings(s, redis_client, features)
     events = [_event(i, terminal=f"T{i}") for i in range(4)]
+    if url != stack.redis_url:  # on a cluster a batch's records span several slot groups
+        assert len({redis_client.keyslot(proc.join.key(e.event_id)) for e in events}) > 1
     features.enrich(events)
     for ev in events:
         assert 0 < redis_client.pttl(features._k("snap", ev.event_id)) <= horizon
@@ -159,7 +175,7 @@ def test_with_a_horizon_redis_keeps_hours_and_late_outcomes_join_the_decision_st
     assert proc.flush(now_ms=now).labels_written == 1  # e3; e1 and e2 wait for their verdicts
     stats = proc.flush(now_ms=now + horizon + 1_000)
     assert (stats.labels_written, stats.labels_without_verdict) == (2, 2)
-    assert redis_client.zcard(proc.join.awaiting) == 0
+    assert proc.join.awaiting_count() == 0
     # A verdict replayed after the wait ended does not write the label twice.
     proc.on_batch("verdict", [_verdict(events[1])])
     assert proc.flush(now_ms=now + horizon + 2_000).labels_written == 0
