@@ -87,7 +87,7 @@ class LabelledExample:
         oc = rec.outcome
         # Without a verdict (it left Redis): what the outcome knows; the rest is filled from
         # the decision store on read.
-        vd = rec.verdict or {"verdict": "", "event_time_ms": oc.get("event_time_ms") or 0,
+        vd = rec.verdict or {"verdict": "", "event_time_ms": rec.event_time_ms or oc.get("event_time_ms") or 0,
                              "customer_id": oc.get("customer_id") or ""}
         # The event: from tx.events if the worker consumed it, else from the decision log.
         ev = rec.event or (snapshot or {}).get("event")
@@ -97,7 +97,7 @@ class LabelledExample:
         return cls(
             event_id=rec.event_id, event_time_ms=int((ev or vd)["event_time_ms"]),
             customer_id=str((ev or vd).get("customer_id", "")),
-            terminal_id=str((ev or {}).get("terminal_id") or oc.get("terminal_id") or ""),
+            terminal_id=str((ev or {}).get("terminal_id") or rec.terminal_id or oc.get("terminal_id") or ""),
             event_json=None if ev is None else json.dumps(dict(ev), sort_keys=True, default=str),
             snapshot_json=None if snap is None else json.dumps(snap, sort_keys=True, default=str),
             verdict=str(vd["verdict"]), p_pass=float(probs.get("pass", 0.0)),

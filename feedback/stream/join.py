@@ -66,6 +66,11 @@ class JoinRecord:
     #: The verdict is not in Redis any more (it outlived ``redis.decision_log_redis_hours``)
     #: but is in the decision store: the record is complete with its outcome alone.
     decision_in_store: bool = False
+    #: Where and when the judged transaction happened, kept when a written record drops
+    #: its verdict and event (``RedisJoinState.mark_labels_written`` with a horizon), so a
+    #: correction still reaches the delayed-label state.
+    terminal_id: str | None = None
+    event_time_ms: int | None = None
 
     def to_redis(self) -> dict[str, str]:
         """Flat string fields for a Redis hash."""
@@ -73,6 +78,10 @@ class JoinRecord:
                "emitted_rev": str(self.emitted_rev)}
         if self.decision_in_store:
             out["decision_in_store"] = "1"
+        if self.terminal_id is not None:
+            out["terminal_id"] = self.terminal_id
+        if self.event_time_ms is not None:
+            out["event_time_ms"] = str(self.event_time_ms)
         for name in ("event", "verdict", "outcome"):
             value = getattr(self, name)
             if value is not None:
@@ -87,7 +96,8 @@ class JoinRecord:
         load = lambda name: json.loads(f[name]) if f.get(name) else None  # noqa: E731
         return cls(event_id, load("event"), load("verdict"), load("outcome"),
                    int(f.get("outcome_rev") or 0), int(f.get("emitted_rev") or 0),
-                   f.get("decision_in_store") == "1")
+                   f.get("decision_in_store") == "1", f.get("terminal_id") or None,
+                   int(f["event_time_ms"]) if f.get("event_time_ms") else None)
 
 
 def apply_event(rec: JoinRecord, event: Mapping[str, Any]) -> JoinRecord:
@@ -140,9 +150,9 @@ def label_arrival_fields(rec: JoinRecord) -> dict[str, Any] | None:
     """
     if rec.outcome is None:
         return None
-    terminal = (rec.event or {}).get("terminal_id") or rec.outcome.get("terminal_id")
+    terminal = (rec.event or {}).get("terminal_id") or rec.terminal_id or rec.outcome.get("terminal_id")
     event_time = ((rec.event or {}).get("event_time_ms") or (rec.verdict or {}).get("event_time_ms")
-                  or rec.outcome.get("event_time_ms"))
+                  or rec.event_time_ms or rec.outcome.get("event_time_ms"))
     if not terminal or event_time is None:
         return None
     return {"event_id": rec.event_id, "terminal_id": str(terminal), "event_time_ms": int(event_time),

@@ -51,12 +51,26 @@ APPLY: dict[str, Callable[[JoinRecord, Mapping[str, Any]], JoinRecord]] = {
 
 # Mark a label revision as written, and drop it from the pending set unless a newer
 # revision arrived while it was being written (then it stays pending).
+#
+# With ARGV[3] = '1' (a horizon is set) a record whose current revision is written and
+# whose decision is in the decision store (not pending, KEYS[3]) drops its verdict and
+# event, keeping where and when (ARGV[4], ARGV[5]): it waits the retention for
+# corrections in less memory (``python ops/bench/scaling.py --memory``; docs/scaling.md).
 _MARK_LABEL = """
 local rev = tonumber(ARGV[1])
 local cur = tonumber(redis.call('HGET', KEYS[1], 'outcome_rev') or '0')
 local em = tonumber(redis.call('HGET', KEYS[1], 'emitted_rev') or '0')
 if rev > em then redis.call('HSET', KEYS[1], 'emitted_rev', ARGV[1]) end
-if cur <= rev then redis.call('SREM', KEYS[2], ARGV[2]) end
+if cur <= rev then
+  redis.call('SREM', KEYS[2], ARGV[2])
+  if ARGV[3] == '1' and redis.call('SISMEMBER', KEYS[3], ARGV[2]) == 0
+     and redis.call('EXISTS', KEYS[1]) == 1 then
+    redis.call('HDEL', KEYS[1], 'verdict', 'event')
+    redis.call('HSET', KEYS[1], 'decision_in_store', '1')
+    if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], 'terminal_id', ARGV[4]) end
+    if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'event_time_ms', ARGV[5]) end
+  end
+end
 return cur
 """
 
@@ -199,9 +213,15 @@ class RedisJoinState:
     def awaiting_count(self) -> int:
         return sum(int(n) for n in self._run([("cmd:ZCARD", [self.awaiting_key(g)], []) for g in range(self.groups)]))
 
-    def mark_labels_written(self, revs: Mapping[str, int]) -> None:
-        self._run([("mark_label", [self.key(e), self.pending_key("labels", self.group(e))], [rev, e])
-                   for e, rev in revs.items()])
+    def mark_labels_written(self, revs: Mapping[str, int],
+                            facts: Mapping[str, tuple[str, int]] | None = None) -> None:
+        """Record that these revisions are in the label store. ``facts`` (terminal, event
+        time) per event are what a record keeps when, with a horizon, it drops the rest."""
+        facts = facts or {}
+        compact = "1" if self.horizon_ms is not None else "0"
+        self._run([("mark_label", [self.key(e), self.pending_key("labels", g), self.pending_key("decisions", g)],
+                    [rev, e, compact, *(str(x) for x in facts.get(e, ("", "")))])
+                   for e, rev in revs.items() for g in (self.group(e),)])
 
     def mark_decisions_written(self, event_ids: Iterable[str]) -> None:
         ids = list(event_ids)

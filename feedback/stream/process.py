@@ -123,7 +123,8 @@ class FeedbackProcessor:
             self.labels.append(examples, now_ms=now_ms)
             # ids no longer needing emission (already written by another worker) are
             # marked too, which simply drops them from the pending set.
-            self.join.mark_labels_written({e: recs[e].outcome_rev for e in ids})
+            facts = {e: f for e in ids for f in (_where_and_when(recs[e], snaps.get(e)),) if f is not None}
+            self.join.mark_labels_written({e: recs[e].outcome_rev for e in ids}, facts)
             stats.labels_written += len(examples)
         return stats
 
@@ -135,6 +136,16 @@ class FeedbackProcessor:
             if snap is not None:
                 out[eid] = snap.to_dict() if hasattr(snap, "to_dict") else dict(snap)
         return out
+
+
+def _where_and_when(rec: JoinRecord, snapshot: Mapping[str, Any] | None) -> tuple[str, int] | None:
+    """The judged transaction's terminal and event time, from the record or its snapshot."""
+    fields = label_arrival_fields(rec)
+    if fields is not None:
+        return fields["terminal_id"], fields["event_time_ms"]
+    if snapshot and snapshot.get("terminal_id") and snapshot.get("event_time_ms") is not None:
+        return str(snapshot["terminal_id"]), int(snapshot["event_time_ms"])
+    return None
 
 
 def _is_bad(kind: str) -> bool:

@@ -13,7 +13,9 @@ the decision log's snapshot (``{p}:snap``), the re-send claim (``{p}:seen``) and
 feedback worker's verdict-only join record (``{p}:fb:join``), each as ``MEMORY USAGE``
 per key and as the server's ``used_memory`` growth per event (which adds the key table
 and the TTL table; for the snapshot step, also the customer and terminal state the
-events add, which is bounded per entity, not per event).
+events add, which is bounded per entity, not per event); then the size of a join record
+holding an outcome, before and after its label is written (with a horizon it then keeps
+only the outcome and the transaction's terminal and time).
 
 ``--workers 1,2``: K ``tollgate run`` worker processes on one 12-partition ``tx.events``;
 a backlog of N events is produced first, then the workers start together and the run
@@ -145,6 +147,18 @@ def bench_memory(url: str, n: int) -> dict:
         usage = [int(client.memory_usage(key(e), samples=0) or 0) for e in sample]
         out[f"{name}_memory_usage_bytes"] = round(sum(usage) / len(usage))
         out[f"{name}_used_memory_per_event_bytes"] = round(grown / n)  # enrich: + the state events add
+    # The records that hold an outcome (a small share of events, kept for the retention):
+    # joined, then once written (with a horizon they keep only the outcome, where and when).
+    sample = events[:: max(1, n // 500)]
+    join.mark_decisions_written([e.event_id for e in sample])
+    join.apply("outcome", [{"event_id": e.event_id, "kind": "chargeback", "outcome_time_ms": e.event_time_ms + 86_400_000,
+                            "source": "issuer", "customer_id": None, "terminal_id": None} for e in sample])
+    size = lambda: round(sum(int(client.memory_usage(join.key(e.event_id), samples=0) or 0)  # noqa: E731
+                             for e in sample) / len(sample))
+    out["join_with_outcome_memory_usage_bytes"] = size()
+    join.mark_labels_written({e.event_id: 1 for e in sample}, {e.event_id: (e.terminal_id, e.event_time_ms)
+                                                              for e in sample})
+    out["join_outcome_written_memory_usage_bytes"] = size()
     for k in client.scan_iter(f"*{ns}*", count=10_000):
         client.unlink(k)
     return out

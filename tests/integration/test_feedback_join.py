@@ -114,7 +114,7 @@ def test_crash_between_parquet_and_mark_rewrites_but_never_loses(stack, unique, 
     proc.on_batch("outcome", [_outcome(ev, "chargeback", T0 + 7 * DAY)])
 
     original = proc.join.mark_labels_written
-    proc.join.mark_labels_written = lambda revs: (_ for _ in ()).throw(SystemExit("killed"))
+    proc.join.mark_labels_written = lambda revs, facts=None: (_ for _ in ()).throw(SystemExit("killed"))
     with pytest.raises(SystemExit):
         proc.flush()
     proc.join.mark_labels_written = original
@@ -157,6 +157,11 @@ def test_with_a_horizon_redis_keeps_hours_and_late_outcomes_join_the_decision_st
     # A record with an outcome waits for corrections for the retention; verdict-only ones
     # leave with the horizon once their decision is in the store.
     assert redis_client.pttl(proc.join.key("e0")) > horizon
+    # ... at a fraction of the size: its label is written and its decision is in the
+    # store, so it keeps only the outcome and where and when.
+    e0 = proc.join.load(["e0"])["e0"]
+    assert e0.verdict is None and e0.event is None and e0.decision_in_store
+    assert (e0.terminal_id, e0.event_time_ms) == ("T0", events[0].event_time_ms)
     for eid in ("e1", "e2"):
         assert 0 < redis_client.pttl(proc.join.key(eid)) <= horizon
 
@@ -179,13 +184,22 @@ def test_with_a_horizon_redis_keeps_hours_and_late_outcomes_join_the_decision_st
     # A verdict replayed after the wait ended does not write the label twice.
     proc.on_batch("verdict", [_verdict(events[1])])
     assert proc.flush(now_ms=now + horizon + 2_000).labels_written == 0
+    # A correction of e0, whose record kept only its outcome: written again, and the
+    # engine's delayed-label state moves (the kept terminal and event time).
+    (lab0,) = redis_client.scan_iter(f"{s.redis.key_prefix}:lab:*:e0", count=10_000)
+    assert json.loads(redis_client.get(lab0))[2] == 1  # counted bad
+    redis_client.delete(features._k("snap", "e0"))  # the horizon has passed for it too
+    proc.on_batch("outcome", [_outcome(events[0], "confirmed_legitimate", T0 + 2 * DAY)])
+    assert json.loads(redis_client.get(lab0))[2] == 0
+    assert proc.flush(now_ms=now + horizon + 3_000).labels_written == 1
 
     raw = proc.labels.read().set_index("event_id")
     assert raw.loc["e1", "verdict"] == "" and raw.loc["e2", "verdict"] == ""
     done, unmatched = complete_from_decisions(proc.labels.read(), proc.decisions)
     by_id = done.set_index("event_id")
     assert unmatched == 0 and sorted(by_id.index) == ["e0", "e1", "e2", "e3"]
-    for eid in ("e1", "e2"):
+    assert by_id.loc["e0", "outcome_kind"] == "confirmed_legitimate" and by_id.loc["e0", "outcome_rev"] == 2
+    for eid in ("e0", "e1", "e2"):
         assert by_id.loc[eid, "verdict"] == "pass" and by_id.loc[eid, "model_version"] == "v1"
         assert json.loads(by_id.loc[eid, "snapshot_json"])["event_id"] == eid
         assert json.loads(by_id.loc[eid, "event_json"])["terminal_id"] == f"T{eid[1]}"
