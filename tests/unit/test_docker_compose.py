@@ -394,6 +394,15 @@ def test_cluster_topics_and_engine_use_replication_three_and_the_redis_cluster()
     assert "--cluster create" in init and "--cluster-replicas 0" in init
     assert all(f"getent hosts {name}" in init for name in shards)
     assert set(services["engine-cluster"]["depends_on"]) >= {"topics-cluster", "redis-cluster-init", "model-init"}
+    # The cluster's feedback loop runs on the same broker and Redis as its workers, with
+    # the same decision-log horizon (a snapshot's TTL and the join's must agree).
+    for name in ("feedback-cluster", "scheduler-cluster"):
+        env = _service_env(services[name])
+        assert env["TOLLGATE_REDIS_URL"] == engine["TOLLGATE_REDIS_URL"], name
+        assert env["TOLLGATE_KAFKA_BOOTSTRAP"] == engine["TOLLGATE_KAFKA_BOOTSTRAP"], name
+        assert env["TOLLGATE_REDIS__DECISION_LOG_REDIS_HOURS"] == engine["TOLLGATE_REDIS__DECISION_LOG_REDIS_HOURS"]
+        assert services[name]["profiles"] == ["cluster"]
+    Settings(redis={"decision_log_redis_hours": engine["TOLLGATE_REDIS__DECISION_LOG_REDIS_HOURS"]})
 
 
 def test_prometheus_loads_the_alert_rules_and_they_name_metrics_the_workers_export() -> None:
