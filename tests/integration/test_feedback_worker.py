@@ -120,3 +120,60 @@ def test_worker_killed_mid_run_loses_no_outcome(stack, unique, kafka_topics, red
     group = env["TOLLGATE_FEEDBACK__CONSUMER_GROUP"]
     assert (tmp_path / "faust" / group).is_dir()
     assert not (Path.cwd() / f"{group}-data").exists()
+
+
+def test_worker_on_a_redis_cluster_with_a_horizon_joins_every_outcome(stack, unique, kafka_topics, redis_cluster_url,
+                                                                      tmp_path):
+    """The process as `--profile cluster` runs it: context and join on a Redis Cluster,
+    the decision log kept in Redis for an hour. Every outcome becomes one label with its
+    inputs, and every decision reaches the decision store."""
+    from engine.wire.redisconn import connect
+
+    n = 400
+    verdicts_t, outcomes_t = kafka_topics("tx.verdicts", 3), kafka_topics("tx.outcomes", 2)
+    prefix = f"tgfbc{unique}"
+    redis_settings = RedisSettings(url=redis_cluster_url, key_prefix=prefix, decision_log_redis_hours=1)
+    s = Settings(kafka=KafkaSettings(bootstrap=stack.kafka_bootstrap),
+                 topics=TopicSettings(verdicts=verdicts_t, outcomes=outcomes_t), redis=redis_settings,
+                 paths=PathSettings(state_dir=tmp_path, examples_dir=tmp_path / "examples"))
+    env = dict(os.environ, TOLLGATE_KAFKA_BOOTSTRAP=stack.kafka_bootstrap, TOLLGATE_REDIS_URL=redis_cluster_url,
+               TOLLGATE_REDIS__DECISION_LOG_REDIS_HOURS="1",
+               TOLLGATE_TOPICS__VERDICTS=verdicts_t, TOLLGATE_TOPICS__OUTCOMES=outcomes_t,
+               TOLLGATE_REDIS__KEY_PREFIX=prefix, TOLLGATE_PATHS__EXAMPLES_DIR=str(tmp_path / "examples"),
+               TOLLGATE_PATHS__STATE_DIR=str(tmp_path),
+               TOLLGATE_FEEDBACK__CONSUMER_GROUP=f"tollgate-feedback-{unique}", PYTHONUNBUFFERED="1",
+               TOLLGATE_FEEDBACK__TRUST__TRUSTED_TOPIC=kafka_topics("tx.outcomes.trusted", 1))
+    client = connect(redis_cluster_url, socket_timeout_s=10)
+    events = [_event(i) for i in range(n)]
+    store = RedisFeatureStore(client, s)
+    store.enrich(events)
+    codec = Codec(s)
+    producer = Producer({"bootstrap.servers": stack.kafka_bootstrap, "linger.ms": 5})
+    expected = {}
+    for i in range(0, n, 3):  # a third get an outcome, some before their verdict
+        o = _outcome(i, OutcomeKind.CHARGEBACK if i % 2 else OutcomeKind.CONFIRMED_LEGITIMATE, T0 + 7 * DAY + i)
+        producer.produce(outcomes_t, codec.encode_outcome(o, outcomes_t), key=o.event_id.encode())
+        expected[o.event_id] = o.kind.value
+    for ev in events:
+        producer.produce(verdicts_t, codec.encode_verdict(_verdict(ev), verdicts_t), key=ev.customer_id.encode())
+    producer.flush(30)
+
+    proc = start_feedback_worker(env, tmp_path / "worker.log", flush_interval_s=0.5, batch_size=50)
+    labels = LabelStore(tmp_path / "examples" / "labels")
+    decisions = DecisionStore(tmp_path / "examples" / "decisions")
+    try:
+        wait_until(lambda: len(labels.read()) == len(expected) and len(decisions.read()) == n, 120,
+                   f"{len(expected)} labels and {n} decisions")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log_text = (tmp_path / "worker.log").read_text(errors="replace")
+        for key in client.scan_iter(f"*{prefix}*", count=10_000):
+            client.delete(key)
+    got = labels.read()
+    assert dict(zip(got["event_id"], got["outcome_kind"])) == expected
+    assert got["snapshot_json"].notna().all() and got["verdict"].eq("pass").all()
+    assert "CrossSlot" not in log_text
