@@ -13,6 +13,10 @@ itself is in Redis (``feedback.stream.joinstate``), because faust has no stream-
    stay off the event loop) — join update, pending sets and the delayed-label update
    are durable in Redis when it returns;
 4. returns, and only then does faust ack the messages and later commit their offsets.
+   A batch that still fails after ``BATCH_ATTEMPTS`` tries (Redis away, a bug) ends the
+   process with ``EXIT_BATCH_FAILED``, unacked: a crashed faust agent is restarted in
+   place by its supervisor, which would leave the worker up, reporting healthy, and
+   failing batch after batch; a restarted process re-reads the batch instead.
 
 A timer flushes pending labelled examples and decisions to Parquet, and the worker
 flushes once more when it stops. Killed at any step, a restarted worker re-reads from
@@ -28,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -42,6 +47,34 @@ from feedback.stream.process import FeedbackProcessor
 from feedback.trust import stamp_source
 
 log = logging.getLogger(__name__)
+
+#: Tries per batch before the worker exits, and the waits between them (bounded: ~3.5 s).
+BATCH_ATTEMPTS = 4
+BATCH_RETRY_WAITS_S = (0.5, 1.0, 2.0)
+#: The feedback worker's exit code when a batch could not be applied.
+EXIT_BATCH_FAILED = 6  # the engine worker uses 1, 3, 4 and 5 (docs/operations.md)
+
+
+def apply_with_retries(apply: Callable[[], Any], *, sleep: Callable[[float], None] | None = None) -> Any:
+    """``apply()``, tried ``BATCH_ATTEMPTS`` times (the join is idempotent, so a retry after
+    a partial apply changes nothing twice); the last failure propagates."""
+    sleep = sleep or time.sleep
+    for attempt, wait_s in enumerate((*BATCH_RETRY_WAITS_S, None), start=1):
+        try:
+            return apply()
+        except Exception as exc:  # noqa: BLE001 - any failure is retried, then the process exits
+            if wait_s is None:
+                raise
+            log.warning("feedback batch failed (try %d of %d), retrying in %.1f s: %s",
+                        attempt, BATCH_ATTEMPTS, wait_s, exc)
+            sleep(wait_s)
+    raise AssertionError("unreachable")
+
+
+def _exit(code: int) -> None:
+    # Not sys.exit: faust would catch it in the agent and restart the agent in place.
+    logging.shutdown()
+    os._exit(code)
 
 
 def broker_urls(bootstrap: str) -> list[str]:
@@ -143,7 +176,15 @@ def _make_agent(kind: str, record_codec: Any, processor: FeedbackProcessor, batc
                     continue
                 payloads.append(record.to_dict() if stamp is None else stamp(record.to_dict()))
             if payloads:
-                joined = await asyncio.to_thread(processor.on_batch, kind, payloads)
+                try:
+                    joined = await asyncio.to_thread(
+                        apply_with_retries, functools.partial(processor.on_batch, kind, payloads))
+                except Exception:  # noqa: BLE001 - logged, then the process ends
+                    log.exception("a %s batch of %d failed %d times; exiting (code %d) so the supervisor "
+                                  "restarts the worker from its committed offsets", kind, len(payloads),
+                                  BATCH_ATTEMPTS, EXIT_BATCH_FAILED)
+                    _exit(EXIT_BATCH_FAILED)
+                    return
                 if metrics is not None:
                     metrics.messages.labels(kind).inc(len(payloads))
                     metrics.joined.inc(sum(1 for r in joined if r.outcome is not None and r.verdict is not None))

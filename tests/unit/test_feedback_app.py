@@ -26,3 +26,54 @@ def test_faust_data_dir_is_under_the_state_dir_not_the_working_directory(tmp_pat
     assert (state / "faust" / "tollgate-feedback-unit").is_dir()
     assert Path(app.conf.tabledir).is_relative_to(state)
     assert list(cwd.iterdir()) == [], "faust wrote into the working directory"
+
+
+def test_a_batch_is_retried_then_the_worker_exits_unacked_rather_than_fail_batch_after_batch(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from feedback.stream import app as feedback_app
+
+    waits: list[float] = []
+    calls: list[int] = []
+    flaky = iter([RuntimeError("redis away"), RuntimeError("still away"), None])
+
+    def once() -> str:
+        calls.append(1)
+        exc = next(flaky)
+        if exc is not None:
+            raise exc
+        return "applied"
+
+    assert feedback_app.apply_with_retries(once, sleep=waits.append) == "applied"
+    assert waits == [0.5, 1.0] and len(calls) == 3
+
+    # Failing every time: the agent tries BATCH_ATTEMPTS times, then ends the process
+    # (not the agent, which faust would restart in place) before the batch is acked.
+    monkeypatch.setattr(feedback_app.time, "sleep", waits.append)
+    exits: list[int] = []
+    monkeypatch.setattr(feedback_app, "_exit", exits.append)
+    tries: list[str] = []
+
+    class Failing:
+        def on_batch(self, kind: str, payloads: list) -> list:
+            tries.append(kind)
+            raise RuntimeError("CROSSSLOT")
+
+    class Codec:
+        def decode(self, value: bytes, headers: list, key: bytes | None = None) -> SimpleNamespace:
+            return SimpleNamespace(to_dict=lambda: {"event_id": value.decode()})
+
+    message = SimpleNamespace(value=b"e1", headers=[], key=None, topic="tx.verdicts", partition=0, offset=7)
+    consumed: list[str] = []
+
+    class Stream:
+        async def take_events(self, n: int, within: float):
+            for _ in range(2):  # a second batch is never reached
+                consumed.append("batch")
+                yield [SimpleNamespace(message=message)]
+
+    agent = feedback_app._make_agent("verdict", Codec(), Failing(), 10, 0.1, None)
+    asyncio.run(agent(Stream()))
+    assert exits == [feedback_app.EXIT_BATCH_FAILED]
+    assert len(tries) == feedback_app.BATCH_ATTEMPTS and consumed == ["batch"]
