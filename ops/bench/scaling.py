@@ -17,6 +17,12 @@ events add, which is bounded per entity, not per event); then the size of a join
 holding an outcome, before and after its label is written (with a horizon it then keeps
 only the outcome and the transaction's terminal and time).
 
+``--feedback N``: the feedback worker's Redis side for N verdicts (batches of 500, as the
+worker takes them) and outcomes for 3 % of them, on a single Redis and on a Redis
+Cluster (where the join spreads over hash-tag groups, one transaction per group a batch
+touches): client CPU, wall time, Redis operations and server CPU per verdict, for the
+join and for the flush to the decision and label stores (Parquet in a temp dir).
+
 ``--workers 1,2``: K ``tollgate run`` worker processes on one 12-partition ``tx.events``;
 a backlog of N events is produced first, then the workers start together and the run
 ends when every verdict is committed. Reported: events/s from the first verdict to the
@@ -164,6 +170,50 @@ def bench_memory(url: str, n: int) -> dict:
     return out
 
 
+def bench_feedback(name: str, url: str, n: int, batch: int = 500) -> dict:
+    from engine.records import Decision, Verdict
+    from feedback.stream.process import FeedbackProcessor
+    from ops.bench.engine_events import realistic_events
+
+    ns = f"bench-{uuid.uuid4().hex[:8]}"
+    client = connect(url, socket_timeout_s=10)
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings(redis={"url": url, "socket_timeout_s": 10, "key_prefix": f"tg-{ns}"},
+                            paths={"state_dir": tmp, "examples_dir": Path(tmp) / "examples"})
+        store = RedisFeatureStore(client, settings)
+        events = [b.event for b in realistic_events(ns, n)]
+        for start in range(0, n, 512):
+            store.enrich(events[start:start + 512])  # the engine's decision log, before timing
+        verdicts = [Verdict(e.event_id, e.customer_id, Decision.PASS, 0.93, {"pass": 0.93, "review": 0.05,
+                                                                              "reject": 0.02}, 0.04, (),
+                            "m-1", "r-1", 4.2, e.event_time_ms + 9, e.event_time_ms).to_dict() for e in events]
+        outcomes = [{"event_id": e.event_id, "kind": "chargeback", "outcome_time_ms": e.event_time_ms + 86_400_000,
+                     "source": "issuer", "customer_id": None, "terminal_id": None} for e in events[::33]]
+        proc = FeedbackProcessor.from_settings(settings, client, store)
+        out: dict = {"part": "feedback", "backend": name, "verdicts": n, "outcomes": len(outcomes),
+                     "batch": batch, "join_groups": proc.join.groups}
+
+        def measure(label: str, work) -> None:
+            ops0, scpu0, cpu0, t0 = _server_ops(client), _server_cpu_s(client), time.process_time(), time.perf_counter()
+            work()
+            out[f"{label}_wall_us_per_verdict"] = round((time.perf_counter() - t0) / n * 1e6, 1)
+            out[f"{label}_client_cpu_us_per_verdict"] = round((time.process_time() - cpu0) / n * 1e6, 1)
+            out[f"{label}_redis_ops_per_verdict"] = round((_server_ops(client) - ops0) / n, 2)
+            out[f"{label}_redis_server_cpu_us_per_verdict"] = round((_server_cpu_s(client) - scpu0) / n * 1e6, 1)
+
+        def join() -> None:
+            for start in range(0, n, batch):
+                proc.on_batch("verdict", verdicts[start:start + batch])
+            for start in range(0, len(outcomes), batch):
+                proc.on_batch("outcome", outcomes[start:start + batch])
+
+        measure("join", join)
+        measure("flush", lambda: out.update(flushed=proc.flush().decisions_written))
+    for key in client.scan_iter(f"*{ns}*", count=10_000):
+        client.unlink(key)
+    return out
+
+
 def bench_workers(bootstrap: str, redis_url: str, workers: int, n_events: int, partitions: int) -> dict:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
@@ -257,14 +307,20 @@ def main() -> None:
     ap.add_argument("--redis", action="store_true", help="only the Redis part")
     ap.add_argument("--memory", type=int, default=0, metavar="N",
                     help="Redis memory per event over N user events on --redis-url (0: skip)")
+    ap.add_argument("--feedback", type=int, default=0, metavar="N",
+                    help="the feedback join and flush over N verdicts, single and cluster (0: skip)")
     ap.add_argument("--workers", default="", help="comma list of worker counts (e.g. 1,2); empty: skip")
     ap.add_argument("--batches", type=int, default=20)
     ap.add_argument("--events", type=int, default=20_000, help="backlog per worker run")
     ap.add_argument("--partitions", type=int, default=12)
     args = ap.parse_args()
+    if args.feedback:
+        for name, url in (("single", args.redis_url), ("cluster", args.cluster_url)):
+            if url:
+                print(json.dumps(bench_feedback(name, url, args.feedback)), flush=True)
     if args.memory:
         print(json.dumps(bench_memory(args.redis_url, args.memory)), flush=True)
-    if args.redis or not (args.workers or args.memory):
+    if args.redis or not (args.workers or args.memory or args.feedback):
         for batch in (64, 512):
             for name, url in (("single", args.redis_url), ("cluster", args.cluster_url)):
                 if url:
