@@ -14,9 +14,11 @@ itself is in Redis (``feedback.stream.joinstate``), because faust has no stream-
    are durable in Redis when it returns;
 4. returns, and only then does faust ack the messages and later commit their offsets.
    A batch that still fails after ``BATCH_ATTEMPTS`` tries (Redis away, a bug) ends the
-   process with ``EXIT_BATCH_FAILED``, unacked: a crashed faust agent is restarted in
+   process with ``EXIT_CANNOT_PROGRESS``, unacked: a crashed faust agent is restarted in
    place by its supervisor, which would leave the worker up, reporting healthy, and
-   failing batch after batch; a restarted process re-reads the batch instead.
+   failing batch after batch; a restarted process re-reads the batch instead. A timed
+   flush is retried the same way, then ends the process the same way (faust would crash
+   the whole app on the first exception of a timer, a passing Redis blip included).
 
 A timer flushes pending labelled examples and decisions to Parquet, and the worker
 flushes once more when it stops. Killed at any step, a restarted worker re-reads from
@@ -51,8 +53,8 @@ log = logging.getLogger(__name__)
 #: Tries per batch before the worker exits, and the waits between them (bounded: ~3.5 s).
 BATCH_ATTEMPTS = 4
 BATCH_RETRY_WAITS_S = (0.5, 1.0, 2.0)
-#: The feedback worker's exit code when a batch could not be applied.
-EXIT_BATCH_FAILED = 6  # the engine worker uses 1, 3, 4 and 5 (docs/operations.md)
+#: The feedback worker's exit code when a batch or a flush could not be done.
+EXIT_CANNOT_PROGRESS = 6  # the engine worker uses 1, 3, 4 and 5 (docs/operations.md)
 
 
 def apply_with_retries(apply: Callable[[], Any], *, sleep: Callable[[float], None] | None = None) -> Any:
@@ -141,21 +143,32 @@ def build_app(settings: Settings, processor: FeedbackProcessor, *, app_id: str |
 
     @app.timer(interval=flush_interval_s)
     async def flush_pending() -> None:
-        stats = await asyncio.to_thread(processor.flush)
-        if metrics is not None:
-            metrics.labels_written.inc(stats.labels_written)
-            metrics.decisions_written.inc(stats.decisions_written)
-            metrics.last_flush.set_to_current_time()
-            if stats.oldest_decision_ms is not None:
-                metrics.decision_lag.set(max(0.0, time.time() - stats.oldest_decision_ms / 1000))
-        if stats.labels_written or stats.decisions_written:
-            log.info("flushed %d labelled examples, %d decisions", stats.labels_written, stats.decisions_written)
+        await flush_once(processor, metrics)
 
     @app.on_before_shutdown.connect
     async def final_flush(app_: Any, **kwargs: Any) -> None:  # noqa: ARG001
         await asyncio.to_thread(processor.flush)
 
     return app
+
+
+async def flush_once(processor: FeedbackProcessor, metrics: FeedbackMetrics | None) -> None:
+    """One timed flush: retried like a batch; if it still fails, the process exits."""
+    try:
+        stats = await asyncio.to_thread(apply_with_retries, processor.flush)
+    except Exception:  # noqa: BLE001 - logged, then the process ends
+        log.exception("the flush to the decision and label stores failed %d times; exiting (code %d)",
+                      BATCH_ATTEMPTS, EXIT_CANNOT_PROGRESS)
+        _exit(EXIT_CANNOT_PROGRESS)
+        return
+    if metrics is not None:
+        metrics.labels_written.inc(stats.labels_written)
+        metrics.decisions_written.inc(stats.decisions_written)
+        metrics.last_flush.set_to_current_time()
+        if stats.oldest_decision_ms is not None:
+            metrics.decision_lag.set(max(0.0, time.time() - stats.oldest_decision_ms / 1000))
+    if stats.labels_written or stats.decisions_written:
+        log.info("flushed %d labelled examples, %d decisions", stats.labels_written, stats.decisions_written)
 
 
 def _make_agent(kind: str, record_codec: Any, processor: FeedbackProcessor, batch_size: int,
@@ -182,8 +195,8 @@ def _make_agent(kind: str, record_codec: Any, processor: FeedbackProcessor, batc
                 except Exception:  # noqa: BLE001 - logged, then the process ends
                     log.exception("a %s batch of %d failed %d times; exiting (code %d) so the supervisor "
                                   "restarts the worker from its committed offsets", kind, len(payloads),
-                                  BATCH_ATTEMPTS, EXIT_BATCH_FAILED)
-                    _exit(EXIT_BATCH_FAILED)
+                                  BATCH_ATTEMPTS, EXIT_CANNOT_PROGRESS)
+                    _exit(EXIT_CANNOT_PROGRESS)
                     return
                 if metrics is not None:
                     metrics.messages.labels(kind).inc(len(payloads))

@@ -75,5 +75,39 @@ def test_a_batch_is_retried_then_the_worker_exits_unacked_rather_than_fail_batch
 
     agent = feedback_app._make_agent("verdict", Codec(), Failing(), 10, 0.1, None)
     asyncio.run(agent(Stream()))
-    assert exits == [feedback_app.EXIT_BATCH_FAILED]
+    assert exits == [feedback_app.EXIT_CANNOT_PROGRESS]
     assert len(tries) == feedback_app.BATCH_ATTEMPTS and consumed == ["batch"]
+
+
+def test_a_flush_that_keeps_failing_ends_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    from prometheus_client import CollectorRegistry
+
+    from feedback.stream import app as feedback_app
+    from feedback.stream.feedback_metrics import FeedbackMetrics
+    from feedback.stream.process import FlushStats
+
+    monkeypatch.setattr(feedback_app.time, "sleep", lambda s: None)
+    exits: list[int] = []
+    monkeypatch.setattr(feedback_app, "_exit", exits.append)
+    outcomes = iter([OSError("disk full"), FlushStats(decisions_written=3, oldest_decision_ms=1)])
+
+    class Flaky:
+        def flush(self):
+            out = next(outcomes)
+            if isinstance(out, Exception):
+                raise out
+            return out
+
+    metrics = FeedbackMetrics(CollectorRegistry())
+    asyncio.run(feedback_app.flush_once(Flaky(), metrics))  # one failure, then it flushes
+    assert exits == [] and metrics.decisions_written._value.get() == 3
+
+    class Broken:
+        calls = 0
+
+        def flush(self):
+            Broken.calls += 1
+            raise OSError("disk full")
+
+    asyncio.run(feedback_app.flush_once(Broken(), metrics))
+    assert exits == [feedback_app.EXIT_CANNOT_PROGRESS] and Broken.calls == feedback_app.BATCH_ATTEMPTS
