@@ -167,6 +167,14 @@ async def flush_once(processor: FeedbackProcessor, metrics: FeedbackMetrics | No
         metrics.last_flush.set_to_current_time()
         if stats.oldest_decision_ms is not None:
             metrics.decision_lag.set(max(0.0, time.time() - stats.oldest_decision_ms / 1000))
+        try:  # what is left for the next flush; a gauge must not take the worker down
+            backlog = await asyncio.to_thread(processor.backlog)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("could not read the feedback backlog for /metrics: %s", exc)
+        else:
+            metrics.pending.labels("decisions").set(backlog["decisions"])
+            metrics.pending.labels("labels").set(backlog["labels"])
+            metrics.awaiting_verdict.set(backlog["awaiting_verdict"])
     if stats.labels_written or stats.decisions_written:
         log.info("flushed %d labelled examples, %d decisions", stats.labels_written, stats.decisions_written)
 

@@ -28,6 +28,11 @@ class FeedbackMetrics:
         self.decision_log_redis = Gauge("tollgate_feedback_decision_log_redis_seconds",
                                         "How long a snapshot stays in Redis (redis.decision_log_redis_hours, "
                                         "or the retention)", registry=registry)
+        self.pending = Gauge("tollgate_feedback_pending",
+                             "Join records waiting for the next flush, by store", ["store"], registry=registry)
+        self.awaiting_verdict = Gauge("tollgate_feedback_awaiting_verdict",
+                                      "Outcomes waiting for a verdict Redis may no longer hold "
+                                      "(redis.decision_log_redis_hours)", registry=registry)
         self.last_flush = Gauge("tollgate_feedback_last_flush_timestamp_seconds",
                                 "Wall-clock time of the last Parquet flush", registry=registry)
 

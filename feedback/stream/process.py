@@ -128,6 +128,11 @@ class FeedbackProcessor:
             stats.labels_written += len(examples)
         return stats
 
+    def backlog(self) -> dict[str, int]:
+        """Join records not yet flushed, and outcomes waiting for their verdict."""
+        return {"decisions": self.join.pending_count("decisions"), "labels": self.join.pending_count("labels"),
+                "awaiting_verdict": self.join.awaiting_count()}
+
     def _snapshots(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         if self.features is None:
             return {}

@@ -178,6 +178,7 @@ def test_with_a_horizon_redis_keeps_hours_and_late_outcomes_join_the_decision_st
     # e1's outcome said where and when: the engine's delayed-label state has it already.
     assert redis_client.exists(features._label_key("T1", "e1"))
     assert proc.flush(now_ms=now).labels_written == 1  # e3; e1 and e2 wait for their verdicts
+    assert proc.backlog() == {"decisions": 0, "labels": 0, "awaiting_verdict": 2}
     stats = proc.flush(now_ms=now + horizon + 1_000)
     assert (stats.labels_written, stats.labels_without_verdict) == (2, 2)
     assert proc.join.awaiting_count() == 0

@@ -98,9 +98,13 @@ def test_a_flush_that_keeps_failing_ends_the_process(monkeypatch: pytest.MonkeyP
                 raise out
             return out
 
+        def backlog(self):
+            return {"decisions": 0, "labels": 2, "awaiting_verdict": 5}
+
     metrics = FeedbackMetrics(CollectorRegistry())
     asyncio.run(feedback_app.flush_once(Flaky(), metrics))  # one failure, then it flushes
     assert exits == [] and metrics.decisions_written._value.get() == 3
+    assert metrics.awaiting_verdict._value.get() == 5 and metrics.pending.labels("labels")._value.get() == 2
 
     class Broken:
         calls = 0
