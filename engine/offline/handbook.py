@@ -112,6 +112,7 @@ def handbook_outcomes(frame: pd.DataFrame, delay_days: float = 7.0, genuine_labe
         "source": np.full(len(chosen), "handbook_label", dtype=object),
         "customer_id": chosen["customer_id"].to_numpy(),
         "terminal_id": chosen["terminal_id"].to_numpy(),
+        "event_time_ms": chosen["event_time_ms"].to_numpy(),
     })
     return out.sort_values("outcome_time_ms", kind="stable").reset_index(drop=True)
 

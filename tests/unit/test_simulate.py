@@ -131,8 +131,10 @@ def test_stream_is_in_time_order_and_truth_never_reaches_records():
 def test_outcomes_arrive_later_and_match_the_truth(small_days):
     events = pd.concat([d.events for d in small_days], ignore_index=True).set_index("event_id")
     outcomes = pd.concat([d.outcomes for d in small_days], ignore_index=True)
-    joined = outcomes.join(events[["event_time_ms", "tx_fraud"]], on="event_id")
-    assert joined["event_time_ms"].notna().all()
+    joined = outcomes.join(events[["event_time_ms", "tx_fraud"]], on="event_id", rsuffix="_of_event")
+    assert joined["event_time_ms_of_event"].notna().all()
+    # Each outcome names its transaction's time, as a chargeback notice carries its date.
+    assert (joined["event_time_ms"] == joined["event_time_ms_of_event"]).all()
     delay_days = (joined.outcome_time_ms - joined.event_time_ms) / DAY_MS
     assert (delay_days > 0).all()
     for d in small_days[:-1]:  # each day's outcomes arrive that day, in order
@@ -255,3 +257,12 @@ def test_cli_sets_the_confirmation_rate_and_the_outcome_delay(tmp_path):
     fraud_delays = [o["outcome_time_ms"] - events[o["event_id"]] for o in quick
                     if o["source"] in ("issuer_chargeback", "fraud_desk")]
     assert fraud_delays and min(fraud_delays) >= 86_400_000 - 1
+
+
+def test_an_outcome_frame_written_before_event_times_still_reads() -> None:
+    old = pd.DataFrame({"event_id": ["e1"], "kind": ["chargeback"], "outcome_time_ms": [5], "source": ["issuer"],
+                        "customer_id": ["c1"], "terminal_id": ["t1"]})
+    (outcome,) = outcomes_from_frame(old)
+    assert outcome.event_time_ms is None and outcome.terminal_id == "t1"
+    (dated,) = outcomes_from_frame(old.assign(event_time_ms=[3]))
+    assert dated.event_time_ms == 3

@@ -36,7 +36,10 @@ OPTIONAL_EVENT_COLUMNS: tuple[str, ...] = ("device_id", "ip", "memo", "merchant_
 #: Ground truth for analysis and evaluation: written to files, never into an event.
 TRUTH_COLUMNS: tuple[str, ...] = ("tx_fraud", "tx_fraud_scenario", "memo_injection", "descriptor_injection")
 ATTRIBUTE_PREFIX = "attr_"
-OUTCOME_COLUMNS: tuple[str, ...] = ("event_id", "kind", "outcome_time_ms", "source", "customer_id", "terminal_id")
+#: An outcome names its transaction's time, as a chargeback notice carries its date.
+OUTCOME_COLUMNS: tuple[str, ...] = ("event_id", "kind", "outcome_time_ms", "source", "customer_id", "terminal_id",
+                                    "event_time_ms")
+OUTCOME_TIME_COLUMNS: tuple[str, ...] = ("outcome_time_ms", "event_time_ms")
 
 #: dtypes of a simulated event frame (used for empty frames and Parquet schemas).
 EVENT_FRAME_DTYPES: dict[str, str] = {
@@ -93,11 +96,14 @@ def outcomes_from_frame(frame: pd.DataFrame) -> list[Outcome]:
     if frame.empty:
         return []
     kinds = {kind.value: kind for kind in OutcomeKind}
-    return [Outcome(e, kinds[k], t, s, c, term)
-            for e, k, t, s, c, term in zip(frame["event_id"].tolist(), frame["kind"].tolist(),
-                                           frame["outcome_time_ms"].astype("int64").tolist(),
-                                           frame["source"].tolist(), text_column(frame, "customer_id"),
-                                           text_column(frame, "terminal_id"))]
+    # Frames written before outcomes named their transaction's time have no such column.
+    event_times = (frame["event_time_ms"].astype("int64").tolist() if "event_time_ms" in frame.columns
+                   else [None] * len(frame))
+    return [Outcome(e, kinds[k], t, s, c, term, at)
+            for e, k, t, s, c, term, at in zip(frame["event_id"].tolist(), frame["kind"].tolist(),
+                                               frame["outcome_time_ms"].astype("int64").tolist(),
+                                               frame["source"].tolist(), text_column(frame, "customer_id"),
+                                               text_column(frame, "terminal_id"), event_times)]
 
 
 def frame_from_events(events: list[TransactionEvent]) -> pd.DataFrame:

@@ -51,6 +51,7 @@ import pandas as pd
 from engine.offline.simulate.frames import (
     EVENT_FRAME_DTYPES,
     OUTCOME_COLUMNS,
+    OUTCOME_TIME_COLUMNS,
     events_from_frame,
     object_frame,
     outcomes_from_frame,
@@ -365,6 +366,7 @@ class Simulator:
                 "outcome_time_ms": at[mask].astype(np.int64), "source": sources.astype(object),
                 "customer_id": events["customer_id"].to_numpy()[mask],
                 "terminal_id": events["terminal_id"].to_numpy()[mask],
+                "event_time_ms": t[mask].astype(np.int64),
             }))
         return pd.concat(parts, ignore_index=True) if parts else _empty_outcomes()
 
@@ -377,7 +379,7 @@ class Simulator:
 
 
 def _empty_outcomes() -> pd.DataFrame:
-    return pd.DataFrame({c: pd.Series(dtype="int64" if c == "outcome_time_ms" else object)
+    return pd.DataFrame({c: pd.Series(dtype="int64" if c in OUTCOME_TIME_COLUMNS else object)
                          for c in OUTCOME_COLUMNS})
 
 

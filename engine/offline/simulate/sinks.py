@@ -28,6 +28,7 @@ from engine.offline.simulate.frames import (
     EVENT_FRAME_DTYPES,
     OPTIONAL_EVENT_COLUMNS,
     OUTCOME_COLUMNS,
+    OUTCOME_TIME_COLUMNS,
     TRUTH_COLUMNS,
     events_from_frame,
     outcomes_from_frame,
@@ -41,7 +42,7 @@ from engine.wire.topics import outcome_topic
 
 _ARROW = {"object": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "int8": pa.int8()}
 EVENT_PARQUET_SCHEMA = pa.schema([(c, _ARROW[d]) for c, d in EVENT_FRAME_DTYPES.items()])
-OUTCOME_PARQUET_SCHEMA = pa.schema([(c, pa.int64() if c == "outcome_time_ms" else pa.string())
+OUTCOME_PARQUET_SCHEMA = pa.schema([(c, pa.int64() if c in OUTCOME_TIME_COLUMNS else pa.string())
                                     for c in OUTCOME_COLUMNS])
 
 
