@@ -29,7 +29,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import signal
-import subprocess
 import threading
 import time
 from collections import Counter
@@ -51,6 +50,7 @@ from tests.support.feedback_sim import (
     label_ids,
     slices,
     start_feedback_worker,
+    stop_feedback_worker,
     stored_rows,
     train_initial,
 )
@@ -191,11 +191,7 @@ def test_feedback_loop_end_to_end(stack, unique, kafka_topics, redis_client, tmp
         engine_log = engine.lines()
         clock.mark("rest of the stream decided and read back")
     finally:
-        feedback.send_signal(signal.SIGTERM)
-        try:
-            feedback.wait(30)
-        except subprocess.TimeoutExpired:
-            feedback.kill()
+        stop_feedback_worker(feedback)
         engine_rc = engine.terminate() if engine is not None else None
     assert engine_rc == 0, f"the engine worker did not stop cleanly ({engine_rc}):\n{engine.tail()}"
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from engine.settings import KafkaSettings, PathSettings, RedisSettings, Settings
 from engine.wire.codec import Codec
 from feedback.store import DecisionStore, LabelStore
 from tests.support.events import event
-from tests.support.feedback_sim import start_feedback_worker
+from tests.support.feedback_sim import start_feedback_worker, stop_feedback_worker
 from tests.support.worker_support import wait_until
 
 pytestmark = pytest.mark.integration
@@ -105,11 +104,7 @@ def test_worker_killed_mid_run_loses_no_outcome(stack, unique, kafka_topics, red
               dict(zip(labels.read()["event_id"], labels.read()["outcome_kind"])) == expected,
               120, f"all {len(expected)} outcomes after the restart")
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_feedback_worker(proc)
     got = labels.read()
     assert dict(zip(got["event_id"], got["outcome_kind"])) == expected
     assert got["snapshot_json"].notna().all() and got["event_json"].notna().all()
@@ -165,11 +160,7 @@ def test_worker_on_a_redis_cluster_with_a_horizon_joins_every_outcome(stack, uni
         wait_until(lambda: len(labels.read()) == len(expected) and len(decisions.read()) == n, 120,
                    f"{len(expected)} labels and {n} decisions")
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_feedback_worker(proc)
         log_text = (tmp_path / "worker.log").read_text(errors="replace")
         for key in client.scan_iter(f"*{prefix}*", count=10_000):
             client.delete(key)

@@ -9,6 +9,7 @@ to the outcome topic when they arrive, about seven days later.
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -33,6 +34,16 @@ def start_feedback_worker(env: dict[str, str], log: Path, *, flush_interval_s: f
                              "--flush-interval-s", str(flush_interval_s), "--batch-size", str(batch_size),
                              "--metrics-port", "0"],
                             env=env, stdout=open(log, "ab"), stderr=subprocess.STDOUT)
+
+
+def stop_feedback_worker(proc: subprocess.Popen, timeout_s: float = 30.0) -> None:
+    """SIGTERM (the worker flushes once more and leaves its group); killed if it has not
+    stopped within ``timeout_s``."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 HOUR = 3_600_000
