@@ -241,7 +241,6 @@ class DecisionStore(HourlyParquetStore):
     def __init__(self, root: str | os.PathLike[str]):
         super().__init__(root, DecisionRow, "event_time_ms", ("written_at_ms",))
 
-
     def lookup(self, event_ids: Iterable[str], since_ms: int | None = None,
                until_ms: int | None = None) -> pd.DataFrame:
         """The stored decisions of these events (one each, the last written), read from the
@@ -278,8 +277,10 @@ def complete_from_decisions(labels: pd.DataFrame, decisions: DecisionStore) -> t
     here, in batch, when the fine-tune reads its labels. Returns the rows and how many
     were dropped: a row still without a verdict cannot be judged against what was decided.
     """
+    if labels.empty:
+        return labels, 0
     need = labels["verdict"].eq("") | labels["snapshot_json"].isna() | labels["event_json"].isna()
-    if labels.empty or not need.any():
+    if not need.any():
         return labels, 0
     rows = labels[need]
     times = rows["event_time_ms"]
@@ -298,7 +299,7 @@ def complete_from_decisions(labels: pd.DataFrame, decisions: DecisionStore) -> t
             for col in _FROM_DECISION:
                 out.at[i, col] = dec[col]
         for col in ("event_json", "snapshot_json"):
-            if out.at[i, col] is None or (isinstance(out.at[i, col], float) and pd.isna(out.at[i, col])):
+            if pd.isna(out.at[i, col]):
                 out.at[i, col] = dec[col]
         if not out.at[i, "terminal_id"] and dec["event_json"]:
             out.at[i, "terminal_id"] = str(json.loads(dec["event_json"]).get("terminal_id") or "")

@@ -228,7 +228,7 @@ class FineTuneScheduler:
 
         new = self._read_labels(since, now_ms, poison)
         new = new[~self._heldout_mask(new)] if len(new) else new
-        past = recent_past(lambda lo, hi: self._read_labels(lo, hi), since, trust)
+        past = recent_past(self._read_labels, since, trust)
         past = past[~self._heldout_mask(past)] if len(past) else past
         alarms = label_shift(new, past, trust)
         if alarms:

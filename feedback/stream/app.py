@@ -57,9 +57,10 @@ BATCH_RETRY_WAITS_S = (0.5, 1.0, 2.0)
 EXIT_CANNOT_PROGRESS = 6  # the engine worker uses 1, 3, 4 and 5 (docs/operations.md)
 
 
-def apply_with_retries(apply: Callable[[], Any], *, sleep: Callable[[float], None] | None = None) -> Any:
-    """``apply()``, tried ``BATCH_ATTEMPTS`` times (the join is idempotent, so a retry after
-    a partial apply changes nothing twice); the last failure propagates."""
+def apply_with_retries(apply: Callable[[], Any], *, what: str = "feedback batch",
+                       sleep: Callable[[float], None] | None = None) -> Any:
+    """``apply()``, tried ``BATCH_ATTEMPTS`` times (the join and the flush are idempotent,
+    so a retry after a partial one changes nothing twice); the last failure propagates."""
     sleep = sleep or time.sleep
     for attempt, wait_s in enumerate((*BATCH_RETRY_WAITS_S, None), start=1):
         try:
@@ -67,10 +68,22 @@ def apply_with_retries(apply: Callable[[], Any], *, sleep: Callable[[float], Non
         except Exception as exc:  # noqa: BLE001 - any failure is retried, then the process exits
             if wait_s is None:
                 raise
-            log.warning("feedback batch failed (try %d of %d), retrying in %.1f s: %s",
-                        attempt, BATCH_ATTEMPTS, wait_s, exc)
+            log.warning("%s failed (try %d of %d), retrying in %.1f s: %s", what, attempt, BATCH_ATTEMPTS, wait_s, exc)
             sleep(wait_s)
     raise AssertionError("unreachable")
+
+
+async def _retried_or_exit(apply: Callable[[], Any], what: str) -> Any:
+    """``apply_with_retries`` on a thread; when it still fails, log and end the process
+    (``_exit``), so the supervisor restarts the worker from its committed offsets.
+    Returns ``None`` only if ``_exit`` returns (tests replace it)."""
+    try:
+        return await asyncio.to_thread(apply_with_retries, apply, what=what)
+    except Exception:  # noqa: BLE001 - logged, then the process ends
+        log.exception("%s failed %d times; exiting (code %d) so the supervisor restarts the worker "
+                      "from its committed offsets", what, BATCH_ATTEMPTS, EXIT_CANNOT_PROGRESS)
+        _exit(EXIT_CANNOT_PROGRESS)
+        return None
 
 
 def _exit(code: int) -> None:
@@ -154,12 +167,8 @@ def build_app(settings: Settings, processor: FeedbackProcessor, *, app_id: str |
 
 async def flush_once(processor: FeedbackProcessor, metrics: FeedbackMetrics | None) -> None:
     """One timed flush: retried like a batch; if it still fails, the process exits."""
-    try:
-        stats = await asyncio.to_thread(apply_with_retries, processor.flush)
-    except Exception:  # noqa: BLE001 - logged, then the process ends
-        log.exception("the flush to the decision and label stores failed %d times; exiting (code %d)",
-                      BATCH_ATTEMPTS, EXIT_CANNOT_PROGRESS)
-        _exit(EXIT_CANNOT_PROGRESS)
+    stats = await _retried_or_exit(processor.flush, "the flush to the decision and label stores")
+    if stats is None:
         return
     if metrics is not None:
         metrics.labels_written.inc(stats.labels_written)
@@ -197,14 +206,9 @@ def _make_agent(kind: str, record_codec: Any, processor: FeedbackProcessor, batc
                     continue
                 payloads.append(record.to_dict() if stamp is None else stamp(record.to_dict()))
             if payloads:
-                try:
-                    joined = await asyncio.to_thread(
-                        apply_with_retries, functools.partial(processor.on_batch, kind, payloads))
-                except Exception:  # noqa: BLE001 - logged, then the process ends
-                    log.exception("a %s batch of %d failed %d times; exiting (code %d) so the supervisor "
-                                  "restarts the worker from its committed offsets", kind, len(payloads),
-                                  BATCH_ATTEMPTS, EXIT_CANNOT_PROGRESS)
-                    _exit(EXIT_CANNOT_PROGRESS)
+                joined = await _retried_or_exit(functools.partial(processor.on_batch, kind, payloads),
+                                                f"a {kind} batch of {len(payloads)}")
+                if joined is None:
                     return
                 if metrics is not None:
                     metrics.messages.labels(kind).inc(len(payloads))

@@ -43,6 +43,7 @@ import redis as redis_lib
 from redis.cluster import RedisCluster
 
 from engine.wire.cluster_scripts import ClusterScripts
+from engine.wire.redisconn import reply_text
 from feedback.stream.join import JoinRecord, apply_event, apply_outcome, apply_verdict, needs_emit
 
 APPLY: dict[str, Callable[[JoinRecord, Mapping[str, Any]], JoinRecord]] = {
@@ -148,12 +149,9 @@ class RedisJoinState:
         by_id: dict[str, list[Mapping[str, Any]]] = {}
         for p in payloads:
             by_id.setdefault(str(p["event_id"]), []).append(p)
-        by_group: dict[int, dict[str, list[Mapping[str, Any]]]] = {}
-        for eid, items in by_id.items():
-            by_group.setdefault(self.group(eid), {})[eid] = items
         after: dict[str, JoinRecord] = {}
-        for group, items_by_id in by_group.items():
-            after.update(self._apply_group(kind, step, group, items_by_id, now_ms))
+        for group, ids in self._by_group(by_id).items():
+            after.update(self._apply_group(kind, step, group, {e: by_id[e] for e in ids}, now_ms))
         return [after[eid] for eid in by_id]
 
     def _apply_group(self, kind: str, step: Callable[[JoinRecord, Mapping[str, Any]], JoinRecord], group: int,
@@ -181,11 +179,11 @@ class RedisJoinState:
                             pipe.sadd(self.pending_key("labels", group), eid)
                         if kind == "verdict" and before[eid].verdict is None:
                             pipe.sadd(self.pending_key("decisions", group), eid)
-                        if self.horizon_ms is not None:
-                            if kind == "outcome" and rec.verdict is None and not rec.decision_in_store:
-                                pipe.zadd(self.awaiting_key(group), {eid: now_ms}, nx=True)
-                            elif kind == "verdict" and before[eid].verdict is None:
+                            if self.horizon_ms is not None:
                                 pipe.zrem(self.awaiting_key(group), eid)
+                        elif (kind == "outcome" and self.horizon_ms is not None and rec.verdict is None
+                              and not rec.decision_in_store):
+                            pipe.zadd(self.awaiting_key(group), {eid: now_ms}, nx=True)
                     pipe.execute()
                     return after
                 except redis_lib.WatchError:
@@ -204,7 +202,7 @@ class RedisJoinState:
 
     def pending(self, which: str, limit: int) -> list[str]:
         replies = self._run([("cmd:SRANDMEMBER", [self.pending_key(which, g)], [limit]) for g in range(self.groups)])
-        return sorted(_text(x) for reply in replies for x in (reply or []))[:limit]
+        return sorted(reply_text(x) for reply in replies for x in (reply or []))[:limit]
 
     def pending_count(self, which: str) -> int:
         return sum(int(n) for n in self._run([("cmd:SCARD", [self.pending_key(which, g)], [])
@@ -219,17 +217,18 @@ class RedisJoinState:
         time) per event are what a record keeps when, with a horizon, it drops the rest."""
         facts = facts or {}
         compact = "1" if self.horizon_ms is not None else "0"
-        self._run([("mark_label", [self.key(e), self.pending_key("labels", g), self.pending_key("decisions", g)],
-                    [rev, e, compact, *(str(x) for x in facts.get(e, ("", "")))])
-                   for e, rev in revs.items() for g in (self.group(e),)])
+        calls = []
+        for e, rev in revs.items():
+            g = self.group(e)
+            terminal, event_time = facts.get(e, ("", ""))
+            calls.append(("mark_label", [self.key(e), self.pending_key("labels", g), self.pending_key("decisions", g)],
+                          [rev, e, compact, str(terminal), str(event_time)]))
+        self._run(calls)
 
     def mark_decisions_written(self, event_ids: Iterable[str]) -> None:
         ids = list(event_ids)
-        by_group: dict[int, list[str]] = {}
-        for e in ids:
-            by_group.setdefault(self.group(e), []).append(e)
         calls: list[tuple[str, list[str], list[Any]]] = [
-            ("cmd:SREM", [self.pending_key("decisions", g)], members) for g, members in by_group.items()]
+            ("cmd:SREM", [self.pending_key("decisions", g)], members) for g, members in self._by_group(ids).items()]
         if self.horizon_ms is not None:
             calls += [("shorten", [self.key(e)], [self.horizon_ms]) for e in ids]
         self._run(calls)
@@ -242,8 +241,14 @@ class RedisJoinState:
         due = self._run([("cmd:ZRANGEBYSCORE", [self.awaiting_key(g)],
                           ["-inf", now_ms - self.horizon_ms, "LIMIT", 0, limit]) for g in range(self.groups)])
         calls = [("stop_waiting", [self.key(eid), self.awaiting_key(g), self.pending_key("labels", g)], [eid])
-                 for g, ids in enumerate(due) for eid in map(_text, ids or [])]
+                 for g, ids in enumerate(due) for eid in map(reply_text, ids or [])]
         return sum(int(x) for x in self._run(calls))
+
+    def _by_group(self, event_ids: Iterable[str]) -> dict[int, list[str]]:
+        out: dict[int, list[str]] = {}
+        for e in event_ids:
+            out.setdefault(self.group(e), []).append(e)
+        return out
 
     def _run(self, calls: Sequence[tuple[str, Sequence[Any], Sequence[Any]]]) -> list[Any]:
         """Script calls and ``cmd:NAME`` commands in one pipeline (per node on a cluster)."""
@@ -267,6 +272,3 @@ def _mapping(reply: Any) -> Mapping[Any, Any]:
     items = list(reply or [])
     return dict(zip(items[::2], items[1::2]))
 
-
-def _text(x: Any) -> str:
-    return x.decode() if isinstance(x, bytes) else str(x)

@@ -105,8 +105,9 @@ class FeedbackProcessor:
             rows = [DecisionRow.from_verdict(recs[e].verdict, snaps.get(e), recs[e].event)
                     for e in ids if recs[e].verdict is not None]
             decided = [r.decided_at_ms for r in rows if r.decided_at_ms > 0]
-            if decided:
-                stats.oldest_decision_ms = min(min(decided), stats.oldest_decision_ms or min(decided))
+            if stats.oldest_decision_ms is not None:
+                decided.append(stats.oldest_decision_ms)
+            stats.oldest_decision_ms = min(decided, default=None)
             self.decisions.append(rows, now_ms=now_ms)
             self.join.mark_decisions_written(ids)
             stats.decisions_written += len(rows)
@@ -123,7 +124,8 @@ class FeedbackProcessor:
             self.labels.append(examples, now_ms=now_ms)
             # ids no longer needing emission (already written by another worker) are
             # marked too, which simply drops them from the pending set.
-            facts = {e: f for e in ids for f in (_where_and_when(recs[e], snaps.get(e)),) if f is not None}
+            where_and_when = {e: _where_and_when(recs[e], snaps.get(e)) for e in ids}
+            facts = {e: f for e, f in where_and_when.items() if f is not None}
             self.join.mark_labels_written({e: recs[e].outcome_rev for e in ids}, facts)
             stats.labels_written += len(examples)
         return stats
