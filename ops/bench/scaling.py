@@ -54,7 +54,7 @@ from pathlib import Path
 import _common  # noqa: F401  (first: the repository, not this folder, on sys.path)
 
 from engine.features.redis_store import RedisFeatureStore
-from engine.records import TransactionEvent
+from engine.records import Decision, TransactionEvent, Verdict
 from engine.settings import Settings
 from engine.wire.redisconn import connect
 
@@ -120,8 +120,20 @@ def bench_redis(name: str, url: str, batch: int, batches: int, customers: int) -
             "client_cpu_us_per_event": round(cpu / n * 1e6, 1), "wall_us_per_event": round(wall / n * 1e6, 1)}
 
 
+def _pass_verdict(e: TransactionEvent, *, reasons: tuple = (), model: str = "m-1", rules: str = "r-1") -> dict:
+    """A pass verdict on ``e`` as the feedback worker receives it (Avro field layout)."""
+    return Verdict(e.event_id, e.customer_id, Decision.PASS, 0.93, {"pass": 0.93, "review": 0.05, "reject": 0.02},
+                   0.04, reasons, model, rules, 4.2, e.event_time_ms + 9, e.event_time_ms).to_dict()
+
+
+def _chargeback(e: TransactionEvent) -> dict:
+    """A chargeback for ``e`` a day later, naming neither terminal nor event time."""
+    return {"event_id": e.event_id, "kind": "chargeback", "outcome_time_ms": e.event_time_ms + 86_400_000,
+            "source": "issuer", "customer_id": None, "terminal_id": None}
+
+
 def bench_memory(url: str, n: int) -> dict:
-    from engine.records import Decision, Reason, ReasonKind, SourcePosition, Verdict
+    from engine.records import Reason, ReasonKind, SourcePosition
     from engine.worker.dedupe import ReSendFilter
     from feedback.stream.joinstate import RedisJoinState
     from ops.bench.engine_events import realistic_events
@@ -132,10 +144,9 @@ def bench_memory(url: str, n: int) -> dict:
     store = RedisFeatureStore(settings=settings, namespace=ns)
     events = [dataclasses.replace(b.event, source=SourcePosition("tx.events", i % 12, i))
               for i, b in enumerate(realistic_events(ns, n))]
-    verdicts = [Verdict(e.event_id, e.customer_id, Decision.PASS, 0.93, {"pass": 0.93, "review": 0.05, "reject": 0.02},
-                        0.04, (Reason(ReasonKind.MODEL, "threshold_pass", "p_pass 0.930 >= 0.600 (pass 0.93, review "
-                                      "0.05, reject 0.02)"),), "m-20261204-200100", "r-3f9c2a", 4.2,
-                        e.event_time_ms + 9, e.event_time_ms, None).to_dict() for e in events]
+    # What a served verdict carries, since its bytes are what is measured.
+    reason = Reason(ReasonKind.MODEL, "threshold_pass", "p_pass 0.930 >= 0.600 (pass 0.93, review 0.05, reject 0.02)")
+    verdicts = [_pass_verdict(e, reasons=(reason,), model="m-20261204-200100", rules="r-3f9c2a") for e in events]
     seen = ReSendFilter(client, f"{settings.redis.key_prefix}:{ns}", 7 * 86_400)
     join = RedisJoinState(client, f"{settings.redis.key_prefix}:{ns}", 45 * 86_400_000, 3_600_000)
     out: dict = {"part": "memory", "events": n, "memo_share": round(sum(e.memo is not None for e in events) / n, 3)}
@@ -157,8 +168,7 @@ def bench_memory(url: str, n: int) -> dict:
     # joined, then once written (with a horizon they keep only the outcome, where and when).
     sample = events[:: max(1, n // 500)]
     join.mark_decisions_written([e.event_id for e in sample])
-    join.apply("outcome", [{"event_id": e.event_id, "kind": "chargeback", "outcome_time_ms": e.event_time_ms + 86_400_000,
-                            "source": "issuer", "customer_id": None, "terminal_id": None} for e in sample])
+    join.apply("outcome", [_chargeback(e) for e in sample])
     size = lambda: round(sum(int(client.memory_usage(join.key(e.event_id), samples=0) or 0)  # noqa: E731
                              for e in sample) / len(sample))
     out["join_with_outcome_memory_usage_bytes"] = size()
@@ -171,7 +181,6 @@ def bench_memory(url: str, n: int) -> dict:
 
 
 def bench_feedback(name: str, url: str, n: int, batch: int = 500) -> dict:
-    from engine.records import Decision, Verdict
     from feedback.stream.process import FeedbackProcessor
     from ops.bench.engine_events import realistic_events
 
@@ -184,11 +193,8 @@ def bench_feedback(name: str, url: str, n: int, batch: int = 500) -> dict:
         events = [b.event for b in realistic_events(ns, n)]
         for start in range(0, n, 512):
             store.enrich(events[start:start + 512])  # the engine's decision log, before timing
-        verdicts = [Verdict(e.event_id, e.customer_id, Decision.PASS, 0.93, {"pass": 0.93, "review": 0.05,
-                                                                              "reject": 0.02}, 0.04, (),
-                            "m-1", "r-1", 4.2, e.event_time_ms + 9, e.event_time_ms).to_dict() for e in events]
-        outcomes = [{"event_id": e.event_id, "kind": "chargeback", "outcome_time_ms": e.event_time_ms + 86_400_000,
-                     "source": "issuer", "customer_id": None, "terminal_id": None} for e in events[::33]]
+        verdicts = [_pass_verdict(e) for e in events]
+        outcomes = [_chargeback(e) for e in events[::33]]
         proc = FeedbackProcessor.from_settings(settings, client, store)
         out: dict = {"part": "feedback", "backend": name, "verdicts": n, "outcomes": len(outcomes),
                      "batch": batch, "join_groups": proc.join.groups}
