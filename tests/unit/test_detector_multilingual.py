@@ -103,6 +103,40 @@ def test_template_split_is_deterministic() -> None:
         template_split("xx/override/0")
 
 
+def test_appending_a_template_never_moves_another() -> None:
+    # the split is stable under additions: a template's side depends on its own id only
+    base = ml.assign_sides(list(TEMPLATES))
+    assert base == {t: template_split(t) for t in TEMPLATES}
+    for lang, family in _groups():
+        n = len(_groups()[(lang, family)])
+        grown = ml.assign_sides(list(TEMPLATES) + [f"{lang}/{family}/{n + i}" for i in range(4)])
+        moved = [t for t in TEMPLATES if grown[t] != base[t]]
+        assert not moved, (lang, family, moved[:3])
+
+
+def test_parallel_lists_are_translations() -> None:
+    # index k is one sentence in every language: the same concepts in every language, and a
+    # concept's translations carry the same slots (the English paraphrase/0 alone names the amount)
+    for family in ml.PARALLEL_FAMILIES:
+        shared = {lang: {ml.template_concept(t) for t in ids} - set(ids)
+                  for (lang, f), ids in _groups().items() if f == family}
+        assert len(shared) == len(LANGUAGES) and len({frozenset(c) for c in shared.values()}) == 1, family
+    slots: dict[str, set[tuple[str, ...]]] = {}
+    for template_id, template in TEMPLATES.items():
+        concept = ml.template_concept(template_id)
+        if concept != template_id and concept != "paraphrase/0":
+            slots.setdefault(concept, set()).add(tuple(sorted(set(re.findall(r"\{(\w+)\}", template)))))
+    assert [c for c, s in slots.items() if len(s) > 1] == []
+
+
+def test_a_concept_is_held_out_in_every_language_at_once() -> None:
+    sides: dict[str, set[str]] = {}
+    for template_id in TEMPLATES:
+        sides.setdefault(ml.template_concept(template_id), set()).add(template_split(template_id))
+    assert {c: s for c, s in sides.items() if len(s) > 1} == {}
+    assert template_split("en/imperative/13") == template_split("de/imperative/10")  # one concept
+
+
 def test_no_two_templates_share_text() -> None:
     assert len({t.casefold() for t in TEMPLATES.values()}) == len(TEMPLATES)
 

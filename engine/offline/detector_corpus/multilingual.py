@@ -21,9 +21,11 @@ What it generates, per language:
 
 Every text comes from a phrasing *template* ("<lang>/<family>/<k>") whose slots
 ({name}, {month}, {decision}...) are filled from per-language lists, so one template
-yields many texts. ``template_split`` assigns each template to "train" or "heldout",
-deterministically and per (language, family) group, so the held-out side is a set of
-phrasings the model never saw: it measures generalisation, not recall of a template.
+yields many texts. ``template_split`` assigns each template to "train" or "heldout" by
+its own id alone (adding a template never moves another), and a sentence with its
+translations in every language at once (``template_concept``), so the held-out side is a
+set of phrasings the model never saw in any language: it measures generalisation, not
+recall of a template or of its translation.
 The raw templates are in ``TEMPLATES`` (and ``DESCRIPTORS`` for the split family's
 second half) so tests can check them before slot filling and obfuscation.
 
@@ -62,7 +64,6 @@ from __future__ import annotations
 import base64
 import random
 import re
-import zlib
 from dataclasses import dataclass, field, replace
 
 
@@ -2208,25 +2209,65 @@ _register()
 
 
 # --- held-out assignment -------------------------------------------------------------------
-# Within each (language, family) group the templates are ranked by a stable hash of their
-# id (zlib.crc32: the same in every process, unlike hash()); the lowest third, at least
-# one, is held out. That keeps the choice free of the order the templates were written
-# in, independent of the seed, and guarantees both sides in every group of two or more.
+# A template's side depends on its own id only, so adding a template never moves another.
+# (The earlier rule ranked each (language, family) group by CRC-32 and held out the lowest
+# third: every addition re-ranked the group, and any new template made a new held-out set.)
+#
+# The lists of a family in ``PARALLEL_FAMILIES`` are translations of one another: index k is
+# the same sentence (the same *concept*) in every language. The side is a function of the
+# concept, so a concept is held out in every language at once and no phrasing sits on both
+# sides across languages. A few English templates have no translation and shift the English
+# indices (``_LANGUAGE_ONLY``); each is a concept of its own. The ``fullwidth`` lists of zh, ja
+# and ko are not translations (only index 0 is): there a template is its own concept.
+#
+# Held out: every third concept, index 2, 5, 8, ... of its list. That holds out exactly
+# floor(n/3) of a family of n concepts (the earlier share), and a third of every batch of
+# templates appended later. A CRC-32 bucket (held out when crc32(concept) % 3 == 0) was the
+# first candidate; on this corpus it held out 0 of roleplay's 8 concepts, 1 of header's and
+# 4 of override's, breaking the two-held-out and five-trained phrasings per group that
+# tests/unit/test_detector_multilingual.py asks for (checked 2026-12-05).
 
-def _assign() -> dict[str, str]:
+#: Families whose per-language lists are parallel translations (index k = one concept).
+PARALLEL_FAMILIES: tuple[str, ...] = ATTACK_FAMILIES + ("memo", "imperative", "invoice", "url")
+#: Templates written in one language only, with no translation at their index.
+_LANGUAGE_ONLY = frozenset({"en/paraphrase/2", "en/imperative/9", "en/imperative/11", "en/imperative/12"})
+
+
+def template_concept(template: str) -> str:
+    """The concept a template phrases: "<family>/<k>", shared by its translations in every
+    language, or the template id itself where it has none.
+
+    >>> template_concept("de/imperative/10"), template_concept("en/imperative/13")
+    ('imperative/10', 'imperative/10')
+    >>> template_concept("ja/fullwidth/1")
+    'ja/fullwidth/1'
+    """
+    lang, family, k = template.split("/")
+    if family not in PARALLEL_FAMILIES or template in _LANGUAGE_ONLY:
+        return template
+    index = int(k)
+    shift = sum(1 for t in _LANGUAGE_ONLY if t.startswith(f"{lang}/{family}/") and int(t.rsplit("/", 1)[1]) < index)
+    return f"{family}/{index - shift}"
+
+
+def assign_sides(template_ids: list[str]) -> dict[str, str]:
+    """"train" or "heldout" for each id: held out when its concept's index is 2 modulo 3.
+
+    Fallback, for a (language, family) group the rule leaves without a held-out template
+    (a group of two: it has no index 2): its last template is held out. That one moves back
+    to train if the group grows to three; no group of this corpus needs it.
+    """
+    out = {t: "heldout" if int(template_concept(t).rsplit("/", 1)[1]) % 3 == 2 else "train" for t in template_ids}
     groups: dict[str, list[str]] = {}
-    for template_id in TEMPLATES:
+    for template_id in template_ids:
         groups.setdefault(template_id.rsplit("/", 1)[0], []).append(template_id)
-    out: dict[str, str] = {}
     for ids in groups.values():
-        ranked = sorted(ids, key=lambda t: (zlib.crc32(t.encode()), t))
-        n_held = max(1, len(ranked) // 3)
-        for i, template_id in enumerate(ranked):
-            out[template_id] = "heldout" if i < n_held else "train"
+        if len(ids) >= 2 and "heldout" not in {out[t] for t in ids}:
+            out[max(ids, key=lambda t: int(t.rsplit("/", 1)[1]))] = "heldout"
     return out
 
 
-_SPLIT_OF = _assign()
+_SPLIT_OF = assign_sides(list(TEMPLATES))
 
 
 def template_split(template: str) -> str:
@@ -2234,6 +2275,8 @@ def template_split(template: str) -> str:
 
     >>> sorted({template_split(f"en/override/{k}") for k in range(8)})
     ['heldout', 'train']
+    >>> {template_split(f"{lang}/imperative/0") for lang in LANGUAGES}
+    {'train'}
     """
     try:
         return _SPLIT_OF[template]
