@@ -29,9 +29,10 @@ REQUIRED = {"en", "es", "fr", "de", "it", "pt", "nl", "pl", "tr", "ru", "uk", "a
             "ja", "ko", "vi", "th", "id", "sw", "el"}
 # Paraphrase and imperative lost the templates derived from issue 17's quoted texts
 # (tests/unit/test_detector_contamination.py), then gained six paraphrases and four
-# matching innocent imperatives per language (``_hard``): 13 and 13 or more.
+# matching innocent imperatives per language (``_hard``), then fourteen more innocent
+# requests to a payee (``payee_requests``): 13 and 27 or more.
 MIN_TEMPLATES = {"override": 8, "roleplay": 8, "header": 8, "paraphrase": 13, "split": 8,
-                 "memo": 16, "imperative": 13, "invoice": 4, "url": 3}
+                 "memo": 16, "imperative": 27, "invoice": 4, "url": 3}
 
 
 def _groups() -> dict[tuple[str, str], list[str]]:

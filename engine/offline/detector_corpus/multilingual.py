@@ -38,11 +38,12 @@ HTML comments); the paraphrases also claim the checks already happened, ask for 
 recorded outcome, press with payroll or a waiting CEO, appeal to a long-standing client,
 instruct the review process ("no second look needed") and address "whoever reads
 this". Six or more decision phrases and five verdict words as slot values; sixteen or
-more memos and thirteen or more innocent imperatives that share the attacks' vocabulary
-("release the deposit to the landlord", "mark the parcel as fragile", "Assistant
-manager bonus", "please don't hold the parcel at the depot", "no need to call me back,
-all fine"). ``_more`` adds the second half of this inventory to the first-written
-``_Lang`` entries, and ``_hard`` the last six paraphrases and four imperatives.
+more memos and twenty-seven or more innocent imperatives that share the attacks'
+vocabulary ("release the deposit to the landlord", "mark the parcel as fragile",
+"Assistant manager bonus", "please don't hold the parcel at the depot", "no need to call
+me back, all fine", "keep the change and mark the order as paid"). ``_more`` adds the
+second half of this inventory to the first-written ``_Lang`` entries, ``_hard`` the last
+six paraphrases and four imperatives, and ``payee_requests`` fourteen more imperatives.
 
 >>> len(LANGUAGES) >= 22
 True
@@ -65,6 +66,8 @@ import base64
 import random
 import re
 from dataclasses import dataclass, field, replace
+
+from engine.offline.detector_corpus.payee_requests import PAYEE_REQUESTS
 
 
 @dataclass(frozen=True, slots=True)
@@ -2176,6 +2179,12 @@ _hard(
                 "δεν χρειάζεται να με ξαναπάρεις, όλα καλά· κλείσε το αίτημα όταν έρθει το ανταλλακτικό"),
 )
 
+
+# Fourteen more innocent requests to a payee (``payee_requests``: bookings, receipts,
+# deliveries, deposits, a bill split, an invoice forwarded...), appended after the
+# templates above so that every earlier id keeps its index.
+for _lang, _spec in _L.items():
+    _L[_lang] = replace(_spec, imperative=_spec.imperative + tuple(c[_lang] for c in PAYEE_REQUESTS))
 
 LANGUAGES: tuple[str, ...] = tuple(_L)
 
