@@ -99,3 +99,42 @@ def book_features(frame: pd.DataFrame) -> pd.DataFrame:
         out[f"TERMINAL_ID_NB_TX_{w}DAY_WINDOW"] = n
         out[f"TERMINAL_ID_RISK_{w}DAY_WINDOW"] = risk
     return pd.DataFrame({name: out[name] for name in BOOK_FEATURES}, index=frame.index)
+
+
+#: Not the book's: how recently the terminal's labels were last fraud / anything, in the
+#: book's delayed terms (transactions at least 7 days old count as labelled). The
+#: stream's ``terminal_hours_since_bad`` / ``_label`` carry the same information, so the
+#: trees get it too when the decision model does (``handbook_baselines.py --recency``).
+RECENCY_FEATURES = ["TERMINAL_ID_DAYS_SINCE_KNOWN_FRAUD", "TERMINAL_ID_DAYS_SINCE_KNOWN_TX"]
+RECENCY_CAP_DAYS = 30.0
+
+
+def terminal_recency(frame: pd.DataFrame) -> pd.DataFrame:
+    """Days from the terminal's latest fraud (latest transaction) at least 7 days before
+    each row, to the row; ``RECENCY_CAP_DAYS`` beyond it or when there is none.
+
+    >>> day = 86_400_000
+    >>> frame = pd.DataFrame({"event_time_ms": [0, day, 8 * day, 9 * day + day // 2],
+    ...     "terminal_id": ["t", "t", "t", "t"], "tx_fraud": [1, 0, 0, 0]})
+    >>> terminal_recency(frame).to_numpy().tolist()
+    [[30.0, 30.0], [30.0, 30.0], [8.0, 7.0], [9.5, 8.5]]
+    """
+    t = frame["event_time_ms"].to_numpy().astype(np.int64)
+    terminal = pd.factorize(frame["terminal_id"].to_numpy())[0].astype(np.int64)
+    fraud = frame["tx_fraud"].to_numpy().astype(bool)
+    span = int(t.max(initial=0) - t.min(initial=0)) + 64 * DAY_MS  # keys never mix
+    t0 = int(t.min(initial=0))
+    asked = terminal * span + (t - t0 - TERMINAL_DELAY_DAYS * DAY_MS)
+
+    def since(mask: np.ndarray) -> np.ndarray:
+        keys = np.sort(terminal[mask] * span + (t[mask] - t0))
+        pos = np.searchsorted(keys, asked, side="right") - 1
+        out = np.full(len(t), RECENCY_CAP_DAYS)
+        hit = pos >= 0
+        hit[hit] = keys[pos[hit]] // span == terminal[hit]
+        days = (t[hit] - t0 - keys[pos[hit]] % span) / DAY_MS
+        out[hit] = np.minimum(days, RECENCY_CAP_DAYS)
+        return out
+
+    return pd.DataFrame({RECENCY_FEATURES[0]: since(fraud), RECENCY_FEATURES[1]: since(np.ones(len(t), bool))},
+                        index=frame.index)

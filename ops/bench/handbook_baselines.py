@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from engine.offline.backtest.run import DAY_MS, Window, assessed_mask, read_handbook_frame
-from engine.offline.handbook_features import BOOK_FEATURES, book_features
+from engine.offline.handbook_features import BOOK_FEATURES, book_features, terminal_recency
 from engine.offline.quality import quality_report
 from engine.offline.shared_data import handbook_file
 
@@ -143,6 +143,9 @@ def main() -> None:
     ap.add_argument("--transformer-folds", nargs="+", default=list(VALIDATION) + [TEST])
     ap.add_argument("--cache-dir", default=".tollgate/backtest-cache")
     ap.add_argument("--json-out", type=Path, default=None)
+    ap.add_argument("--recency", action="store_true",
+                    help="add the terminal's days since its latest known fraud / transaction to the 15 features "
+                         "(what the decision model's terminal_hours_since_* carry; not the book's)")
     ap.add_argument("--params", action="append", default=[], metavar="FAMILY=JSON",
                     help="skip FAMILY's grid and use this configuration (one chosen by an earlier grid run)")
     ap.add_argument("--grid", action="append", default=[], metavar="FAMILY=JSON",
@@ -162,8 +165,11 @@ def main() -> None:
     torch.set_num_threads(1)
     frame = read_handbook_frame(path)
     t0 = time.perf_counter()
-    features = book_features(frame)[BOOK_FEATURES].to_numpy()
-    print(f"book features for {len(frame):,} rows in {time.perf_counter() - t0:.0f} s", flush=True)
+    table = book_features(frame)[BOOK_FEATURES]
+    if a.recency:
+        table = pd.concat([table, terminal_recency(frame)], axis=1)
+    features = table.to_numpy()
+    print(f"{table.shape[1]} features for {len(frame):,} rows in {time.perf_counter() - t0:.0f} s", flush=True)
     folds = {name: Fold(frame, features, name) for name in VALIDATION + (TEST,)}
     for f in folds.values():
         print(f"fold {f.name}: train {len(f.train):,} rows, assessed {len(f.y_test):,} / {int(f.y_test.sum())} frauds",

@@ -72,3 +72,18 @@ def test_terminal_risk_never_reads_a_label_younger_than_the_delay():
                           "amount": [1.0] * 4, "tx_fraud": [1, 0, 0, 0]})
     risk = book_features(frame)["TERMINAL_ID_RISK_1DAY_WINDOW"].tolist()
     assert risk == [0.0, 0.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_terminal_recency_equals_its_definition_row_by_row(seed):
+    from engine.offline.handbook_features import RECENCY_CAP_DAYS, terminal_recency
+
+    frame = tiny_frame(seed)
+    got = terminal_recency(frame).to_numpy()
+    t, term, fraud = frame["event_time_ms"].to_numpy(), frame["terminal_id"].to_numpy(), frame["tx_fraud"].to_numpy()
+    for i in range(len(frame)):
+        labelled = (term == term[i]) & (t <= t[i] - 7 * DAY_MS)
+        expected = [min(RECENCY_CAP_DAYS, (t[i] - t[labelled & m].max()) / DAY_MS) if (labelled & m).any()
+                    else RECENCY_CAP_DAYS for m in (fraud == 1, np.ones(len(t), bool))]
+        assert got[i].tolist() == pytest.approx(expected), i
+    assert (got[:, 0] >= got[:, 1]).all()  # the latest fraud is never more recent than the latest transaction
