@@ -34,7 +34,6 @@ from engine.features.spec import (
     HISTORY_LEN,
     MAX_CUSTOMER_EVENTS,
     MAX_DEVICES_PER_CUSTOMER,
-    NO_LABEL_HOURS,
     NO_PREVIOUS_SECONDS,
     STATE_HORIZON_MS,
     TERMINAL_WINDOWS,
@@ -237,7 +236,6 @@ def context_for(event: TransactionEvent, cust: CustomerState | None,
     ratio = event.amount / mean30 if mean30 > 0 else 1.0
     term_counts = [0.0, 0.0, 0.0]
     risk = [0.0] * 6
-    since_bad = since_label = NO_LABEL_HOURS
     if term is not None:
         # BucketCounter.total, inlined: this loop runs for every event of a backtest.
         # Activity counts the current hour (events already recorded in it); labels count
@@ -248,13 +246,8 @@ def context_for(event: TransactionEvent, cust: CustomerState | None,
         bb, bc = term.bad.buckets, term.bad.cum
         a_hi = ac[bisect_right(ab, hb)]
         if kb:
-            k_end = bisect_right(kb, hb - 1)
-            b_end = bisect_right(bb, hb - 1)
-            k_hi, b_hi = kc[k_end], bc[b_end]
-            if k_end:
-                since_label = float(min(hb - kb[k_end - 1], NO_LABEL_HOURS))
-            if b_end:
-                since_bad = float(min(hb - bb[b_end - 1], NO_LABEL_HOURS))
+            k_hi = kc[bisect_right(kb, hb - 1)]
+            b_hi = bc[bisect_right(bb, hb - 1)]
         for k, w in enumerate(_TERM_BUCKETS):
             term_counts[k] = float(a_hi - ac[bisect_left(ab, hb - w + 1)])
             if kb:
@@ -264,7 +257,7 @@ def context_for(event: TransactionEvent, cust: CustomerState | None,
                     risk[2 * k] = min(1.0, max(0.0, n_bad / n_known))
                     risk[2 * k + 1] = float(n_known)
     values = (*v, mean30, ratio, since_prev, is_new, country_changed, device_new, device_age,
-              0.0 if event.device_id else 1.0, *term_counts, *risk, since_bad, since_label)
+              0.0 if event.device_id else 1.0, *term_counts, *risk)
     return ContextSnapshot(event.event_id, t, event.customer_id, event.terminal_id, values,
                            hist_amounts, hist_times, hist_terms, event=event)
 

@@ -26,12 +26,6 @@ Definitions (all in event time, from the event stream alone):
   handbook's delayed TERMINAL_ID_RISK (window of ``w`` days shifted back by the delay)
   generalised to outcomes that arrive after varying delays, and it can never leak an
   outcome that had not arrived yet.
-* ``terminal_hours_since_bad`` / ``terminal_hours_since_label``: hours from the arrival
-  hour of the terminal's latest bad outcome (any outcome) before the event's hour to the
-  event's hour, capped at 30 days (the cap also when none arrived). The shares above say
-  how much of a window was bad; these say how recently the terminal was last seen
-  compromised or clean, which a share cannot (a terminal compromised for weeks whose last
-  labels turned good again has the same 30-day share as one still compromised).
 
 >>> CONTEXT_FEATURES.index("velocity_1h_count")
 0
@@ -71,15 +65,13 @@ MAX_DEVICES_PER_CUSTOMER = 64
 MAX_CUSTOMER_EVENTS = 2_000
 #: ``seconds_since_prev`` when there is no previous event (and its cap).
 NO_PREVIOUS_SECONDS = STATE_HORIZON_MS / 1000.0
-#: ``terminal_hours_since_bad`` / ``_label`` when no such outcome arrived (and their cap).
-NO_LABEL_HOURS = STATE_HORIZON_MS / HOUR_MS
 
 _velocity = tuple(
     name for w, _ in VELOCITY_WINDOWS for name in (f"velocity_{w}_count", f"velocity_{w}_amount")
 )
 _terminal = tuple(f"terminal_count_{w}" for w, _ in TERMINAL_WINDOWS) + tuple(
     name for w, _ in TERMINAL_WINDOWS for name in (f"terminal_risk_{w}", f"terminal_labelled_{w}")
-) + ("terminal_hours_since_bad", "terminal_hours_since_label")
+)
 
 #: Every context feature, in the order of ``ContextSnapshot.values``. These are also the
 #: names rules see (``ctx.<name>``); all are finite floats.

@@ -14,11 +14,10 @@ given it *provided the stream saw the same events and outcomes*:
 - the customer and terminal features come from the file's earlier events only (the
   stream's state before the file's first event is not there; a customer idle for over
   31 days is forgotten, as its Redis keys expire);
-- ``terminal_risk_*``/``terminal_labelled_*``/``terminal_hours_since_*`` come from delayed
-  fraud outcomes, which the stream learns from its feedback worker. Give the file's
-  outcomes with ``outcomes=`` (``--outcomes FILE``, see ``engine.interfaces.outcome_feed``) and
-  they are fed in outcome-time order exactly as the stream would see them; without them
-  those features stay at "no outcome yet" (0, and the 30-day cap for the hours).
+- ``terminal_risk_*``/``terminal_labelled_*`` count delayed fraud outcomes, which the
+  stream learns from its feedback worker. Give the file's outcomes with ``outcomes=``
+  (``--outcomes FILE``, see ``engine.interfaces.outcome_feed``) and they are fed in outcome-time
+  order exactly as the stream would see them; without them those features stay 0.
 
 Rows that go back in time are counted and reported. ``--redis`` reads (and records
 into) the live Redis state instead — use it to score events the stream has not seen,

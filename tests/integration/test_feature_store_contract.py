@@ -13,7 +13,7 @@ import redis
 from engine.features.memory import MemoryFeatureStore
 from engine.features.redis_store import RedisFeatureStore
 from engine.features.snapshot import ContextSnapshot
-from engine.features.spec import CONTEXT_FEATURES, DAY_MS, HISTORY_LEN, HOUR_MS, NO_LABEL_HOURS
+from engine.features.spec import CONTEXT_FEATURES, DAY_MS, HISTORY_LEN, HOUR_MS
 from engine.features.store import ContextUnavailable, FeatureStore, LabelArrival
 from engine.records import TransactionEvent
 from engine.settings import Settings
@@ -140,28 +140,6 @@ def test_delayed_label_risk_uses_only_arrived_outcomes(store):
     assert (after.terminal_risk_7d, after.terminal_risk_30d) == (0.5, 0.5)
     assert (much_later.terminal_labelled_1d, much_later.terminal_labelled_7d) == (0.0, 0.0)
     assert (much_later.terminal_risk_30d, much_later.terminal_labelled_30d) == (0.5, 2.0)
-
-
-def test_hours_since_the_terminals_last_bad_and_last_outcome(store):
-    # A bad and a good outcome arrive at t8 in one hour; a good one 5 hours later.
-    store.enrich([ev("p", T0, terminal="t8", customer="c2"), ev("q", T0 + MIN, terminal="t8", customer="c3")])
-    arrival = T0 + 7 * DAY_MS
-    hour = arrival // HOUR_MS * HOUR_MS
-    before = store.enrich([ev("r", hour - MIN, terminal="t8", customer="c4")])[0]
-    store.record_outcomes([LabelArrival("p", "t8", T0, arrival, True),
-                           LabelArrival("q", "t8", T0 + MIN, hour + 5 * HOUR_MS, False)])
-    same_hour, later, after_good, past_cap = store.enrich([
-        ev("s", arrival + 1, terminal="t8", customer="c5"),  # the arrival hour is not complete yet
-        ev("u", hour + 3 * HOUR_MS, terminal="t8", customer="c6"),
-        ev("v", hour + 9 * HOUR_MS + MIN, terminal="t8", customer="c7"),
-        ev("w", hour + 31 * DAY_MS, terminal="t8", customer="c8"),
-    ])
-    cap = NO_LABEL_HOURS
-    assert (before.terminal_hours_since_bad, before.terminal_hours_since_label) == (cap, cap)
-    assert (same_hour.terminal_hours_since_bad, same_hour.terminal_hours_since_label) == (cap, cap)
-    assert (later.terminal_hours_since_bad, later.terminal_hours_since_label) == (3.0, 3.0)
-    assert (after_good.terminal_hours_since_bad, after_good.terminal_hours_since_label) == (9.0, 4.0)
-    assert (past_cap.terminal_hours_since_bad, past_cap.terminal_hours_since_label) == (cap, cap)
 
 
 def test_label_retry_is_idempotent_and_correction_replaces(store):

@@ -29,7 +29,7 @@ def ev(eid, t, amount=10.0, customer="c1", terminal="t1", **kw):
 
 
 def test_feature_names_are_unique_and_documented():
-    assert len(set(CONTEXT_FEATURES)) == len(CONTEXT_FEATURES) == 27
+    assert len(set(CONTEXT_FEATURES)) == len(CONTEXT_FEATURES) == 25
     assert set(FEATURE_SCALING) == set(CONTEXT_FEATURES)
     assert {"velocity_1h_count", "terminal_risk_7d", "device_is_new", "amount_to_mean_ratio"} <= set(CONTEXT_FEATURES)
     import engine.features.spec as spec
