@@ -39,7 +39,13 @@ import numpy as np
 import pandas as pd
 
 from engine.offline.backtest.run import DAY_MS, Window, assessed_mask, read_handbook_frame
-from engine.offline.handbook_features import BOOK_FEATURES, book_features, terminal_recency
+from engine.offline.handbook_features import (
+    BOOK_FEATURES,
+    RECENCY_CAP_DAYS,
+    RECENCY_FEATURES,
+    book_features,
+    terminal_recency,
+)
 from engine.offline.quality import quality_report
 from engine.offline.shared_data import handbook_file
 
@@ -174,6 +180,16 @@ def main() -> None:
     for f in folds.values():
         print(f"fold {f.name}: train {len(f.train):,} rows, assessed {len(f.y_test):,} / {int(f.y_test.sum())} frauds",
               flush=True)
+        if a.recency and "tx_fraud_scenario" in frame:
+            # How much of the terminal scenario any model could see: its frauds at a terminal
+            # with no fraud known (>= 7 days old) in the 30 days before.
+            days = table[RECENCY_FEATURES[0]].to_numpy()[f.test]
+            terminal_frauds = frame["tx_fraud_scenario"].to_numpy()[f.test] == 2
+            unseen = float(np.mean(days[terminal_frauds] >= RECENCY_CAP_DAYS))
+            goods_near = float(np.mean(days[f.y_test == 0] <= 21))
+            print(f"  compromised-terminal frauds with no known fraud at their terminal: {unseen:.3f} "
+                  f"of {int(terminal_frauds.sum())}; good rows with a known fraud there in 21 days: {goods_near:.3f}",
+                  flush=True)
     rows: list[dict[str, Any]] = []
     chosen: dict[str, dict[str, Any]] = {}
     for family in a.families:
