@@ -38,7 +38,7 @@ import numpy as np
 from engine.offline.detector_corpus.business import business_texts
 from engine.offline.detector_corpus.corpus import benign_memos, injection_memos, person_names
 from engine.offline.detector_corpus.forged import forged_memos
-from engine.offline.detector_corpus.multilingual import GeneratedText, generate
+from engine.offline.detector_corpus.multilingual import GeneratedText, generate, template_concept
 from engine.offline.detector_corpus.tasks import ai_task_attacks
 from engine.offline.shared_data import injection_held_out_files, injection_train_file, require
 
@@ -209,8 +209,10 @@ def _whole_emails(data: LabelledTexts) -> LabelledTexts:
 
 def multilingual_train(n_attacks: int, n_benign: int, seed: int, seen: set[str]) -> LabelledTexts:
     """Generated multilingual attacks and benign memos from the *training* template
-    families, grouped by template. A split attack (memo | descriptor) is trained on as
-    the two joined: the view the detector reads it in."""
+    families, grouped by concept (``template_concept``: a template and its translations
+    are one group), so the validation groups hold sentences whose translations were not
+    trained on, as the held-out set does. A split attack (memo | descriptor) is trained on
+    as the two joined: the view the detector reads it in."""
     texts, labels, kinds, groups = [], [], [], []
     for item in generate("train", n_attacks, n_benign, seed=seed):
         text = item.text if item.descriptor is None else f"{item.text} {item.descriptor}"
@@ -220,7 +222,7 @@ def multilingual_train(n_attacks: int, n_benign: int, seed: int, seen: set[str])
         texts.append(text)
         labels.append(item.label)
         kinds.append(f"ml_{item.family}")
-        groups.append(item.template)
+        groups.append(template_concept(item.template))
     return LabelledTexts(texts, labels, kinds, groups)
 
 
