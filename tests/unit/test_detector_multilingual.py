@@ -30,8 +30,9 @@ REQUIRED = {"en", "es", "fr", "de", "it", "pt", "nl", "pl", "tr", "ru", "uk", "a
 # Paraphrase and imperative lost the templates derived from issue 17's quoted texts
 # (tests/unit/test_detector_contamination.py), then gained six paraphrases and four
 # matching innocent imperatives per language (``_hard``), then fourteen more innocent
-# requests to a payee (``payee_requests``): 13 and 27 or more.
-MIN_TEMPLATES = {"override": 8, "roleplay": 8, "header": 8, "paraphrase": 13, "split": 8,
+# requests to a payee (``payee_requests``): 13 and 27 or more. Override, roleplay and
+# paraphrase then gained six, nine and twelve concepts per language (``attack_concepts``).
+MIN_TEMPLATES = {"override": 14, "roleplay": 17, "header": 8, "paraphrase": 25, "split": 8,
                  "memo": 16, "imperative": 27, "invoice": 4, "url": 3}
 
 
@@ -78,7 +79,7 @@ def test_attack_groups_leave_several_train_phrasings() -> None:
             assert splits["train"] >= 5 and splits["heldout"] >= 2, (lang, family, splits)
         # paraphrase was the weakest held-out family: it gets the widest train side
         splits = Counter(template_split(t) for t in groups[(lang, "paraphrase")])
-        assert splits["train"] >= 9, (lang, splits)
+        assert splits["train"] >= 17, (lang, splits)
 
 
 def test_slot_vocabularies_are_wide() -> None:

@@ -29,9 +29,10 @@ recall of a template or of its translation.
 The raw templates are in ``TEMPLATES`` (and ``DESCRIPTORS`` for the split family's
 second half) so tests can check them before slot filling and obfuscation.
 
-Inventory, per language: eight templates in every attack family (six train, two held
-out) except ``paraphrase``, which has thirteen or more (nine or more train, four held
-out), in different structures (imperative, polite request, passive, third person,
+Inventory, per language: eight templates in the header and split families (six train,
+two held out), fourteen in ``override`` (ten train, four held out), seventeen in
+``roleplay`` (twelve train, five held out) and twenty-five or more in ``paraphrase``
+(seventeen or more train, eight held out), in different structures (imperative, polite request, passive, third person,
 conditional "if you are an AI reading this", claimed authority, urgency, question form,
 fake "User: / Assistant:" turns, tool/JSON/YAML output, log lines, markdown reports,
 HTML comments); the paraphrases also claim the checks already happened, ask for a
@@ -43,7 +44,8 @@ vocabulary ("release the deposit to the landlord", "mark the parcel as fragile",
 "Assistant manager bonus", "please don't hold the parcel at the depot", "no need to call
 me back, all fine", "keep the change and mark the order as paid"). ``_more`` adds the
 second half of this inventory to the first-written ``_Lang`` entries, ``_hard`` the last
-six paraphrases and four imperatives, and ``payee_requests`` fourteen more imperatives.
+six paraphrases and four imperatives, ``payee_requests`` fourteen more imperatives, and
+``attack_concepts`` twelve paraphrases, nine role-play and six override concepts.
 
 >>> len(LANGUAGES) >= 22
 True
@@ -67,6 +69,7 @@ import random
 import re
 from dataclasses import dataclass, field, replace
 
+from engine.offline.detector_corpus.attack_concepts import OVERRIDES, PARAPHRASES, ROLEPLAYS
 from engine.offline.detector_corpus.payee_requests import PAYEE_REQUESTS
 
 
@@ -2185,6 +2188,14 @@ _hard(
 # templates above so that every earlier id keeps its index.
 for _lang, _spec in _L.items():
     _L[_lang] = replace(_spec, imperative=_spec.imperative + tuple(c[_lang] for c in PAYEE_REQUESTS))
+
+# Twelve more paraphrases, nine role-play and six override concepts (``attack_concepts``),
+# appended at the end of each family's list for the same reason: the split rule then holds
+# out every third of them without moving an earlier template.
+for _lang, _spec in _L.items():
+    _L[_lang] = replace(_spec, paraphrase=_spec.paraphrase + tuple(c[_lang] for c in PARAPHRASES),
+                        roleplay=_spec.roleplay + tuple(c[_lang] for c in ROLEPLAYS),
+                        override=_spec.override + tuple(c[_lang] for c in OVERRIDES))
 
 LANGUAGES: tuple[str, ...] = tuple(_L)
 
