@@ -193,10 +193,11 @@ def field_input(value: str | bytes) -> FieldInput:
     if short:
         views.append((clean, False))
     if not short or _LINE_BREAK.search(raw) is not None:
-        for piece in segments(raw):
-            piece_clean = clean_user_text(piece).detector_text
-            if piece_clean:
-                views.append((piece_clean, False))
+        # A piece is judged by its cleaned text: a line of invisible characters alone is
+        # no piece, so splicing them in never adds a view (test_detect_features.py).
+        pieces = [c for c in (clean_user_text(piece).detector_text for piece in segments(raw)) if c]
+        if len(pieces) >= 2 or not short:
+            views.extend((piece, False) for piece in pieces)
         if not views:  # one long line with no sentence breaks: its capped whole
             views.append((clean, False))
     if cleaned.revealed:
