@@ -102,16 +102,18 @@ def book_features(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 #: Not the book's: how recently the terminal's labels were last fraud / anything, in the
-#: book's delayed terms (transactions at least 7 days old count as labelled). The
-#: stream's ``terminal_hours_since_bad`` / ``_label`` carry the same information, so the
-#: trees get it too when the decision model does (``handbook_baselines.py --recency``).
+#: book's delayed terms (transactions at least 7 days old count as labelled): what the
+#: stream features ``terminal_hours_since_bad`` / ``_label`` carried when they were tried
+#: (commit ebd99a5, reverted; docs/decision-quality.md), so the trees could be given them
+#: too (``handbook_baselines.py --recency``).
 RECENCY_FEATURES = ["TERMINAL_ID_DAYS_SINCE_KNOWN_FRAUD", "TERMINAL_ID_DAYS_SINCE_KNOWN_TX"]
 RECENCY_CAP_DAYS = 30.0
 
 
 def terminal_recency(frame: pd.DataFrame) -> pd.DataFrame:
     """Days from the terminal's latest fraud (latest transaction) at least 7 days before
-    each row, to the row; ``RECENCY_CAP_DAYS`` beyond it or when there is none.
+    each row, to the row; ``RECENCY_CAP_DAYS`` beyond it or when there is none. On the
+    terminals' ``_Windows`` order: the masked rows' keys are a sorted subset of it.
 
     >>> day = 86_400_000
     >>> frame = pd.DataFrame({"event_time_ms": [0, day, 8 * day, 9 * day + day // 2],
@@ -119,22 +121,21 @@ def terminal_recency(frame: pd.DataFrame) -> pd.DataFrame:
     >>> terminal_recency(frame).to_numpy().tolist()
     [[30.0, 30.0], [30.0, 30.0], [8.0, 7.0], [9.5, 8.5]]
     """
-    t = frame["event_time_ms"].to_numpy().astype(np.int64)
-    terminal = pd.factorize(frame["terminal_id"].to_numpy())[0].astype(np.int64)
-    fraud = frame["tx_fraud"].to_numpy().astype(bool)
-    span = int(t.max(initial=0) - t.min(initial=0)) + 64 * DAY_MS  # keys never mix
-    t0 = int(t.min(initial=0))
-    asked = terminal * span + (t - t0 - TERMINAL_DELAY_DAYS * DAY_MS)
+    terminals = _Windows(frame["terminal_id"].to_numpy(), frame["event_time_ms"].to_numpy())
+    combined, span = terminals.combined, terminals.span
+    asked = combined - TERMINAL_DELAY_DAYS * DAY_MS
+    fraud = frame["tx_fraud"].to_numpy().astype(bool)[terminals.order]
 
     def since(mask: np.ndarray) -> np.ndarray:
-        keys = np.sort(terminal[mask] * span + (t[mask] - t0))
-        pos = np.searchsorted(keys, asked, side="right") - 1
-        out = np.full(len(t), RECENCY_CAP_DAYS)
+        known = combined[mask]
+        pos = np.searchsorted(known, asked, side="right") - 1
+        days = np.full(len(combined), RECENCY_CAP_DAYS)
         hit = pos >= 0
-        hit[hit] = keys[pos[hit]] // span == terminal[hit]
-        days = (t[hit] - t0 - keys[pos[hit]] % span) / DAY_MS
-        out[hit] = np.minimum(days, RECENCY_CAP_DAYS)
+        hit[hit] = known[pos[hit]] // span == combined[hit] // span  # the same terminal
+        days[hit] = np.minimum((combined[hit] - known[pos[hit]]) / DAY_MS, RECENCY_CAP_DAYS)
+        out = np.empty_like(days)
+        out[terminals.order] = days
         return out
 
-    return pd.DataFrame({RECENCY_FEATURES[0]: since(fraud), RECENCY_FEATURES[1]: since(np.ones(len(t), bool))},
+    return pd.DataFrame({RECENCY_FEATURES[0]: since(fraud), RECENCY_FEATURES[1]: since(np.ones(len(fraud), bool))},
                         index=frame.index)

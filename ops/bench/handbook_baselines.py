@@ -151,7 +151,7 @@ def main() -> None:
     ap.add_argument("--json-out", type=Path, default=None)
     ap.add_argument("--recency", action="store_true",
                     help="add the terminal's days since its latest known fraud / transaction to the 15 features "
-                         "(what the decision model's terminal_hours_since_* carry; not the book's)")
+                         "(what the reverted stream features terminal_hours_since_* carried; not the book's)")
     ap.add_argument("--params", action="append", default=[], metavar="FAMILY=JSON",
                     help="skip FAMILY's grid and use this configuration (one chosen by an earlier grid run)")
     ap.add_argument("--grid", action="append", default=[], metavar="FAMILY=JSON",
