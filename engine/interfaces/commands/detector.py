@@ -8,6 +8,8 @@ from pathlib import Path
 import typer
 
 SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "detector"
+#: engine/assets/detector/outside/: written by hand without reading the generators; evaluation only.
+OUTSIDE_TITLE = "outside set (written independently, 2026-12-05)"
 
 
 def register(app: typer.Typer) -> None:
@@ -48,7 +50,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Recompute TPR/FPR on every held-out set with a trained artifact: the published
         injection test split, the held-out multilingual families (per language, family and
-        obfuscation), the hand-written lists."""
+        obfuscation), the hand-written lists, and the outside set (per language, family and
+        field, every miss and false positive listed; descriptors scored as the merchant
+        descriptor, display names as a memo)."""
         from engine.detector.network import DetectorNetwork
         from engine.offline.detector_corpus.data import assemble
         from engine.offline.detector_corpus.train import evaluate_all
@@ -97,13 +101,20 @@ def _table(report: dict, threshold: float) -> str:
         rows += [(f"  - attack family {fam}", r) for fam, r in ml["attacks_by_family"].items()]
         rows += [(f"  - obfuscation {ob}", r) for ob, r in ml["attacks_by_obfuscation"].items()]
         rows += [(f"  - benign family {fam}", r) for fam, r in ml["benign_by_family"].items()]
+    outside = report.get("outside") or {}
+    if outside:
+        rows.append((OUTSIDE_TITLE, outside["overall"]))
+        rows += [(f"  - language {lang}", r) for lang, r in outside["by_language"].items()]
+        rows += [(f"  - attack family {fam}", r) for fam, r in outside["attacks_by_family"].items()]
+        rows += [(f"  - benign family {fam}", r) for fam, r in outside["benign_by_family"].items()]
+        rows += [(f"  - field {name}", r) for name, r in outside.get("by_field", {}).items()]
     screen_ml = (report.get("screen_only") or {}).get("multilingual_heldout")
     if screen_ml:
         rows.append(("screen head alone (own threshold): held-out", screen_ml["overall"]))
-    lines = [f"threshold {threshold:.4f}", f"{'set':44} {'n':>5} {'TPR':>7} {'FPR':>7}"]
+    lines = [f"threshold {threshold:.4f}", f"{'set':48} {'n':>5} {'TPR':>7} {'FPR':>7}"]
     for name, r in rows:
         fmt = lambda x: "   -   " if x is None else f"{x:7.3f}"  # noqa: E731
-        lines.append(f"{name[:44]:44} {r['n']:>5} {fmt(r['tpr'])} {fmt(r['fpr'])}")
+        lines.append(f"{name[:48]:48} {r['n']:>5} {fmt(r['tpr'])} {fmt(r['fpr'])}")
     for key in ("heldout_benign_false_positives", "heldout_attacks_missed", "injection_test_missed",
                 "injection_test_false_positives"):
         if report.get(key):
@@ -111,4 +122,8 @@ def _table(report: dict, threshold: float) -> str:
     for key in ("missed_sample", "false_positive_sample"):
         if ml.get(key):
             lines.append(f"multilingual {key}: {ml[key][:12]}")
+    for key, what in (("missed_sample", "missed"), ("false_positive_sample", "false positives")):
+        if outside.get(key):
+            lines.append(f"outside set {what} ({len(outside[key])}):")
+            lines += [f"  {x}" for x in outside[key]]
     return "\n".join(lines)

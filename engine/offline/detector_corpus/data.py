@@ -16,6 +16,10 @@ Sources:
   topics, so it learns the shape rather than BIPIA's few topics.
 * Hand-written held-out lists in ``engine/assets/detector/corpus/`` — benign memos and
   classic attacks — never used for training.
+* The outside set in ``engine/assets/detector/outside/`` (``read_outside_set``): attacks and
+  benign texts in 24 languages written by hand on 2026-12-05 without reading this package's
+  generators or templates. Evaluation only: reserved like the held-out lists, never
+  trained on, never used to choose a threshold, an epoch or an artifact.
 
 Threshold and model choices are made on the training side only (grouped out-of-fold
 scores, including whole training e-mails: ``validation_emails``); the held-out sets are
@@ -86,6 +90,54 @@ class DetectorData:
     multilingual_heldout: list[GeneratedText] = field(default_factory=list)
     #: The injection data's published test/eval splits, when present (``--test-csv``).
     official_test: LabelledTexts | None = None
+    #: The outside set (``read_outside_set``): written independently of the generators,
+    #: evaluation only.
+    outside: list[OutsideText] = field(default_factory=list)
+
+
+#: The outside set's folder, files and vocabulary (``read_outside_set``).
+OUTSIDE_DIR = ("assets", "detector", "outside")
+OUTSIDE_FILES: tuple[tuple[str, int], ...] = (("attacks.tsv", 1), ("benign.tsv", 0))
+OUTSIDE_FIELDS: tuple[str, ...] = ("memo", "descriptor", "display_name")
+OUTSIDE_ATTACK_FAMILIES: tuple[str, ...] = ("override", "paraphrase", "roleplay", "header", "obfuscated")
+OUTSIDE_BENIGN_FAMILIES: tuple[str, ...] = ("everyday", "imperative", "keyword", "reference", "payee", "mixed")
+
+
+@dataclass(slots=True, frozen=True)
+class OutsideText:
+    """One line of the outside set: ``lang<TAB>family<TAB>field<TAB>text``."""
+
+    text: str
+    label: int           # 1 attack, 0 benign
+    language: str
+    family: str
+    field: str           # memo | descriptor | display_name
+    obfuscation: str = ""  # not recorded per text (the family says "obfuscated")
+
+    @property
+    def row(self) -> tuple[str | None, str | None]:
+        """The ``(memo, merchant_descriptor)`` row the stream screens: a descriptor is
+        scored as the merchant descriptor; a display name, which events do not carry, as
+        a memo."""
+        return (None, self.text) if self.field == "descriptor" else (self.text, None)
+
+
+def read_outside_set() -> list[OutsideText]:
+    """The outside evaluation set (``engine/assets/detector/outside/``), attacks first;
+    ValueError on a malformed line. Comment lines start with '#'."""
+    folder = resources.files("engine").joinpath(*OUTSIDE_DIR)
+    out: list[OutsideText] = []
+    for name, label in OUTSIDE_FILES:
+        families = OUTSIDE_ATTACK_FAMILIES if label else OUTSIDE_BENIGN_FAMILIES
+        for n, line in enumerate((folder / name).read_text(encoding="utf-8").split("\n"), 1):
+            if not line.strip() or line.startswith("#"):
+                continue
+            parts = line.split("\t")
+            if len(parts) != 4 or parts[1] not in families or parts[2] not in OUTSIDE_FIELDS or not parts[3]:
+                raise ValueError(f"{name}:{n}: expected lang<TAB>family<TAB>field<TAB>text, got {line[:80]!r}")
+            lang, family, where, text = parts
+            out.append(OutsideText(text, label, lang, family, where))
+    return out
 
 
 def read_corpus_file(name: str) -> list[str]:
@@ -252,6 +304,10 @@ def assemble(csv_path: Path | None = None, seed: int = 7, n_benign: int = 1500,
     # A template can regenerate a hand-written held-out memo ("rent June"): such texts
     # are dropped from training so the held-out rates stay honest.
     reserved = {t.casefold() for t in heldout_benign + heldout_attacks}
+    # The outside set is reserved the same way: none of its texts may reach training.
+    outside = read_outside_set()
+    outside_keys = {it.text.casefold() for it in outside}
+    reserved |= outside_keys
     # Templates repeat ("no memo", "answer phone bill"): each distinct text counts once,
     # so a few recurring templates do not outweigh the rest or set the threshold. Each
     # generated text's group is its *template*: cross-validation then scores every text
@@ -289,7 +345,8 @@ def assemble(csv_path: Path | None = None, seed: int = 7, n_benign: int = 1500,
     forged_rows = LabelledTexts(forged[0], [1] * len(forged[0]), ["forged_field"] * len(forged[0]), forged[1])
     train = (fit_rows.extend(generated).extend(_email_segments(injection_train)).extend(ml_train)
              .extend(forged_rows))
-    overlap = reserved & {t.casefold() for t in train.texts}
+    train_keys = {t.casefold() for t in train.texts}
+    overlap = (reserved - outside_keys) & train_keys
     summary = {
         "seed": seed,
         "injection_csv": str(csv_path),
@@ -300,6 +357,7 @@ def assemble(csv_path: Path | None = None, seed: int = 7, n_benign: int = 1500,
         "generated_attacks": len(attacks[0]) + len(tasks[0]), "generated_templates": len(set(generated.groups)),
         "heldout_benign": len(heldout_benign), "heldout_attacks": len(heldout_attacks),
         "heldout_texts_in_train": len(overlap),
+        "outside_texts": len(outside), "outside_texts_in_train": len(outside_keys & train_keys),
         "multilingual_train": len(ml_train), "multilingual_train_positive": int(sum(ml_train.labels)),
         "multilingual_heldout": len(heldout_ml), "multilingual_templates_train": len(set(ml_train.groups)),
         "forged_fields": len(forged_rows),
@@ -307,4 +365,5 @@ def assemble(csv_path: Path | None = None, seed: int = 7, n_benign: int = 1500,
     return DetectorData(train, injection_test, heldout_benign, heldout_attacks, generated_test, summary,
                         validation_emails=_whole_emails(injection_train),
                         generated_business_test=business_texts(n_generated_test, seed=seed + 1003),
-                        multilingual_heldout=heldout_ml, official_test=load_official_tests(test_csvs))
+                        multilingual_heldout=heldout_ml, official_test=load_official_tests(test_csvs),
+                        outside=outside)

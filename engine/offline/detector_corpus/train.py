@@ -375,14 +375,18 @@ def evaluate(score: Callable[[Sequence[str]], list[float]], data: DetectorData, 
     return report
 
 
-def evaluate_multilingual(screen: Callable[[list[tuple[str, str | None]]], list[float]], items: Sequence[Any],
-                          threshold: float) -> dict:
+def evaluate_multilingual(screen: Callable[[list[tuple[str | None, str | None]]], list[float]], items: Sequence[Any],
+                          threshold: float, rows: Sequence[tuple[str | None, str | None]] | None = None,
+                          fields: Sequence[str] | None = None, sample: int | None = 30) -> dict:
     """Rates on the held-out generated families (``multilingual.generate("heldout")``),
     scored as the stream scores them (memo, descriptor and the two joined): overall, per
-    language, per family and per obfuscation, with a sample of the errors."""
+    language, per family and per obfuscation, with a sample of the errors (``sample``
+    of each; None: all). ``rows`` are the ``(memo, descriptor)`` rows to screen (default
+    ``(it.text, it.descriptor)``); ``fields`` adds rates by the field each text came from."""
     if not items:
         return {}
-    scores = np.asarray(screen([(it.text, it.descriptor) for it in items]), dtype=float)
+    scores = np.asarray(screen(list(rows) if rows is not None else [(it.text, it.descriptor) for it in items]),
+                        dtype=float)
     labels = np.array([it.label for it in items])
     attacks, benign = labels == 1, labels == 0
     langs = [it.language for it in items]
@@ -395,22 +399,31 @@ def evaluate_multilingual(screen: Callable[[list[tuple[str, str | None]]], list[
         scores[attacks], labels[attacks], [items[i].obfuscation or "none" for i in np.flatnonzero(attacks)], threshold)
     report["benign_by_family"] = _rates_by(scores[benign], labels[benign],
                                            [items[i].family for i in np.flatnonzero(benign)], threshold)
+    if fields is not None:
+        report["by_field"] = _rates_by(scores, labels, fields, threshold)
     tpr = [r["tpr"] for r in by_language.values() if r["tpr"] is not None]
     fpr = [r["fpr"] for r in by_language.values() if r["fpr"] is not None]
     report["worst_language_tpr"] = min(tpr) if tpr else None
     report["worst_language_fpr"] = max(fpr) if fpr else None
     report["missed_sample"] = [f"{items[i].language}/{items[i].family}/{items[i].obfuscation or '-'}: "
-                               f"{items[i].text[:70]!r}" for i in np.flatnonzero(attacks & (scores < threshold))[:30]]
+                               f"{items[i].text[:70]!r}" for i in np.flatnonzero(attacks & (scores < threshold))[:sample]]
     report["false_positive_sample"] = [f"{items[i].language}/{items[i].family}: {items[i].text[:70]!r}"
-                                       for i in np.flatnonzero(benign & (scores >= threshold))[:30]]
+                                       for i in np.flatnonzero(benign & (scores >= threshold))[:sample]]
     return report
 
 
-def evaluate_all(det: Any, data: DetectorData) -> dict:
-    """Every held-out figure for one detector, through its serving methods."""
+def evaluate_all(det: Any, data: DetectorData, outside: bool = True) -> dict:
+    """Every held-out figure for one detector, through its serving methods; with
+    ``outside``, the outside set too (``data.read_outside_set``: scored as the stream
+    screens events, every error listed). Training leaves it out, so no training report
+    carries it and nothing can be chosen on it."""
     report = evaluate(lambda texts: [r.score for r in det.score_texts(texts)], data, det.threshold)
     report["multilingual_heldout"] = evaluate_multilingual(
         lambda rows: [r.score for r in det.screen_fields(rows)], data.multilingual_heldout, det.threshold)
+    if outside and data.outside:
+        report["outside"] = evaluate_multilingual(
+            lambda rows: [r.score for r in det.screen_fields(rows)], data.outside, det.threshold,
+            rows=[it.row for it in data.outside], fields=[it.field for it in data.outside], sample=None)
     if data.official_test is not None:
         official = data.official_test
         s = [r.score for r in det.score_texts(official.texts)]
@@ -471,8 +484,8 @@ def train_detector(out_dir: Path, data: DetectorData | None = None, seed: int = 
     network.screen_threshold = pick_threshold(screen_scores, val_labels, max_fpr)
     val_rates["screen_only"] = rates(screen_scores, val_labels, network.screen_threshold)
     progress(f"screen-only threshold {network.screen_threshold:.4f} ({val_rates['screen_only']})")
-    report = evaluate_all(InjectionDetector(network, cache_size=0), data)
-    screen_report = evaluate_all(InjectionDetector(network.screen_only(), cache_size=0), data)
+    report = evaluate_all(InjectionDetector(network, cache_size=0), data, outside=False)
+    screen_report = evaluate_all(InjectionDetector(network.screen_only(), cache_size=0), data, outside=False)
     report["screen_only"] = {key: screen_report[key] for key in ("multilingual_heldout", "heldout_benign",
                                                                   "heldout_attacks", "generated_test")}
     digest = hashlib.sha256(network.embedding.tobytes() + network.w3.tobytes()).hexdigest()[:12]
