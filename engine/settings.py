@@ -129,6 +129,11 @@ class BatchSettings(_Frozen):
     #: stream then waits for no company, and under load batches still fill while the
     #: previous ones are decided (the worker overlaps them; see engine/worker/loop.py).
     close_when_idle: bool = True
+    #: Open a quiet stream's transaction (begin it, add the batch's offsets) on the
+    #: commit thread while the batch is decided, instead of after: its round trips to
+    #: the coordinator then overlap the decision (``engine.worker.commit.BatchCommitter.open_early``;
+    #: ``python ops/bench/engine.py --rates 250 500 --modes no-early-open --mode-rates 250 500``).
+    open_transaction_early: bool = True
     #: Score each batch on a thread of its own while the main thread prepares the next
     #: batch and finishes the previous one. ``infer_process`` turns it on (the thread
     #: waits for the model process). With the model in the worker's own process it is

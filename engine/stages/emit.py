@@ -140,6 +140,15 @@ class TransactionalEmitter:
         ``FatalKafkaError`` (exit; a restart fences this instance).
         """
         records = encoded if encoded is not None else self.encode(verdicts, dead_letters)
+        self.open_transaction(next_offsets, group_metadata)
+        self.finish_transaction(records)
+
+    def open_transaction(self, next_offsets: Mapping[tuple[str, int], int], group_metadata: Any) -> None:
+        """The first half of ``commit_batch``: begin a transaction and add the batch's
+        offsets to it. The worker may call it as soon as a quiet stream's batch is read,
+        before it is decided (``engine.worker.commit.BatchCommitter.open_early``): the
+        offsets are known then, and their round trips to the coordinator overlap the
+        decision. ``finish_transaction`` or ``abort`` must follow. Raises as ``commit_batch``."""
         try:
             self._call("begin_transaction", self._producer.begin_transaction)
             self._in_transaction = True
@@ -153,6 +162,14 @@ class TransactionalEmitter:
             offsets = [TopicPartition(t, p, o) for (t, p), o in next_offsets.items()]
             self._call("send_offsets_to_transaction", lambda: self._producer.send_offsets_to_transaction(
                 offsets, group_metadata, self._timeout_s))
+        except _Abortable as exc:
+            self.abort()
+            raise BatchAborted(str(exc)) from exc
+
+    def finish_transaction(self, records: Sequence[OutgoingRecord]) -> None:
+        """The second half of ``commit_batch``: produce ``records`` into the open
+        transaction and commit it. Raises as ``commit_batch``."""
+        try:
             for topic, key, value, headers in records:
                 self._produce(topic, key, value, headers)
             self._call("commit_transaction", lambda: self._producer.commit_transaction(self._timeout_s))

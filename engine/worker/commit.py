@@ -9,7 +9,9 @@ A batch that closed while records were still arriving (``InFlight.overlap_commit
 commits on the commit thread, which mostly waits for the broker, while the main thread
 decides the next batch. Otherwise it commits in line: on a quiet stream there is nothing
 to overlap, and the hand-off would only add that thread's wait for the GIL (a worse p95
-at 250 and 500 events/s: ``python ops/bench/engine.py --rates 250 500``).
+at 250 and 500 events/s: ``python ops/bench/engine.py --rates 250 500``). Its first
+half, begin and send offsets, can still run on the commit thread while the batch is
+decided (``open_early``): those wait for the broker, not for the GIL.
 
 A transaction that fails with an abortable error surfaces from ``reap`` as
 ``TransactionFailed``; the worker then rewinds that batch and every later one. Every
@@ -51,17 +53,49 @@ class BatchCommitter:
         self.in_flight: InFlight | None = None  # its transaction has begun, not yet reaped
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="tollgate-commit")
 
+    def open_early(self, batch: InFlight, group_metadata: Any) -> None:
+        """Open ``batch``'s transaction on the commit thread now, before the batch is
+        decided: begin it and add the offsets the batch will commit. Those are two round
+        trips to the coordinator (about 1 ms each on this machine's broker, and longer
+        right after the previous commit, while the coordinator writes its markers) that
+        a quiet stream's batch otherwise waits for after its decision. Only for a batch
+        that will be committed next, in line, within the same loop step: no transaction
+        is in flight and no poll (so no revocation) comes between. ``begin`` finishes it;
+        ``abandon`` aborts it when the batch is redone instead.
+        (``python ops/bench/engine.py --rates 250 500 --modes no-early-open --mode-rates 250 500``)"""
+        assert self.in_flight is None and batch.opening is None, "one open transaction at a time"
+        offsets = batch.next_offsets()
+        if not offsets:
+            return
+        batch.opened_offsets = offsets
+        batch.opening = self._thread.submit(self.emitter.open_transaction, offsets, group_metadata)
+
+    def abandon(self, batch: InFlight) -> None:
+        """``batch`` will be redone: abort the transaction ``open_early`` began for it, if
+        any (bounded like a commit; an opening that failed has aborted itself)."""
+        opening, batch.opening, batch.opened_offsets = batch.opening, None, None
+        if opening is None:
+            return
+        try:
+            self._result(opening)
+        except BatchAborted:
+            return
+        self.emitter.abort()
+
     def begin(self, batch: InFlight, group_metadata: Any) -> bool:
         """Start ``batch``'s transaction: its verdicts, dead letters and next offsets, with
-        the consumer's group metadata. False when nothing of it is ours any more (every
-        partition was revoked while it was in flight)."""
+        the consumer's group metadata (or finish the one ``open_early`` began). False when
+        nothing of it is ours any more (every partition was revoked while it was in flight)."""
         assert self.in_flight is None, "reap the previous transaction first"
         verdicts, arrivals, dead_letters, offsets = batch.to_commit()
+        if batch.opening is not None and batch.opened_offsets != offsets:
+            self.abandon(batch)  # not reached by the loop: an early batch never loses a partition
         if not offsets:
             return False
         encoded = self.emitter.encode(verdicts, dead_letters)
         batch.verdicts, batch.arrivals, batch.dead_letters = verdicts, arrivals, dead_letters
-        args = (verdicts, dead_letters, offsets, group_metadata, encoded)
+        args = (verdicts, dead_letters, offsets, group_metadata, encoded, batch.opening)
+        batch.opening = batch.opened_offsets = None
         self.in_flight = batch
         batch.committing = (self._thread.submit(self._commit, *args) if batch.overlap_commit
                             else run_now(lambda a: self._commit(*a), args))
@@ -112,12 +146,11 @@ class BatchCommitter:
     def shutdown(self) -> None:
         self._thread.shutdown(wait=True)
 
-    def _result(self, committing: Future[tuple[float, float]]) -> tuple[float, float]:
+    def _result(self, committing: Future[Any]) -> Any:
         """The commit thread's answer, waited for at most as long as a transaction can take."""
         bound_s = self.emitter.longest_commit_s
         try:
-            result: tuple[float, float] = committing.result(timeout=bound_s)
-            return result
+            return committing.result(timeout=bound_s)
         except FutureTimeout as exc:
             raise CallOverran(f"the commit thread gave no answer within {bound_s:g} s") from exc
 
@@ -130,9 +163,13 @@ class BatchCommitter:
 
     def _commit(self, verdicts: Sequence[Verdict], dead_letters: Sequence[DeadLetter],
                 offsets: Mapping[tuple[str, int], int], meta: Any,
-                encoded: Sequence[OutgoingRecord] | None) -> tuple[float, float]:
-        """One transaction (on the commit thread, or in line). Returns (its seconds,
-        commit wall-clock ms)."""
+                encoded: Sequence[OutgoingRecord], opening: Future[Any] | None) -> tuple[float, float]:
+        """One transaction (on the commit thread, or in line), or the rest of the one
+        ``opening`` began. Returns (its seconds from here, commit wall-clock ms)."""
         t0 = time.perf_counter()
-        self.emitter.commit_batch(verdicts, dead_letters, offsets, meta, encoded)
+        if opening is None:
+            self.emitter.commit_batch(verdicts, dead_letters, offsets, meta, encoded)
+        else:
+            self._result(opening)  # raises BatchAborted if it failed (and aborted itself)
+            self.emitter.finish_transaction(encoded)
         return time.perf_counter() - t0, time.time() * 1000.0

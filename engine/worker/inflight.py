@@ -58,6 +58,11 @@ class InFlight:
     #: Commit on the commit thread while the next batch is decided (records were still
     #: arriving when this batch closed); otherwise in line, at once.
     overlap_commit: bool = False
+    #: ``TransactionalEmitter.open_transaction`` for this batch's offsets, begun on the
+    #: commit thread while the batch is decided (``BatchCommitter.open_early``), and the
+    #: offsets it added; None when the transaction opens at commit time.
+    opening: Future[Any] | None = None
+    opened_offsets: dict[Partition, int] | None = None
 
     @property
     def scored(self) -> bool:

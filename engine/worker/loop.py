@@ -39,7 +39,10 @@ transaction (4–7) runs on a commit thread while the main thread goes on
 N+1 is finished, N+2 scored and N+3 prepared: Redis round trips and the model process
 never wait for the main thread, which holds the GIL for decode, detect, decide, guard
 and encoding verdicts and is the bottleneck at saturation. A quiet stream's batch is
-prepared, finished and committed in line (scored on the infer thread only when large).
+prepared, finished and committed in line (scored on the infer thread only when large);
+its transaction is begun and given its offsets (4–5) on the commit thread while it is
+decided (``settings.batch.open_transaction_early``), since no poll, and so no rebalance,
+comes between its read and its commit; a batch redone instead aborts that transaction.
 Transactions commit strictly in batch order, one at a time. Preparing runs in batch
 order (one prepare thread; an in-line prepare waits for it), so context is recorded in
 arrival order — except that a batch whose prepare failed on a poison event is decided
@@ -148,6 +151,7 @@ class Worker:
         self.batcher: MicroBatcher[RawRecord] = MicroBatcher(settings.batch.max_events,
                                                              settings.batch.max_wait_ms)
         self.close_when_idle = settings.batch.close_when_idle
+        self.open_early = settings.batch.open_transaction_early
         # A model in a child process is waited for on the infer thread (engine.worker.infer_process).
         self.infer_thread = settings.batch.infer_thread or settings.batch.infer_process
         self.consumer = consumer
@@ -332,6 +336,10 @@ class Worker:
         t0 = time.perf_counter()
         batch = InFlight(records, self.decode(records), overlap_commit=backlog)
         self.metrics.observe_stage("decode", time.perf_counter() - t0)
+        if self.open_early and not backlog and not self._pending and self.committer.in_flight is None:
+            # Committed next and in line, within this step (no poll, so no revocation,
+            # comes between): its transaction can open while it is decided.
+            self.committer.open_early(batch, self.consumer.group_metadata())
         if self.resends is not None and batch.decoded.events:
             try:
                 self._drop_resends(batch)
@@ -362,7 +370,8 @@ class Worker:
                 batch.scoring = (self._infer_thread.submit(self.pipeline.score, prepared) if on_thread
                                  else run_now(self.pipeline.score, prepared))
         self._pending.append(batch)
-        while len(self._pending) > (self.backlog_depth if on_thread else 0):
+        # A batch whose transaction is open is finished now, whatever thread scores it.
+        while len(self._pending) > (self.backlog_depth if on_thread and batch.opening is None else 0):
             self._finish_oldest()
 
     def _drop_resends(self, batch: InFlight) -> None:
@@ -472,6 +481,8 @@ class Worker:
         if earlier is not None:  # its transaction failed too
             uncommitted.append(earlier)
         uncommitted += self._pending.take_all()
+        for batch in uncommitted:
+            self.committer.abandon(batch)  # a transaction opened early for it is aborted
         uncommitted_records = [b.records for b in uncommitted] + [self.batcher.take()]
         self.consumer.rewind(first_offsets(uncommitted_records))
 

@@ -107,6 +107,8 @@ RELAY = "floor: EOS relay"
 
 #: ``--modes``: the default worker against one setting changed (settings.batch).
 MODES = {"fixed-W": {"TOLLGATE_BATCH__CLOSE_WHEN_IDLE": "false"},
+         # a quiet batch's transaction opened after its decision, as before 2026-12-05
+         "no-early-open": {"TOLLGATE_BATCH__OPEN_TRANSACTION_EARLY": "false"},
          # batches under 64 rows in the worker (which then imports PyTorch), as before 2026-12-02
          "split-64": {"TOLLGATE_BATCH__PROCESS_MIN_ROWS": "64"},
          "one-process": {"TOLLGATE_BATCH__INFER_PROCESS": "false"},

@@ -68,17 +68,49 @@ class FakeConsumer:
 
 
 class FakeEmitter:
+    """``TransactionalEmitter``'s protocol: ``commit_batch`` in one go, or
+    ``open_transaction`` then ``finish_transaction`` (or ``abort``); one transaction open
+    at a time. ``abort_times`` fails that many commits, ``open_abort_times`` that many
+    openings (each aborts itself, as the real emitter does)."""
+
     longest_commit_s = 30.0
 
-    def __init__(self, abort_times: int = 0):
+    def __init__(self, abort_times: int = 0, open_abort_times: int = 0):
         self.commits: list[tuple[list, list, dict]] = []
-        self.abort_times = abort_times
+        self.abort_times, self.open_abort_times = abort_times, open_abort_times
+        self.open: dict | None = None  # the offsets of the open transaction
+        self.opened = self.aborts = 0
+        self.opened_event = threading.Event()
 
     def encode(self, verdicts, dead_letters):
-        return [("encoded", len(verdicts), len(dead_letters))]
+        return [("encoded", tuple(verdicts), tuple(dead_letters))]
 
     def commit_batch(self, verdicts, dead_letters, offsets, meta, encoded=None):
         assert encoded == self.encode(verdicts, dead_letters)  # encoded before the commit thread
+        assert self.open is None, "a transaction is already open"
+        self._commit(list(verdicts), list(dead_letters), dict(offsets))
+
+    def open_transaction(self, offsets, meta):
+        assert self.open is None, "a transaction is already open"
+        self.opened += 1
+        if self.open_abort_times:
+            self.open_abort_times -= 1
+            raise BatchAborted("coordinator moved")
+        self.open = dict(offsets)
+        self.opened_event.set()
+
+    def finish_transaction(self, encoded):
+        assert self.open is not None, "no transaction open"
+        offsets, self.open = self.open, None
+        [(_, verdicts, dead_letters)] = encoded
+        self._commit(list(verdicts), list(dead_letters), offsets)
+
+    def abort(self):
+        if self.open is not None:
+            self.aborts += 1
+        self.open = None
+
+    def _commit(self, verdicts, dead_letters, offsets):
         if self.abort_times:
             self.abort_times -= 1
             raise BatchAborted("coordinator moved")
@@ -214,6 +246,79 @@ def test_a_batch_closes_when_the_consumer_has_nothing_more_fetched():
     assert [v.event_id for v in emitter.commits[0][0]] == ["e0", "e1"]
 
 
+def _quiet_worker(consumer, emitter, pipeline, **batch) -> Worker:
+    """A worker on a quiet stream: each batch closes when the consumer runs dry."""
+    w = _new_worker(_settings(**batch), pipeline, WorkerOptions("w1"), codec=CODEC)
+    w.consumer, w.committer.emitter = consumer, emitter
+    return w
+
+
+class OpenNotingPipeline(FakePipeline):
+    """Notes, for each batch it prepares, the offsets of the emitter's open transaction;
+    with ``wait_for_open`` it first waits (bounded) for one to open: a worker that opens
+    the transaction only after deciding leaves it waiting, and the test fails."""
+
+    def __init__(self, emitter, wait_for_open: bool, **kw):
+        super().__init__(**kw)
+        self.emitter, self.wait_for_open, self.open_while_preparing = emitter, wait_for_open, []
+
+    def prepare(self, events, arrival_ms=None):
+        if self.wait_for_open:
+            assert self.emitter.opened_event.wait(10), "no transaction opened while the batch was prepared"
+        self.open_while_preparing.append(self.emitter.open)
+        return super().prepare(events, arrival_ms)
+
+
+def test_a_quiet_batch_is_decided_while_its_transaction_opens():
+    emitter = FakeEmitter()
+    pipeline = OpenNotingPipeline(emitter, wait_for_open=True)
+    w = _quiet_worker(FakeConsumer([[_rec(0), _rec(1, partition=1)]]), emitter, pipeline)
+    w.step()
+    w.step()  # closed (nothing more fetched), decided and committed in this step
+    assert pipeline.open_while_preparing == [{("tx.events", 0): 101, ("tx.events", 1): 102}]
+    assert emitter.opened == 1 and emitter.aborts == 0 and emitter.open is None
+    [(verdicts, _, offsets)] = emitter.commits
+    assert [v.event_id for v in verdicts] == ["e0", "e1"]
+    assert offsets == {("tx.events", 0): 101, ("tx.events", 1): 102}
+    assert w.metrics.registry.get_sample_value("tollgate_transactions_total", {"result": "committed"}) == 1
+
+
+def test_a_quiet_batch_redone_aborts_the_transaction_opened_for_it():
+    emitter = FakeEmitter()
+    records = [_rec(0), _rec(1)]
+    consumer = FakeConsumer([records, [], list(records)])
+    w = _quiet_worker(consumer, emitter, FakePipeline(transient=1))
+    for _ in range(4):
+        w.step()
+    assert consumer.rewinds == [{("tx.events", 0): 100}]
+    assert emitter.opened == 2 and emitter.aborts == 1  # the first one, for the failed try
+    [(verdicts, _, offsets)] = emitter.commits
+    assert [v.event_id for v in verdicts] == ["e0", "e1"] and offsets == {("tx.events", 0): 102}
+
+
+def test_a_failed_opening_redoes_the_batch():
+    emitter = FakeEmitter(open_abort_times=1)
+    records = [_rec(0), _rec(1)]
+    consumer = FakeConsumer([records, [], list(records)])
+    w = _quiet_worker(consumer, emitter, FakePipeline())
+    for _ in range(4):
+        w.step()
+    assert consumer.rewinds == [{("tx.events", 0): 100}]
+    assert emitter.opened == 2 and len(emitter.commits) == 1
+    sample = w.metrics.registry.get_sample_value
+    assert sample("tollgate_transactions_total", {"result": "aborted"}) == 1
+    assert sample("tollgate_transactions_total", {"result": "committed"}) == 1
+
+
+def test_opening_early_can_be_turned_off():
+    emitter = FakeEmitter()
+    pipeline = OpenNotingPipeline(emitter, wait_for_open=False)
+    w = _quiet_worker(FakeConsumer([[_rec(0), _rec(1)]]), emitter, pipeline, open_transaction_early=False)
+    w.step()
+    w.step()
+    assert emitter.opened == 0 and pipeline.open_while_preparing == [None] and len(emitter.commits) == 1
+
+
 class GatedEmitter(FakeEmitter):
     """Transactions wait for ``gate``: a test decides what happens while one is in flight."""
 
@@ -221,9 +326,9 @@ class GatedEmitter(FakeEmitter):
         super().__init__(abort_times)
         self.gate = threading.Event()
 
-    def commit_batch(self, verdicts, dead_letters, offsets, meta, encoded=None):
+    def _commit(self, verdicts, dead_letters, offsets):
         assert self.gate.wait(10), "gate never opened"
-        super().commit_batch(verdicts, dead_letters, offsets, meta, encoded)
+        super()._commit(verdicts, dead_letters, offsets)
 
 
 class GatedScorePipeline(FakePipeline):
