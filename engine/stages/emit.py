@@ -149,9 +149,15 @@ class TransactionalEmitter:
         before it is decided (``engine.worker.commit.BatchCommitter.open_early``): the
         offsets are known then, and their round trips to the coordinator overlap the
         decision. ``finish_transaction`` or ``abort`` must follow. Raises as ``commit_batch``."""
+        def begin_and_send_offsets() -> None:
+            # One bounded call for both: each call is a hand-off to the watchdog's thread
+            # and back; begin talks to no broker (a retry skips it once it succeeded).
+            if not self._in_transaction:
+                self._producer.begin_transaction()
+                self._in_transaction = True
+            self._producer.send_offsets_to_transaction(offsets, group_metadata, self._timeout_s)
+
         try:
-            self._call("begin_transaction", self._producer.begin_transaction)
-            self._in_transaction = True
             # Offsets first, records second: the first request of a transaction often
             # reaches the coordinator while it still writes the previous commit's markers
             # and is answered CONCURRENT_TRANSACTIONS. librdkafka retries AddOffsetsToTxn
@@ -160,8 +166,7 @@ class TransactionalEmitter:
             # transaction is open and the partitions register at the first try. Within a
             # transaction the order is invisible: it all commits or none of it does.
             offsets = [TopicPartition(t, p, o) for (t, p), o in next_offsets.items()]
-            self._call("send_offsets_to_transaction", lambda: self._producer.send_offsets_to_transaction(
-                offsets, group_metadata, self._timeout_s))
+            self._call("send_offsets_to_transaction", begin_and_send_offsets)
         except _Abortable as exc:
             self.abort()
             raise BatchAborted(str(exc)) from exc

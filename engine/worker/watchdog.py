@@ -6,8 +6,8 @@ Why: some transactional librdkafka calls block past the timeout they are given
 nothing else — not even ``abort_transaction`` — can be called on it meanwhile. A
 worker that only waited would hang for good after a broker crash. So:
 
-* ``BoundedCaller`` runs each such call on a daemon thread of its own and waits at
-  most a bound. When the bound runs out the call is abandoned (it cannot be cancelled)
+* ``BoundedCaller`` runs each such call on a daemon thread and waits at most a
+  bound. When the bound runs out the call is abandoned (it cannot be cancelled)
   and ``CallOverran`` — a ``FatalKafkaError`` — is raised: the producer's state is
   unknown, so the worker exits non-zero and its supervisor restarts it; the restarted
   worker's ``init_transactions`` fences this one and aborts what it left open, so no
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import sys
 import threading
 from collections.abc import Callable
@@ -62,40 +63,67 @@ def hard_exit(code: int) -> None:
 class BoundedCaller:
     """``caller(what, fn)``: ``fn()`` on a daemon thread, waited for at most ``bound_s``.
 
-    One thread per call: a call that overran keeps its thread (it may never return),
-    and the thread must not keep the process alive. Cost: one short-lived thread per
-    transactional call, a few per batch."""
+    One long-lived thread runs the calls, one at a time: a thread started per call cost
+    87 µs of CPU a call, this one 62 (``python ops/bench/watchdog_calls.py``, 2026-12-05;
+    most of either is the hand-off between the threads, which is why the emitter makes
+    few calls per batch). A call that
+    overran keeps that thread (it may never return) and every later call is refused, so
+    the thread is never needed again; it is a daemon and never keeps the process alive."""
 
     def __init__(self, bound_s: float):
         if bound_s <= 0:
             raise ValueError("bound_s must be positive")
         self.bound_s = bound_s
         self._overran: str | None = None
+        self._calls: queue.SimpleQueue[_Call] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
 
     def __call__(self, what: str, fn: Callable[[], Any]) -> Any:
         if self._overran is not None:  # the client is wedged in an earlier call
             raise CallOverran(f"{what}: not called, {self._overran} is still running")
-        done = threading.Event()
-        outcome: list[Any] = []
-
-        def run() -> None:
-            try:
-                outcome.append((True, fn()))
-            except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread
-                outcome.append((False, exc))
-            finally:
-                done.set()
-
-        threading.Thread(target=run, name=f"tollgate-kafka-{what}", daemon=True).start()
-        if not done.wait(self.bound_s):
+        call = _Call(fn)
+        self._serving().put(call)
+        if not call.done.wait(self.bound_s):
             self._overran = what
             log.error("librdkafka call overran its bound; the worker must exit",
                       extra={"call": what, "bound_s": self.bound_s})
             raise CallOverran(f"{what}: no answer within {self.bound_s:g} s (librdkafka #5456/#5511)")
-        ok, value = outcome[0]
-        if ok:
-            return value
-        raise value
+        if call.error is not None:
+            raise call.error
+        return call.value
+
+    def _serving(self) -> queue.SimpleQueue[_Call]:
+        """The queue of the thread that runs the calls, started on first use."""
+        with self._start_lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name="tollgate-kafka-calls", daemon=True)
+                self._thread.start()
+        return self._calls
+
+    def _serve(self) -> None:
+        while True:
+            self._calls.get().run()
+
+
+class _Call:
+    """One call handed to ``BoundedCaller``'s thread, and how it ended."""
+
+    __slots__ = ("fn", "done", "value", "error")
+
+    def __init__(self, fn: Callable[[], Any]):
+        self.fn = fn
+        self.done = threading.Event()
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.value = self.fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread
+            self.error = exc
+        finally:
+            self.done.set()
 
 
 class ExitDeadline:
