@@ -4,7 +4,7 @@
     python ops/bench/peers.py --rates 250 --duration 10 --saturation-events 10000
     python ops/bench/peers.py --only relay kstreams-tuned      # a subset (labels below)
 
-Every row goes through the same broker, the same load generator (``make_events`` paced by
+Every row goes through the same broker, the same load generator (``Bench.events`` paced by
 ``engine_io.produce_timed``) and the same read_committed reader (``engine_io.VerdictReader``)
 as ``ops/bench/engine.py``, whose ``Bench`` this reuses (topics, the worker subprocess):
 
@@ -56,7 +56,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ops.bench.engine import Bench
-from ops.bench.engine_io import VerdictReader, machine_cpu, produce_timed
+from ops.bench.engine_io import VerdictReader, machine_cpu, produce_backlog, produce_timed
 from ops.bench.engine_report import (
     STAGES,
     RunResult,
@@ -160,7 +160,7 @@ def wait_assigned(bench: Bench, group: str, topic: str, timeout_s: float) -> Non
 
 def run_peer(bench: Bench, peer: Peer, rate: float | None) -> RunResult:
     """``peer`` at ``rate`` events/s (None: saturation over a pre-filled topic)."""
-    from tests.support.worker_support import WorkerEnv, make_events, produce_events
+    from tests.support.worker_support import WorkerEnv
 
     u = uuid.uuid4().hex[:8]
     topics = bench._create_topics(u)
@@ -169,9 +169,9 @@ def run_peer(bench: Bench, peer: Peer, rate: float | None) -> RunResult:
     group = f"engine-{u}" if peer.label == "relay" else f"peer-{peer.label}-{u}"
     t = Topics(bench.bootstrap, topics["events"], topics["verdicts"], group)
     n = bench.args.saturation_events if rate is None else int(rate * bench.args.duration)
-    events = make_events(u, n)
+    events = bench.events(u, n)  # the events Tollgate's row gets: users' mix, JSON and Avro
     if rate is None:
-        produce_events(bench.bootstrap, t.events, events, bench.codec)
+        produce_backlog(bench.bootstrap, t.events, events, bench.codec)
     log = open(bench.workdir / f"peer-{peer.label}-{u}.log", "w")  # noqa: SIM115 - the peer writes it until terminated
     # The reader runs before the peer starts: over a pre-filled topic the peer commits
     # from its first second, and a reader started later would see those records at once.
@@ -274,6 +274,13 @@ def main() -> None:
                     help="seconds at 1,000 events/s through the broker first (the relay), discarded (0: none)")
     ap.add_argument("--timeout", type=float, default=180.0)
     ap.add_argument("--workdir", default=str(REPO / ".tollgate" / "bench"))
+    # Tollgate's row, as ops/bench/engine.py makes it (Bench reads these).
+    ap.add_argument("--model-source", default="bootstrap", choices=("bootstrap", "fresh"),
+                    help="Tollgate's model: `tollgate model bootstrap` (what a user runs) or an untrained one")
+    ap.add_argument("--model-dir", default=None, help="serve this model directory instead")
+    ap.add_argument("--event-mix", default="users", choices=("users", "legacy"),
+                    help="Tollgate's events (the peers copy bytes, whatever they hold)")
+    ap.add_argument("--json-share", type=float, default=0.5, help="--event-mix users: share of JSON events")
     ap.add_argument("--json", default=None, help="also write the summary rows here")
     args = ap.parse_args()
 
