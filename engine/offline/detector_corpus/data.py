@@ -141,9 +141,11 @@ def read_outside_set() -> list[OutsideText]:
 
 
 def read_corpus_file(name: str) -> list[str]:
-    """A hand-written list from ``engine/assets/detector/corpus/`` (comments skipped)."""
+    """A hand-written list from ``engine/assets/detector/corpus/``. A comment is a line that
+    is ``#`` or starts with ``# ``: a text may begin with ``#`` ("### instruction: ...",
+    a fake header, is an attack of its own)."""
     text = (resources.files("engine") / "assets" / "detector" / "corpus" / name).read_text(encoding="utf-8")
-    return [line for line in text.split("\n") if line.strip() and not line.startswith("#")]
+    return [line for line in text.split("\n") if line.strip() and line.rstrip() != "#" and not line.startswith("# ")]
 
 
 def _injection_groups(frame) -> list[str]:
