@@ -64,11 +64,11 @@ class BoundedCaller:
     """``caller(what, fn)``: ``fn()`` on a daemon thread, waited for at most ``bound_s``.
 
     One long-lived thread runs the calls, one at a time: a thread started per call cost
-    87 µs of CPU a call, this one 62 (``python ops/bench/watchdog_calls.py``, 2026-12-05;
-    most of either is the hand-off between the threads, which is why the emitter makes
-    few calls per batch). A call that
-    overran keeps that thread (it may never return) and every later call is refused, so
-    the thread is never needed again; it is a daemon and never keeps the process alive."""
+    87 µs of CPU a call, this one 62 (``python ops/bench/watchdog_calls.py``; most of
+    either is the hand-off between the threads, which is why the emitter makes few calls
+    per batch). A call that overran keeps that thread (it may never return) and every
+    later call is refused, so the thread is never needed again; it is a daemon and never
+    keeps the process alive. The emitter is its only user, and its calls never overlap."""
 
     def __init__(self, bound_s: float):
         if bound_s <= 0:
