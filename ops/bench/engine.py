@@ -376,6 +376,21 @@ def _floor_ab(bench: Bench, rate: float, rounds: int) -> list[RunResult]:
     return results
 
 
+def add_event_arguments(ap: argparse.ArgumentParser) -> None:
+    """The events ``Bench.events`` sends (``--event-mix``, ``--json-share``)."""
+    ap.add_argument("--event-mix", default="users", choices=("users", "legacy"),
+                    help="users: JSON and Avro, ~5 %% memos, returning and new customers "
+                         "(ops/bench/engine_events.py); legacy: the test factory's events, as before #19")
+    ap.add_argument("--json-share", type=float, default=0.5, help="--event-mix users: share of JSON events")
+
+
+def add_model_arguments(ap: argparse.ArgumentParser) -> None:
+    """The model ``Bench`` serves (``--model-source``, ``--model-dir``)."""
+    ap.add_argument("--model-source", default="bootstrap", choices=("bootstrap", "fresh"),
+                    help="bootstrap: `tollgate model bootstrap` (what users run); fresh: an untrained model")
+    ap.add_argument("--model-dir", default=None, help="serve this model directory instead")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rates", type=float, nargs="*", default=[250, 500, 1000])
@@ -396,13 +411,8 @@ def main() -> None:
     ap.add_argument("--mode-rates", type=float, nargs="*", default=[1000.0],
                     help="--modes: the fixed rates each mode runs at (and saturation)")
     ap.add_argument("--no-model-baseline", dest="baseline", action="store_false")
-    ap.add_argument("--event-mix", default="users", choices=("users", "legacy"),
-                    help="users: JSON and Avro, ~5 %% memos, returning and new customers "
-                         "(ops/bench/engine_events.py); legacy: the test factory's events, as before #19")
-    ap.add_argument("--json-share", type=float, default=0.5, help="--event-mix users: share of JSON events")
-    ap.add_argument("--model-source", default="bootstrap", choices=("bootstrap", "fresh"),
-                    help="bootstrap: `tollgate model bootstrap` (what users run); fresh: an untrained model")
-    ap.add_argument("--model-dir", default=None, help="serve this model directory instead")
+    add_event_arguments(ap)
+    add_model_arguments(ap)
     ap.add_argument("--old-pipeline", default=None, metavar="MODULE:FUNCTION",
                     help="also run this pipeline factory (the path before a change) at every rate and at "
                          "saturation, interleaved with the default, and print new / old")

@@ -33,7 +33,7 @@ import os
 import statistics
 import subprocess
 
-from ops.bench.engine import Bench
+from ops.bench.engine import Bench, add_event_arguments
 from ops.bench.engine_report import RunResult, print_table
 
 _SAVE_MODEL = r"""
@@ -63,8 +63,7 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=15.0, help="seconds of the fixed-rate run")
     ap.add_argument("--saturation-events", type=int, default=10_000)
     ap.add_argument("--partitions", type=int, default=6)
-    ap.add_argument("--event-mix", default="users", choices=("users", "legacy"))
-    ap.add_argument("--json-share", type=float, default=0.5)
+    add_event_arguments(ap)
     ap.add_argument("--warmup", type=float, default=15.0, help="seconds at 1,000 events/s first, discarded")
     ap.add_argument("--timeout", type=float, default=180.0)
     ap.add_argument("--workdir", default=str(REPO / ".tollgate" / "bench-ab"))

@@ -55,7 +55,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ops.bench.engine import Bench
+from ops.bench.engine import Bench, add_event_arguments, add_model_arguments
 from ops.bench.engine_io import VerdictReader, machine_cpu, produce_backlog, produce_timed
 from ops.bench.engine_report import (
     STAGES,
@@ -274,13 +274,9 @@ def main() -> None:
                     help="seconds at 1,000 events/s through the broker first (the relay), discarded (0: none)")
     ap.add_argument("--timeout", type=float, default=180.0)
     ap.add_argument("--workdir", default=str(REPO / ".tollgate" / "bench"))
-    # Tollgate's row, as ops/bench/engine.py makes it (Bench reads these).
-    ap.add_argument("--model-source", default="bootstrap", choices=("bootstrap", "fresh"),
-                    help="Tollgate's model: `tollgate model bootstrap` (what a user runs) or an untrained one")
-    ap.add_argument("--model-dir", default=None, help="serve this model directory instead")
-    ap.add_argument("--event-mix", default="users", choices=("users", "legacy"),
-                    help="Tollgate's events (the peers copy bytes, whatever they hold)")
-    ap.add_argument("--json-share", type=float, default=0.5, help="--event-mix users: share of JSON events")
+    # Every row's events and Tollgate's model, as ops/bench/engine.py makes them.
+    add_event_arguments(ap)
+    add_model_arguments(ap)
     ap.add_argument("--json", default=None, help="also write the summary rows here")
     args = ap.parse_args()
 
