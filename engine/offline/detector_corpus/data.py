@@ -124,14 +124,12 @@ class OutsideText:
 
 def read_outside_set() -> list[OutsideText]:
     """The outside evaluation set (``engine/assets/detector/outside/``), attacks first;
-    ValueError on a malformed line. Comment lines start with '#'."""
+    ValueError on a malformed line. Comments as in ``read_corpus_file``."""
     folder = resources.files("engine").joinpath(*OUTSIDE_DIR)
     out: list[OutsideText] = []
     for name, label in OUTSIDE_FILES:
         families = OUTSIDE_ATTACK_FAMILIES if label else OUTSIDE_BENIGN_FAMILIES
-        for n, line in enumerate((folder / name).read_text(encoding="utf-8").split("\n"), 1):
-            if not line.strip() or line.startswith("#"):
-                continue
+        for n, line in _text_lines((folder / name).read_text(encoding="utf-8")):
             parts = line.split("\t")
             if len(parts) != 4 or parts[1] not in families or parts[2] not in OUTSIDE_FIELDS or not parts[3]:
                 raise ValueError(f"{name}:{n}: expected lang<TAB>family<TAB>field<TAB>text, got {line[:80]!r}")
@@ -141,11 +139,17 @@ def read_outside_set() -> list[OutsideText]:
 
 
 def read_corpus_file(name: str) -> list[str]:
-    """A hand-written list from ``engine/assets/detector/corpus/``. A comment is a line that
-    is ``#`` or starts with ``# ``: a text may begin with ``#`` ("### instruction: ...",
-    a fake header, is an attack of its own)."""
+    """A hand-written list from ``engine/assets/detector/corpus/``, one text per line."""
     text = (resources.files("engine") / "assets" / "detector" / "corpus" / name).read_text(encoding="utf-8")
-    return [line for line in text.split("\n") if line.strip() and line.rstrip() != "#" and not line.startswith("# ")]
+    return [line for _, line in _text_lines(text)]
+
+
+def _text_lines(text: str) -> list[tuple[int, str]]:
+    """The numbered lines of a hand-written file that are neither blank nor comments. A
+    comment is a line that is ``#`` or starts with ``# ``: a text may begin with ``#``
+    ("### instruction: ...", a fake header, is an attack of its own)."""
+    return [(n, line) for n, line in enumerate(text.split("\n"), 1)
+            if line.strip() and line.rstrip() != "#" and not line.startswith("# ")]
 
 
 def _injection_groups(frame) -> list[str]:
