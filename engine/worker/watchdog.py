@@ -63,10 +63,10 @@ def hard_exit(code: int) -> None:
 class BoundedCaller:
     """``caller(what, fn)``: ``fn()`` on a daemon thread, waited for at most ``bound_s``.
 
-    One long-lived thread runs the calls, one at a time: a thread started per call cost
-    87 µs of CPU a call, this one 62 (``python ops/bench/watchdog_calls.py``; most of
-    either is the hand-off between the threads, which is why the emitter makes few calls
-    per batch). A call that overran keeps that thread (it may never return) and every
+    One long-lived thread runs the calls, one at a time: it costs less CPU per call than
+    a thread started per call (``python ops/bench/watchdog_calls.py``; most of either is
+    the hand-off between the threads, which is why the emitter makes few calls per
+    batch). A call that overran keeps that thread (it may never return) and every
     later call is refused, so the thread is never needed again; it is a daemon and never
     keeps the process alive. The emitter is its only user, and its calls never overlap."""
 
