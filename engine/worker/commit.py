@@ -23,7 +23,7 @@ worker exits to be restarted.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
@@ -55,12 +55,12 @@ class BatchCommitter:
 
     def open_early(self, batch: InFlight, group_metadata: Any) -> None:
         """Open ``batch``'s transaction on the commit thread now, before the batch is
-        decided: begin it and add the offsets the batch will commit. Those are two round
-        trips to the coordinator (about 1 ms each on this machine's broker, and longer
-        right after the previous commit, while the coordinator writes its markers) that
-        a quiet stream's batch otherwise waits for after its decision. Only for a batch
-        that will be committed next, in line, within the same loop step: no transaction
-        is in flight and no poll (so no revocation) comes between. ``begin`` finishes it;
+        decided: begin it and add the offsets the batch will commit. Those are round
+        trips to the coordinator (slower right after the previous commit, while the
+        coordinator writes its markers) that a quiet stream's batch otherwise waits for
+        after its decision. Only for a batch that will be committed next, in line,
+        within the same loop step: no transaction is in flight and no poll (so no
+        revocation) comes between. ``begin`` finishes it;
         ``abandon`` aborts it when the batch is redone instead.
         (``python ops/bench/engine.py --rates 250 500 --modes no-early-open --mode-rates 250 500``)"""
         assert self.in_flight is None and batch.opening is None, "one open transaction at a time"
@@ -82,10 +82,11 @@ class BatchCommitter:
             return
         self.emitter.abort()
 
-    def begin(self, batch: InFlight, group_metadata: Any) -> bool:
+    def begin(self, batch: InFlight, group_metadata: Callable[[], Any]) -> bool:
         """Start ``batch``'s transaction: its verdicts, dead letters and next offsets, with
-        the consumer's group metadata (or finish the one ``open_early`` began). False when
-        nothing of it is ours any more (every partition was revoked while it was in flight)."""
+        the consumer's group metadata (asked for only here: a transaction ``open_early``
+        began already has it, and this finishes that one). False when nothing of it is
+        ours any more (every partition was revoked while it was in flight)."""
         assert self.in_flight is None, "reap the previous transaction first"
         verdicts, arrivals, dead_letters, offsets = batch.to_commit()
         if batch.opening is not None and batch.opened_offsets != offsets:
@@ -94,7 +95,8 @@ class BatchCommitter:
             return False
         encoded = self.emitter.encode(verdicts, dead_letters)
         batch.verdicts, batch.arrivals, batch.dead_letters = verdicts, arrivals, dead_letters
-        args = (verdicts, dead_letters, offsets, group_metadata, encoded, batch.opening)
+        meta = group_metadata() if batch.opening is None else None
+        args = (verdicts, dead_letters, offsets, meta, encoded, batch.opening)
         batch.opening = batch.opened_offsets = None
         self.in_flight = batch
         batch.committing = (self._thread.submit(self._commit, *args) if batch.overlap_commit

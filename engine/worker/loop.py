@@ -445,7 +445,7 @@ class Worker:
         stream (no overlap) it commits in line and is accounted for at once."""
         if not self._reap_commit(block=True, later=[batch, *later]):
             return  # the previous transaction failed: this batch was rewound with it
-        if self.committer.begin(batch, self.consumer.group_metadata()) and not batch.overlap_commit:
+        if self.committer.begin(batch, self.consumer.group_metadata) and not batch.overlap_commit:
             self._reap_commit(block=True, later=later)
 
     def _reap_commit(self, block: bool, later: Sequence[InFlight] = ()) -> bool:

@@ -108,7 +108,7 @@ def test_the_main_thread_waits_for_the_commit_thread_at_most_the_longest_a_commi
     batch = InFlight([_rec(0)], Decoded([_event(0)], [1.0], []), overlap_commit=True)
     batch.decided([_verdict(_event(0))], [_event(0)], [1.0])
     try:
-        assert committer.begin(batch, "meta")
+        assert committer.begin(batch, lambda: "meta")
         with pytest.raises(CallOverran):
             committer.reap(block=True)
     finally:
