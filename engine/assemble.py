@@ -28,7 +28,7 @@ from engine.pipeline import Components, DecisionPipeline
 from engine.settings import BatchSettings, Settings
 from engine.stages.decide import Policy
 from engine.stages.detect import InjectionDetector
-from engine.stages.encode import ArrayEncoder, FieldIsolatedEncoder
+from engine.stages.encode import ArrayEncoder, FeatureSchema, FieldIsolatedEncoder
 from engine.stages.guard import Guard
 from engine.stages.infer_arrays import OnnxArrayInference
 from engine.stages.infer_load import load_inference
@@ -47,7 +47,8 @@ def make_store(settings: Settings, context: ContextSource | Any = "memory", *, r
     if context == "memory":
         # Forget customers and terminals idle for 31 days of event time, as the stream's
         # Redis keys expire: a long-lived notebook or `serve --memory` stays bounded.
-        return MemoryFeatureStore(forget_idle_after_ms=IDLE_STATE_TTL_MS)
+        return MemoryFeatureStore(forget_idle_after_ms=IDLE_STATE_TTL_MS,
+                                  history_order=settings.features.history_order)
     if context == "redis":
         return RedisFeatureStore(settings=settings, read_only=not record)
     raise ValueError(f"context must be 'memory', 'redis' or a FeatureStore, got {context!r}")
@@ -110,7 +111,9 @@ def build_pipeline(settings: Settings, *, model: str | Path | None = None, rules
     same model, same outputs, another process; the worker passes ``settings.batch``).
     ``record``: with ``context="redis"``, write what is scored into the stream's state."""
     model_dir = find_model_dir(settings, model)
-    parts = load_model_components(model_dir, model_process=model_process)
+    # The encoder's schema and the store's history windows follow the same settings.
+    encoder = FieldIsolatedEncoder(FeatureSchema.default(settings.features.history_order))
+    parts = load_model_components(model_dir, encoder, model_process=model_process)
     guard = guard if guard is not None else load_guard(settings, rules)
     if detector is True:
         detector = InjectionDetector.default(sentence_encoder=settings.detector.sentence_encoder)

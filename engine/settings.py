@@ -252,6 +252,15 @@ class DetectorSettings(_Frozen):
     sentence_encoder: bool = True
 
 
+class FeatureSettings(_Frozen):
+    #: Which of a customer's past events fill the history window the model reads:
+    #: ``recent`` = the last 16; ``relevance`` = a pre-filtered, time-decayed choice from
+    #: the 30 days the store keeps (``engine.features.history``). Part of the feature
+    #: schema: a model serves only with the order it was trained on, so the stream,
+    #: training, backtests and every entry point read this one setting.
+    history_order: Literal["recent", "relevance"] = "recent"
+
+
 class PathSettings(_Frozen):
     state_dir: Path = REPO_ROOT / ".tollgate"
     models_dir: Path = REPO_ROOT / ".tollgate" / "models"
@@ -392,6 +401,7 @@ class Settings(BaseSettings):
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)
     detector: DetectorSettings = Field(default_factory=DetectorSettings)
+    features: FeatureSettings = Field(default_factory=FeatureSettings)
     paths: PathSettings = Field(default_factory=PathSettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
     feedback: FeedbackSettings = Field(default_factory=FeedbackSettings)

@@ -27,6 +27,7 @@ import dataclasses
 from bisect import bisect_left, bisect_right
 from collections.abc import MutableMapping, Sequence
 
+from engine.features.history import select_history
 from engine.features.snapshot import ContextSnapshot
 from engine.features.spec import (
     BUCKET_MS,
@@ -193,8 +194,9 @@ class TerminalState:
 
 
 def context_for(event: TransactionEvent, cust: CustomerState | None,
-                term: TerminalState | None) -> ContextSnapshot:
-    """The event's context from the state as it is now (before recording the event)."""
+                term: TerminalState | None, history_order: str = "recent") -> ContextSnapshot:
+    """The event's context from the state as it is now (before recording the event);
+    ``history_order`` picks the history window (``engine.features.history``)."""
     t = event.event_time_ms
     v = [0.0] * 8
     hist_amounts: tuple[float, ...] = ()
@@ -222,11 +224,18 @@ def context_for(event: TransactionEvent, cust: CustomerState | None,
                 mean30 = v[7] / v[6]
             since_prev = min((t - times[i - 1]) / 1000.0, NO_PREVIOUS_SECONDS)
             country_changed = 1.0 if cust.countries[i - 1] != event.country else 0.0
-            # most recent first, one reversed slice each: [i-1, i-2, ..., lo]
-            stop = i - HISTORY_LEN - 1 if i > HISTORY_LEN else None
-            hist_amounts = tuple(amounts[i - 1:stop:-1])
-            hist_times = tuple(times[i - 1:stop:-1])
-            hist_terms = tuple(cust.terminals[i - 1:stop:-1])
+            if history_order == "recent":
+                # most recent first, one reversed slice each: [i-1, i-2, ..., lo]
+                stop = i - HISTORY_LEN - 1 if i > HISTORY_LEN else None
+                hist_amounts = tuple(amounts[i - 1:stop:-1])
+                hist_times = tuple(times[i - 1:stop:-1])
+                hist_terms = tuple(cust.terminals[i - 1:stop:-1])
+            else:
+                picked = select_history(history_order, times, amounts, cust.terminals, i, t,
+                                        event.terminal_id, mean30, HISTORY_LEN)
+                hist_amounts = tuple(amounts[j] for j in picked)
+                hist_times = tuple(times[j] for j in picked)
+                hist_terms = tuple(cust.terminals[j] for j in picked)
     if event.device_id:
         first = cust.devices.get(event.device_id) if cust is not None else None
         if first is None or first > t:
@@ -285,8 +294,10 @@ def record_event(event: TransactionEvent, cust: CustomerState, term: TerminalSta
 def enrich_batch(events: Sequence[TransactionEvent],
                  customers: MutableMapping[str, CustomerState],
                  terminals: MutableMapping[str, TerminalState],
-                 seen: MutableMapping[str, ContextSnapshot]) -> list[ContextSnapshot]:
-    """The contract of ``FeatureStore.enrich`` over plain mappings.
+                 seen: MutableMapping[str, ContextSnapshot],
+                 history_order: str = "recent") -> list[ContextSnapshot]:
+    """The contract of ``FeatureStore.enrich`` over plain mappings; ``history_order`` picks
+    each snapshot's history window (``engine.features.history``).
 
     ``seen`` maps event_id -> the snapshot it got first; an event found there is neither
     recomputed nor recorded again, and a new snapshot is added to it. A snapshot stored
@@ -310,7 +321,7 @@ def enrich_batch(events: Sequence[TransactionEvent],
             term = term_get(event.terminal_id)
             if term is None:
                 term = terminals[event.terminal_id] = TerminalState()
-            snap = context_for(event, cust, term)
+            snap = context_for(event, cust, term, history_order)
             record_event(event, cust, term)
             seen[event.event_id] = snap
         append(snap)

@@ -328,7 +328,7 @@ class RedisFeatureStore:
         devices_before = {cid: set(c.devices) for cid, c in customers.items()}
         buckets_before = {tid: _fields(t) for tid, t in terminals.items()}
 
-        snaps = enrich_batch(events, customers, terminals, seen)
+        snaps = enrich_batch(events, customers, terminals, seen, self.settings.features.history_order)
 
         # Computed here (not found in Redis, or found but for another event).
         new = [s for s in dict((s.event_id, s) for s in snaps).values() if loaded.get(s.event_id) is not s]

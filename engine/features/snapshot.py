@@ -35,7 +35,9 @@ EMPTY_VALUES: tuple[float, ...] = tuple(
 
 @dataclass(frozen=True, slots=True)
 class ContextSnapshot:
-    """Context of one event. History tuples are most-recent-first, at most ``HISTORY_LEN``."""
+    """Context of one event. History tuples hold at most ``HISTORY_LEN`` past events in the
+    window order of the store's history order (most recent first unless it is
+    ``relevance``: ``engine.features.history``)."""
 
     event_id: str
     event_time_ms: int

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from engine.features.history import HISTORY_ORDERS
 from engine.features.snapshot import ContextSnapshot
 from engine.features.spec import CONTEXT_FEATURES, FEATURE_SCALING, HISTORY_LEN, SPEC_FINGERPRINT
 from engine.records import (
@@ -46,6 +47,7 @@ from engine.records import (
     EventValidationError,
     TransactionEvent,
 )
+from engine.settings import get_settings
 from engine.text.textproc import clean_user_text
 from engine.text.tokenizer import load_text_tokenizer
 
@@ -95,6 +97,9 @@ class FeatureSchema:
     text_vocab_size: int
     tokenizer_sha256: str
     feature_spec: str = SPEC_FINGERPRINT
+    #: Which past events fill the history window, and in what order
+    #: (``engine.features.history``); the store that enriches must use the same.
+    history_order: str = "recent"
 
     @property
     def n_numeric(self) -> int:
@@ -127,7 +132,10 @@ class FeatureSchema:
                 + tuple(f"text:{name}" for name, _ in self.text_fields))
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        if out["history_order"] == "recent":  # the order before it was a choice: same hash as then
+            del out["history_order"]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FeatureSchema:
@@ -142,7 +150,12 @@ class FeatureSchema:
         return hashlib.sha256(blob).hexdigest()[:16]
 
     @classmethod
-    def default(cls) -> FeatureSchema:
+    def default(cls, history_order: str | None = None) -> FeatureSchema:
+        """The schema this code encodes; ``history_order`` None = the deployment's
+        (``settings.features.history_order``), so every entry point agrees."""
+        history_order = history_order or get_settings().features.history_order
+        if history_order not in HISTORY_ORDERS:
+            raise ValueError(f"history order must be one of {HISTORY_ORDERS}, got {history_order!r}")
         tok = load_text_tokenizer()
         offs = _offsets()
         return cls(
@@ -157,6 +170,7 @@ class FeatureSchema:
             text_fields=TEXT_FIELDS,
             text_vocab_size=tok.vocab_size,
             tokenizer_sha256=tok.sha256,
+            history_order=history_order,
         )
 
 
@@ -316,6 +330,21 @@ def _checked_numbers(events: Sequence[TransactionEvent]) -> tuple[np.ndarray, np
     return amounts, times
 
 
+def _older_neighbours(times: Sequence[int]) -> list[int]:
+    """For each entry of a window not in time order, the time of the next-older entry in
+    the window (the oldest gets the unknown gap), so ``seconds_since_prev`` keeps meaning
+    "time since the previous event this window shows".
+
+    >>> _older_neighbours((50, 10, 40))
+    [40, -2591999990, 10]
+    """
+    order = sorted(range(len(times)), key=lambda x: -times[x])
+    out = [0] * len(times)
+    for rank, x in enumerate(order):
+        out[x] = times[order[rank + 1]] if rank + 1 < len(order) else times[x] - int(_UNKNOWN_GAP_S * 1000)
+    return out
+
+
 class FieldIsolatedEncoder:
     """Events + their snapshots → ``EncodedBatch``. Stateless apart from the hash cache."""
 
@@ -393,6 +422,7 @@ class FieldIsolatedEncoder:
         terms: list[int] = []
         prev: list[int] = []
         category_id = self.category_id
+        time_ordered = self.schema.history_order == "recent"
         for i, (e, s) in enumerate(zip(events, snapshots)):
             k = min(N, len(s.history_amounts))
             if not k:
@@ -402,8 +432,11 @@ class FieldIsolatedEncoder:
             amts.extend(s.history_amounts[:k])
             ht = s.history_times_ms[:k]
             ts.extend(ht)
-            # gap to the next-older entry; the oldest kept one has no known predecessor
-            prev.extend(ht[1:k] + ((ht[k - 1] - int(_UNKNOWN_GAP_S * 1000)),) if k else ())
+            if time_ordered:
+                # gap to the next-older entry; the oldest kept one has no known predecessor
+                prev.extend(ht[1:k] + ((ht[k - 1] - int(_UNKNOWN_GAP_S * 1000)),))
+            else:
+                prev.extend(_older_neighbours(ht))
             terminals, own = s.history_terminals[:k], e.terminal_id
             same.extend([1.0 if terminal == own else 0.0 for terminal in terminals])
             terms.extend([category_id("terminal", terminal) for terminal in terminals])

@@ -2,7 +2,9 @@
 
 Prints, in one run: MemoryFeatureStore throughput over handbook events (labels revealed
 7 days late, as in the backtest), RedisFeatureStore throughput and per-batch latency at
-the worker's batch size, and encode latency at batch 1 and 64 with and without memos.
+the worker's batch size, and encode latency at batch 1 and 64 with and without memos; each for every history order asked (``--history-orders
+recent relevance``: what the ``relevance`` window, ``engine.features.history``, costs per
+event beside the ``recent`` one, in the same run).
 
     nice python ops/bench/features.py --events 300000 --redis-events 20000
 
@@ -24,13 +26,15 @@ from pathlib import Path
 import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
 import torch  # noqa: E402
 
+from engine.features.history import HISTORY_ORDERS  # noqa: E402
 from engine.features.memory import MemoryFeatureStore  # noqa: E402
 from engine.features.spec import DAY_MS  # noqa: E402
 from engine.features.store import LabelArrival  # noqa: E402
 from engine.offline.handbook import handbook_frame, read_handbook_raw  # noqa: E402
 from engine.offline.shared_data import handbook_file  # noqa: E402
 from engine.offline.simulate.frames import events_from_frame  # noqa: E402
-from engine.stages.encode import FieldIsolatedEncoder  # noqa: E402
+from engine.settings import FeatureSettings  # noqa: E402
+from engine.stages.encode import FeatureSchema, FieldIsolatedEncoder  # noqa: E402
 
 HANDBOOK = handbook_file() or Path("../shared/data/handbook/transactions_2018-04-01_to_2018-08-07.parquet")
 MEMOS = ["rent June", "invoice 4411", "dinner with Anna", "loyer juin", "房租", "thanks!",
@@ -42,8 +46,10 @@ def load(n: int):
     return events_from_frame(frame), frame["tx_fraud"].to_numpy()
 
 
-def bench_memory(events, fraud, batch: int) -> None:
-    store = MemoryFeatureStore(snapshot_retention_ms=DAY_MS)
+def bench_memory(events, fraud, batch: int, order: str) -> list:
+    """Enrich throughput; returns the last 5,000 snapshots (customers with a history)."""
+    store = MemoryFeatureStore(snapshot_retention_ms=DAY_MS, history_order=order)
+    snaps: list = []
     pending = sorted(((e.event_time_ms + 7 * DAY_MS, e, bool(f)) for e, f in zip(events, fraud)),
                      key=lambda x: x[0])
     cursor = 0
@@ -57,17 +63,21 @@ def bench_memory(events, fraud, batch: int) -> None:
             labels.append(LabelArrival(e.event_id, e.terminal_id, e.event_time_ms, arr, bad))
             cursor += 1
         store.record_outcomes(labels)
-        store.enrich(chunk)
+        snaps.extend(store.enrich(chunk))
+        del snaps[:-5000]
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-    print(f"memory  enrich  {len(events):>8} events  batch {batch:>5}: {len(events) / wall:>9,.0f} ev/s wall"
-          f"  {len(events) / cpu:>9,.0f} ev/s cpu  ({cpu / len(events) * 1e6:.1f} us/event cpu)")
+    print(f"memory  enrich  {order:<9} {len(events):>8} events  batch {batch:>5}: {len(events) / wall:>9,.0f} ev/s"
+          f" wall  {len(events) / cpu:>9,.0f} ev/s cpu  ({cpu / len(events) * 1e6:.1f} us/event cpu)")
+    return snaps
 
 
-def bench_redis(events, batch: int) -> None:
+def bench_redis(events, batch: int, order: str) -> None:
     from engine.features.redis_store import RedisFeatureStore
+    from engine.settings import get_settings
 
     ns = f"bench-{uuid.uuid4().hex[:8]}"
-    store = RedisFeatureStore(namespace=ns)
+    settings = get_settings().model_copy(update={"features": FeatureSettings(history_order=order)})
+    store = RedisFeatureStore(settings=settings, namespace=ns)
     lat = []
     w0, c0 = time.perf_counter(), time.process_time()
     try:
@@ -84,21 +94,21 @@ def bench_redis(events, batch: int) -> None:
         for i in range(0, len(keys), 5000):
             store.client.delete(*keys[i:i + 5000])
     q = statistics.quantiles(lat, n=100)
-    print(f"redis   enrich  {len(events):>8} events  batch {batch:>5}: {len(events) / wall:>9,.0f} ev/s wall"
+    print(f"redis   enrich  {order:<9} {len(events):>8} events  batch {batch:>5}: {len(events) / wall:>9,.0f} ev/s wall"
           f"  {len(events) / cpu:>9,.0f} ev/s client cpu; per batch p50 {q[49]:.2f} ms  p99 {q[98]:.2f} ms;"
           f" retried batch {retry_ms:.2f} ms; round trips per batch: 2")
 
 
-def bench_encode(events, reps: int) -> None:
+def bench_encode(snaps, reps: int, order: str) -> None:
+    """Encode latency on ``snaps`` (5,000, from late in the stream) and their events."""
     torch.set_num_threads(1)
-    enc = FieldIsolatedEncoder()
-    store = MemoryFeatureStore()
+    enc = FieldIsolatedEncoder(FeatureSchema.default(order))
     rng = random.Random(0)
-    snaps = store.enrich(events[:5000])
+    events = [s.event for s in snaps]
     with_text = [replace(e, memo=rng.choice(MEMOS), merchant_descriptor=rng.choice(["SQ *BAKERY", None]))
-                 for e in events[:5000]]
+                 for e in events]
     rows = []
-    for label, evs in (("no text", events[:5000]), ("with memos", with_text)):
+    for label, evs in ((f"{order} no text", events), (f"{order} memos", with_text)):
         for b in (1, 64, 512):
             lat = []
             for r in range(reps):
@@ -109,7 +119,7 @@ def bench_encode(events, reps: int) -> None:
             q = statistics.quantiles(lat, n=100)
             rows.append((label, b, q[49], q[98], b / (q[49] / 1e3)))
     for label, b, p50, p99, rate in rows:
-        print(f"encode  {label:<10} batch {b:>4}: p50 {p50:7.3f} ms  p99 {p99:7.3f} ms  ({rate:>9,.0f} ev/s at p50)")
+        print(f"encode  {label:<19} batch {b:>4}: p50 {p50:7.3f} ms  p99 {p99:7.3f} ms  ({rate:>9,.0f} ev/s at p50)")
 
 
 def main() -> None:
@@ -119,6 +129,7 @@ def main() -> None:
     ap.add_argument("--encode-reps", type=int, default=300)
     ap.add_argument("--skip-redis", action="store_true")
     ap.add_argument("--no-gc-freeze", action="store_true")
+    ap.add_argument("--history-orders", nargs="+", default=["recent"], choices=HISTORY_ORDERS)
     args = ap.parse_args()
     events, fraud = load(max(args.events, args.redis_events, 6000))
     if not args.no_gc_freeze:
@@ -126,11 +137,16 @@ def main() -> None:
         # re-scanning a million long-lived events on every full collection (~15% here).
         gc.freeze()
     print(f"handbook events loaded: {len(events):,}  (gc.freeze: {not args.no_gc_freeze})")
-    bench_memory(events[:args.events], fraud[:args.events], 1000)
-    bench_memory(events[:args.events // 4], fraud[:args.events // 4], 64)
+    late = {}
+    for order in args.history_orders:
+        late[order] = bench_memory(events[:args.events], fraud[:args.events], 1000, order)
+    for order in args.history_orders:
+        bench_memory(events[:args.events // 4], fraud[:args.events // 4], 64, order)
     if not args.skip_redis:
-        bench_redis(events[:args.redis_events], 64)
-    bench_encode(events, args.encode_reps)
+        for order in args.history_orders:
+            bench_redis(events[:args.redis_events], 64, order)
+    for order in args.history_orders:
+        bench_encode(late[order], args.encode_reps, order)
 
 
 if __name__ == "__main__":

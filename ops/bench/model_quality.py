@@ -41,10 +41,13 @@ from engine.offline.shared_data import handbook_file  # noqa: E402
 DATA = str(handbook_file() or "../shared/data/handbook/transactions_2018-04-01_to_2018-08-07.parquet")
 
 
-def load_fold(data: str, train_start: str, cache_dir: str, fold_file: str | None = None):
+def load_fold(data: str, train_start: str, cache_dir: str, fold_file: str | None = None,
+              history_order: str | None = None):
     """(training rows, EncodedWindow, test rows with an ``assessed`` column) of one fold:
-    from a compact fold file (``--export``) if given, else replayed (or cached) from DATA."""
+    from a compact fold file (``--export``) if given, else replayed (or cached) from DATA
+    with the history windows in ``history_order`` (a variant's ``"history_order"``)."""
     from engine.offline.backtest.run import Window, assessed_mask, cached_encode_window, read_handbook_frame
+    from engine.stages.encode import FeatureSchema
 
     if fold_file:
         return _read_fold_file(fold_file)
@@ -52,7 +55,7 @@ def load_fold(data: str, train_start: str, cache_dir: str, fold_file: str | None
     frame = read_handbook_frame(data, window.history_start_ms, window.test_end_ms)
     frame = frame[(frame["event_time_ms"] >= window.history_start_ms)
                   & (frame["event_time_ms"] < window.test_end_ms)].reset_index(drop=True)
-    enc = cached_encode_window(frame, window, cache_dir)
+    enc = cached_encode_window(frame, window, cache_dir, schema=FeatureSchema.default(history_order))
     test = frame.iloc[enc.test_rows].reset_index(drop=True)
     test["assessed"] = assessed_mask(frame, window)[enc.test_rows]
     cols = ["event_id", "event_time_ms", "customer_id", "amount", "tx_fraud"]
@@ -113,6 +116,14 @@ def _read_fold_file(path: str):
     return parts["train"][1], enc, parts["test"][1]
 
 
+def history_order_of(overrides: dict) -> str:
+    """The history order a variant's replay needs (its ``"history_order"``, else the
+    deployment's ``settings.features.history_order``)."""
+    from engine.settings import get_settings
+
+    return str(overrides.get("history_order") or get_settings().features.history_order)
+
+
 def run_one(args: tuple) -> dict:
     """Train one (variant, seed) on the fold and score its test window."""
     import numpy as np
@@ -123,7 +134,7 @@ def run_one(args: tuple) -> dict:
 
     data, train_start, cache_dir, fold_file, name, overrides, seed, epochs, family, int8 = args
     torch.set_num_threads(1)
-    train, enc, test = load_fold(data, train_start, cache_dir, fold_file)
+    train, enc, test = load_fold(data, train_start, cache_dir, fold_file, history_order_of(overrides))
     t0 = time.perf_counter()
     scorers = FITTERS[family](train, [enc.train], seed=seed, epochs=epochs, overrides=overrides, int8=int8,
                               report_dir=None, models_dir=None, window=None)
@@ -214,6 +225,8 @@ def main() -> None:
     a = ap.parse_args()
     variants = [(v.partition("=")[0], json.loads(v.partition("=")[2] or "{}")) for v in a.variant] or [("default", {})]
     fold = load_fold(a.data, a.train_start, a.cache_dir, a.fold)  # encode once, before any worker starts
+    for order in {history_order_of(ov) for _, ov in variants} - {history_order_of({})}:
+        load_fold(a.data, a.train_start, a.cache_dir, a.fold, order)
     if a.export:
         export_fold(a.export, *fold)
         return

@@ -48,10 +48,10 @@ def _announce(pids: Any) -> None:
     pids.put(os.getpid())
 
 
-def _replay(args: tuple[str, str, str]) -> str:
-    data, fold, cache_dir = args
-    model_quality.load_fold(data, fold, cache_dir)  # writes the fold's replay to cache_dir
-    return fold
+def _replay(args: tuple[str, str, str, str]) -> str:
+    data, fold, cache_dir, history_order = args
+    model_quality.load_fold(data, fold, cache_dir, history_order=history_order)  # writes the replay to cache_dir
+    return f"{fold} ({history_order} history)"
 
 
 def summarize(rows: list[dict], folds: dict[str, object], variants: list[str]) -> str:
@@ -115,7 +115,8 @@ def main() -> None:
 
     ctx = multiprocessing.get_context("spawn")  # model_quality.py: a forked OpenMP process can deadlock
     with ProcessPoolExecutor(min(a.jobs, len(a.folds)), mp_context=ctx) as pool:
-        for fold in pool.map(_replay, [(a.data, f, a.cache_dir) for f in a.folds]):
+        orders = sorted({model_quality.history_order_of(ov) for _, ov in variants})
+        for fold in pool.map(_replay, [(a.data, f, a.cache_dir, o) for f in a.folds for o in orders]):
             print(f"replayed fold {fold} ({time.monotonic() - start:.0f} s)", flush=True)
     folds = {f: model_quality.load_fold(a.data, f, a.cache_dir) for f in a.folds}
 

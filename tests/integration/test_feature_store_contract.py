@@ -192,12 +192,15 @@ def test_all_features_finite_on_random_stream(store):
 
 
 @pytest.mark.integration
-def test_redis_and_memory_compute_identical_snapshots(redis_url, unique, ns_client):
+@pytest.mark.parametrize("history_order", ["recent", "relevance"])
+def test_redis_and_memory_compute_identical_snapshots(redis_url, unique, ns_client, history_order):
     """Replay = live: a random stream (out-of-order events, retries, labels and their
-    corrections interleaved, uneven batches) gives equal snapshots on both backends."""
+    corrections interleaved, uneven batches) gives equal snapshots on both backends, in
+    either history order (``engine.features.history``)."""
     rng = random.Random(11)
-    memory = MemoryFeatureStore()
-    red = RedisFeatureStore(settings=Settings(redis={"url": redis_url}), namespace=unique)
+    memory = MemoryFeatureStore(history_order=history_order)
+    red = RedisFeatureStore(settings=Settings(redis={"url": redis_url}, features={"history_order": history_order}),
+                            namespace=unique)
     t = T0
     produced: list[TransactionEvent] = []
     for step in range(25):
@@ -217,8 +220,12 @@ def test_redis_and_memory_compute_identical_snapshots(redis_url, unique, ns_clie
         memory.record_outcomes(labels)
         red.record_outcomes(labels)
     ids = [e.event_id for e in produced]
-    assert memory.decision_log(ids) == red.decision_log(ids)
+    logged = memory.decision_log(ids)
+    assert logged == red.decision_log(ids)
     assert red.customer_hits > 0 and red.customer_reads > 0  # both ways of loading a customer ran
+    out_of_time_order = sum(1 for s in logged if s is not None and list(s.history_times_ms)
+                            != sorted(s.history_times_ms, reverse=True))
+    assert (out_of_time_order > 0) == (history_order == "relevance")  # the order really differed
 
 
 @pytest.mark.integration

@@ -26,6 +26,16 @@ from engine.stages.infer import Inference
 Scorer = Callable[[Any], tuple[np.ndarray, np.ndarray]]
 
 
+#: Override keys that choose the features the model is trained on, not the network.
+FEATURE_KEYS = frozenset({"history_order"})
+
+
+def schema_for(overrides: dict[str, Any]) -> FeatureSchema:
+    """The feature schema a backtest's overrides ask for (``history_order``; else the
+    deployment's)."""
+    return FeatureSchema.default(overrides.get("history_order"))
+
+
 def _concat(batches: list[Any]) -> Any:
     return EncodedBatch.concat(batches)
 
@@ -38,8 +48,8 @@ def fit_transformer(rows: pd.DataFrame, batches: list[Any], *, seed: int, epochs
                        torch.tensor(rows["amount"].to_numpy(), dtype=torch.float32),
                        torch.tensor(rows["event_time_ms"].to_numpy(), dtype=torch.int64))
     train_keys = set(TrainConfig.model_fields)
-    model_cfg = ModelConfig.default_for(InputSpec.from_schema(FeatureSchema.default()),
-                                        **{k: v for k, v in overrides.items() if k not in train_keys})
+    model_cfg = ModelConfig.default_for(InputSpec.from_schema(schema_for(overrides)),
+                                        **{k: v for k, v in overrides.items() if k not in train_keys | FEATURE_KEYS})
     # --set epochs=N / seed=N override the command's own values like any other field.
     cfg = TrainConfig(**{"seed": seed, "epochs": epochs, "negative_keep": 0.25, "threads": torch.get_num_threads(),
                          **{k: v for k, v in overrides.items() if k in train_keys}})

@@ -36,7 +36,7 @@ from tqdm.auto import tqdm
 from engine.features.memory import MemoryFeatureStore
 from engine.features.store import LabelArrival
 from engine.offline.backtest.cache import EncodedWindow, cache_key
-from engine.offline.backtest.families import FITTERS
+from engine.offline.backtest.families import FITTERS, schema_for
 from engine.offline.quality import quality_report
 from engine.offline.simulate.frames import events_from_frame
 from engine.records import DECISIONS, OutcomeKind, TransactionEvent
@@ -232,14 +232,18 @@ class BacktestResult:
     metrics: dict[str, Any]
 
 
-def encode_window(frame: pd.DataFrame, window: Window, batch_size: int = 512) -> EncodedWindow:
+def encode_window(frame: pd.DataFrame, window: Window, batch_size: int = 512,
+                  schema: FeatureSchema | None = None) -> EncodedWindow:
     """Steps 1 and 3's replay: every event from the history start to the test end through
     enrich and encode, in event order with delayed labels; keeps the training window's
     encoded events and the test window's micro-batches. ``frame`` is already cut to
-    [history start, test end)."""
+    [history start, test end). ``schema``: the feature schema (default
+    ``FeatureSchema.default()``); the store fills history windows in its order."""
+    schema = schema or FeatureSchema.default()
     times = frame["event_time_ms"].to_numpy()
-    replay = Replay(frame, delayed_truth_arrivals(frame, window.delay_days * DAY_MS), FieldIsolatedEncoder(),
-                    batch_size=batch_size)
+    store = MemoryFeatureStore(snapshot_retention_ms=DAY_MS, history_order=schema.history_order)
+    replay = Replay(frame, delayed_truth_arrivals(frame, window.delay_days * DAY_MS), FieldIsolatedEncoder(schema),
+                    store=store, batch_size=batch_size)
     rows: dict[str, list[np.ndarray]] = {"train": [], "test": []}
     batches: dict[str, list[Any]] = {"train": [], "test": []}
 
@@ -258,15 +262,16 @@ def encode_window(frame: pd.DataFrame, window: Window, batch_size: int = 512) ->
 
 
 def cached_encode_window(frame: pd.DataFrame, window: Window, cache_dir: str | Path | None,
-                         batch_size: int = 512) -> EncodedWindow:
+                         batch_size: int = 512, schema: FeatureSchema | None = None) -> EncodedWindow:
     """``encode_window``, reusing ``cache_dir/<key>.safetensors`` when the same events,
     window and feature schema were replayed before (``engine.offline.backtest.cache``)."""
+    schema = schema or FeatureSchema.default()
     if cache_dir is None:
-        return encode_window(frame, window, batch_size)
-    path = Path(cache_dir) / f"window-{cache_key(frame, window, batch_size, FeatureSchema.default().schema_hash())}.safetensors"
+        return encode_window(frame, window, batch_size, schema)
+    path = Path(cache_dir) / f"window-{cache_key(frame, window, batch_size, schema.schema_hash())}.safetensors"
     if path.is_file():
         return EncodedWindow.load(path)
-    encoded = encode_window(frame, window, batch_size)
+    encoded = encode_window(frame, window, batch_size, schema)
     encoded.save(path)
     return encoded
 
@@ -287,7 +292,7 @@ def run_backtest(frame: pd.DataFrame, window: Window, models: Sequence[str] = ("
     torch.set_num_threads(threads)
     frame = frame[(frame["event_time_ms"] >= window.history_start_ms)
                   & (frame["event_time_ms"] < window.test_end_ms)].reset_index(drop=True)
-    encoded = cached_encode_window(frame, window, cache_dir)
+    encoded = cached_encode_window(frame, window, cache_dir, schema=schema_for(model_overrides or {}))
     idx = encoded.train_rows
     scorers: dict[str, Any] = {}
     for name in models:
