@@ -20,6 +20,7 @@ from engine.model import InputSpec, ModelConfig, save_model_dir
 from engine.model.losses import VerdictCosts, verdict_costs
 from engine.offline.train.fit import train_model
 from engine.offline.train.sets import LabelledSet, TrainConfig
+from engine.offline.train.teacher import tree_features
 from engine.stages.encode import EncodedBatch, FeatureSchema
 from engine.stages.infer import Inference
 
@@ -70,13 +71,6 @@ def _inference_scorer(infer: Any) -> Scorer:
     return score
 
 
-def lightgbm_features(encoded: Any) -> np.ndarray:
-    """The control fields as a flat table: numeric fields, then hour and weekday ids
-    (ids of constant fields such as channel carry nothing here, and terminal ids are
-    hashed identities a tree would memorise)."""
-    numeric = encoded.control_numeric.numpy()
-    cats = encoded.control_categorical.numpy()[:, -2:].astype(np.float32)
-    return np.concatenate([numeric, cats], axis=1)
 
 
 def fit_lightgbm(rows: pd.DataFrame, batches: list[Any], *, seed: int, epochs: int,
@@ -85,7 +79,7 @@ def fit_lightgbm(rows: pd.DataFrame, batches: list[Any], *, seed: int, epochs: i
     # local: LightGBM loads only for the baseline model
     import lightgbm as lgb
 
-    x = lightgbm_features(_concat(batches))
+    x = tree_features(_concat(batches))
     y = rows["tx_fraud"].to_numpy()
     params = dict(n_estimators=300, learning_rate=0.05, num_leaves=31, min_child_samples=20,
                   subsample=0.8, subsample_freq=1, colsample_bytree=0.8, random_state=seed,
@@ -95,7 +89,7 @@ def fit_lightgbm(rows: pd.DataFrame, batches: list[Any], *, seed: int, epochs: i
     costs = VerdictCosts()
 
     def score(encoded: Any) -> tuple[np.ndarray, np.ndarray]:
-        risk = clf.predict_proba(lightgbm_features(encoded))[:, 1]
+        risk = clf.predict_proba(tree_features(encoded))[:, 1]
         amount = torch.expm1(encoded.control_numeric[:, 0].double())
         verdict = verdict_costs(torch.as_tensor(risk), amount, costs).argmin(-1).numpy()
         # A baseline has no verdict head: its confidence is how sure it is of the label.

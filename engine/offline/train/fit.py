@@ -42,6 +42,7 @@ from engine.model.losses import class_weights, collapse_penalty, focal_loss, ver
 from engine.model.moe import moe_layers
 from engine.offline.train.evaluate import calibrate, val_scores, write_report
 from engine.offline.train.sets import LabelledSet, TrainConfig, rule_rows
+from engine.offline.train.teacher import out_of_fold_logits
 from engine.stages.encode import TEXT_FIELDS
 
 
@@ -83,6 +84,8 @@ def _losses(model: DecisionModel, out: dict[str, Tensor], batch: LabelledSet, cf
     ruled = rule_rows(batch)
     logit_shift = -math.log(cfg.negative_keep)
     y = torch.nan_to_num(batch.is_bad, nan=0.0)
+    taught = (~torch.isnan(batch.teacher_logit) if batch.teacher_logit is not None and cfg.distill_weight > 0
+              else None)
     parts: dict[str, Tensor] = {}
 
     def heads_loss(prefix: str) -> Tensor:
@@ -96,6 +99,12 @@ def _losses(model: DecisionModel, out: dict[str, Tensor], batch: LabelledSet, cf
             loss = loss + cfg.verdict_weight * focal_loss(v_logits[known], target[known], cfg.focal_gamma,
                                                           stats.alpha)
             loss = loss + cfg.collapse_weight * collapse_penalty(v_logits[known], stats.prior)
+        if taught is not None and taught.any():
+            # the teacher's log-odds are at the natural prior, like r_logits: both shifted
+            # to the re-sampled batch's prior, as the label loss above does
+            teacher = torch.sigmoid(batch.teacher_logit[taught] + logit_shift)  # type: ignore[index]
+            loss = loss + cfg.distill_weight * F.binary_cross_entropy_with_logits(
+                r_logits[taught] + logit_shift, teacher)
         if ruled is not None and ruled.any():
             soft, v_ruled = batch.soft_verdict[ruled], v_logits[ruled]  # type: ignore[index]
             loss = loss + cfg.soft_label_weight * focal_loss(v_ruled, soft.argmax(-1), cfg.focal_gamma,
@@ -230,8 +239,7 @@ def drop_text_fields(batch: LabelledSet, cfg: TrainConfig, gen: torch.Generator)
         mask[drop, start:start + length] = False
         start += length
     inputs = replace(batch.inputs, text_ids=ids, text_mask=mask)
-    return LabelledSet(inputs, batch.is_bad, batch.amount, batch.event_time_ms, batch.soft_verdict,
-                       batch.extra_targets)
+    return replace(batch, inputs=inputs)
 
 
 def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig = TrainConfig(),
@@ -241,6 +249,9 @@ def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig =
     gen = _seed_everything(cfg.seed, cfg.threads)
     if validation is None and cfg.val_fraction > 0:
         data, validation = data.split_by_time(cfg.val_fraction)
+    if cfg.distill_weight > 0:  # from the training part only: the held-out tail picks the epoch
+        data = replace(data, teacher_logit=out_of_fold_logits(
+            data.inputs, data.is_bad, cfg.distill_folds, cfg.seed))
     model = DecisionModel(model_config)
     # PLE bin edges (target-aware: they read the labels) from the training part only,
     # never from the held-out tail that picks the epoch. Rule verdicts stay out of them:

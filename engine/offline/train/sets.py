@@ -27,6 +27,9 @@ class LabelledSet:
     #: [N, 3] rule-engine verdicts as soft labels (cold start); a NaN row = no rule verdict.
     soft_verdict: Tensor | None = None
     extra_targets: dict[str, Tensor] = field(default_factory=dict)
+    #: [N] float: a teacher's out-of-fold log-odds of bad (``engine.offline.train.teacher``;
+    #: NaN = none for the row), or None when training has no teacher.
+    teacher_logit: Tensor | None = None
 
     def __len__(self) -> int:
         return int(self.is_bad.shape[0])
@@ -35,14 +38,16 @@ class LabelledSet:
         return LabelledSet(take_rows(self.inputs, idx), self.is_bad[idx], self.amount[idx],
                            self.event_time_ms[idx],
                            None if self.soft_verdict is None else self.soft_verdict[idx],
-                           {k: v[idx] for k, v in self.extra_targets.items()})
+                           {k: v[idx] for k, v in self.extra_targets.items()},
+                           None if self.teacher_logit is None else self.teacher_logit[idx])
 
     def to(self, device: torch.device | str) -> LabelledSet:
         """Every tensor on ``device`` (training on a GPU moves each mini-batch)."""
         return LabelledSet(inputs_to(self.inputs, device), self.is_bad.to(device), self.amount.to(device),
                            self.event_time_ms.to(device),
                            None if self.soft_verdict is None else self.soft_verdict.to(device),
-                           {k: v.to(device) for k, v in self.extra_targets.items()})
+                           {k: v.to(device) for k, v in self.extra_targets.items()},
+                           None if self.teacher_logit is None else self.teacher_logit.to(device))
 
     def split_by_time(self, val_fraction: float) -> tuple[LabelledSet, LabelledSet]:
         """Earlier events train, the latest ``val_fraction`` validate (no look-ahead)."""
@@ -102,6 +107,12 @@ class TrainConfig(BaseModel):
     #: load-balance loss, and the variance of the per-expert token share (over experts,
     #: mean over layers, per epoch) above which that weight is doubled for the next epoch
     #: (at most to 1.0). 0.01 is e.g. shares 0.40/0.20/0.20/0.20 over four experts.
+    #: Distillation from a gradient-boosted teacher (``engine.offline.train.teacher``):
+    #: weight of the pull of the risk head toward LightGBM's out-of-fold log-odds, fitted on
+    #: ``distill_folds`` folds of the training part. 0: off (no LightGBM is fitted).
+    #: ``python ops/bench/quality_sweep.py --variant distill='{"distill_weight": 0.5}'``.
+    distill_weight: float = Field(default=0.0, ge=0)
+    distill_folds: int = Field(default=4, ge=2)
     moe_aux_weight: float = Field(default=0.05, ge=0)
     moe_load_variance_limit: float = Field(default=0.01, gt=0)
     progress: bool = True
