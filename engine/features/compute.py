@@ -27,7 +27,7 @@ import dataclasses
 from bisect import bisect_left, bisect_right
 from collections.abc import MutableMapping, Sequence
 
-from engine.features.history import select_history
+from engine.features.history import HistoryOrder, relevant_history
 from engine.features.snapshot import ContextSnapshot
 from engine.features.spec import (
     BUCKET_MS,
@@ -194,7 +194,7 @@ class TerminalState:
 
 
 def context_for(event: TransactionEvent, cust: CustomerState | None,
-                term: TerminalState | None, history_order: str = "recent") -> ContextSnapshot:
+                term: TerminalState | None, history_order: HistoryOrder = "recent") -> ContextSnapshot:
     """The event's context from the state as it is now (before recording the event);
     ``history_order`` picks the history window (``engine.features.history``)."""
     t = event.event_time_ms
@@ -231,8 +231,8 @@ def context_for(event: TransactionEvent, cust: CustomerState | None,
                 hist_times = tuple(times[i - 1:stop:-1])
                 hist_terms = tuple(cust.terminals[i - 1:stop:-1])
             else:
-                picked = select_history(history_order, times, amounts, cust.terminals, i, t,
-                                        event.terminal_id, mean30, HISTORY_LEN)
+                picked = relevant_history(times, amounts, cust.terminals, i, t, event.terminal_id, mean30,
+                                          HISTORY_LEN)
                 hist_amounts = tuple(amounts[j] for j in picked)
                 hist_times = tuple(times[j] for j in picked)
                 hist_terms = tuple(cust.terminals[j] for j in picked)
@@ -295,7 +295,7 @@ def enrich_batch(events: Sequence[TransactionEvent],
                  customers: MutableMapping[str, CustomerState],
                  terminals: MutableMapping[str, TerminalState],
                  seen: MutableMapping[str, ContextSnapshot],
-                 history_order: str = "recent") -> list[ContextSnapshot]:
+                 history_order: HistoryOrder = "recent") -> list[ContextSnapshot]:
     """The contract of ``FeatureStore.enrich`` over plain mappings; ``history_order`` picks
     each snapshot's history window (``engine.features.history``).
 

@@ -14,14 +14,14 @@ model learns the order it was trained on:
 
 Both read only trusted fields already in the customer's state: no extra Redis read.
 
+The ``recent`` window is a reversed slice of the state (``compute.context_for``);
+``relevant_history`` picks the ``relevance`` one:
+
 >>> times = [d * 86_400_000 for d in range(20)]
 >>> amounts = [10.0] * 20
 >>> amounts[2] = 90.0                     # day 2: nine times the card's usual amount
 >>> terminals = ["t1"] * 20
->>> recent = select_history("recent", times, amounts, terminals, 20, 20 * 86_400_000, "t9", 10.0, 4)
->>> recent
-[19, 18, 17, 16]
->>> select_history("relevance", times, amounts, terminals, 20, 20 * 86_400_000, "t9", 14.0, 6)
+>>> relevant_history(times, amounts, terminals, 20, 20 * 86_400_000, "t9", 14.0, 6)
 [19, 18, 17, 16, 2, 15]
 """
 
@@ -35,7 +35,7 @@ from typing import Literal
 from engine.features.spec import DAY_MS, STATE_HORIZON_MS
 
 HistoryOrder = Literal["recent", "relevance"]
-HISTORY_ORDERS: tuple[str, ...] = ("recent", "relevance")
+HISTORY_ORDERS: tuple[HistoryOrder, ...] = ("recent", "relevance")
 
 #: ``relevance``: the most recent events always kept first, in time order.
 KEEP_RECENT = 4
@@ -50,14 +50,11 @@ SAME_TERMINAL_STRENGTH = 1.0
 _MIN_LOG_FACTOR = math.log(AMOUNT_FACTOR)
 
 
-def select_history(order: str, times: Sequence[int], amounts: Sequence[float], terminals: Sequence[str],
-                   before: int, now_ms: int, own_terminal: str, mean_amount: float, n: int) -> list[int]:
-    """Indices into the customer's time-sorted state (``times[:before]`` are the events
-    before the one decided at ``now_ms``) that fill the window of ``n``, in window order."""
-    if order == "recent":
-        return list(range(before - 1, max(before - n, 0) - 1, -1))
-    if order != "relevance":
-        raise ValueError(f"history order must be one of {HISTORY_ORDERS}, got {order!r}")
+def relevant_history(times: Sequence[int], amounts: Sequence[float], terminals: Sequence[str],
+                     before: int, now_ms: int, own_terminal: str, mean_amount: float, n: int) -> list[int]:
+    """The ``relevance`` window of ``n``: indices into the customer's time-sorted state
+    (``times[:before]`` are the events before the one decided at ``now_ms``), in window
+    order."""
     if before <= n:  # everything fits: the recent order loses nothing and keeps time order
         return list(range(before - 1, -1, -1))
     head = list(range(before - 1, before - 1 - KEEP_RECENT, -1))

@@ -10,7 +10,7 @@ import math
 import pytest
 
 from engine.features.compute import CustomerState, context_for
-from engine.features.history import KEEP_RECENT, select_history
+from engine.features.history import KEEP_RECENT, relevant_history
 from engine.features.memory import MemoryFeatureStore
 from engine.features.spec import DAY_MS, HISTORY_LEN, HOUR_MS
 from engine.model import InputSpec
@@ -47,8 +47,8 @@ def test_relevance_keeps_the_recent_head_then_signals_before_ordinary_events():
     terminals = ["t-other"] * 60
     terminals[30] = "t-now"  # the terminal being paid at now, 7.5 days back
     cust = _state(amounts, terminals)
-    picked = select_history("relevance", cust.times, cust.amounts, cust.terminals, 60, T0 + 60 * 6 * HOUR_MS,
-                            "t-now", 25.0, HISTORY_LEN)
+    picked = relevant_history(cust.times, cust.amounts, cust.terminals, 60, T0 + 60 * 6 * HOUR_MS,
+                              "t-now", 25.0, HISTORY_LEN)
     assert picked[:KEEP_RECENT] == [59, 58, 57, 56]
     # the fresher unusual amount, then the older one (stronger, but decayed), then the terminal
     assert picked[KEEP_RECENT:KEEP_RECENT + 3] == [50, 10, 30]
@@ -63,7 +63,7 @@ def test_relevance_never_reads_past_the_30_day_horizon_for_a_signal():
     cust = _state(amounts, ["t1"] * 60, step_ms=16 * HOUR_MS)
     now = T0 + 60 * 16 * HOUR_MS
     assert now - cust.times[0] > 30 * DAY_MS
-    picked = select_history("relevance", cust.times, cust.amounts, cust.terminals, 60, now, "t9", 20.0, HISTORY_LEN)
+    picked = relevant_history(cust.times, cust.amounts, cust.terminals, 60, now, "t9", 20.0, HISTORY_LEN)
     assert 0 not in picked
 
 
