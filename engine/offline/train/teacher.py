@@ -56,6 +56,6 @@ def out_of_fold_logits(inputs: Any, is_bad: Tensor, folds: int, seed: int) -> Te
             continue
         clf = lgb.LGBMClassifier(**TEACHER_PARAMS, random_state=seed + k)
         clf.fit(x[fit_rows], y[fit_rows].astype(int))
-        p = clf.predict_proba(x[fold_of == k])[:, 1]
+        p = np.asarray(clf.predict_proba(x[fold_of == k]))[:, 1]
         out[fold_of == k] = np.log(np.clip(p, 1e-6, 1 - 1e-6) / np.clip(1 - p, 1e-6, 1))
     return torch.from_numpy(out)
