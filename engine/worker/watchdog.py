@@ -76,14 +76,13 @@ class BoundedCaller:
         self.bound_s = bound_s
         self._overran: str | None = None
         self._calls: queue.SimpleQueue[_Call] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._start_lock = threading.Lock()
+        threading.Thread(target=self._serve, name="tollgate-kafka-calls", daemon=True).start()
 
     def __call__(self, what: str, fn: Callable[[], Any]) -> Any:
         if self._overran is not None:  # the client is wedged in an earlier call
             raise CallOverran(f"{what}: not called, {self._overran} is still running")
         call = _Call(fn)
-        self._serving().put(call)
+        self._calls.put(call)
         if not call.done.wait(self.bound_s):
             self._overran = what
             log.error("librdkafka call overran its bound; the worker must exit",
@@ -92,14 +91,6 @@ class BoundedCaller:
         if call.error is not None:
             raise call.error
         return call.value
-
-    def _serving(self) -> queue.SimpleQueue[_Call]:
-        """The queue of the thread that runs the calls, started on first use."""
-        with self._start_lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._serve, name="tollgate-kafka-calls", daemon=True)
-                self._thread.start()
-        return self._calls
 
     def _serve(self) -> None:
         while True:
