@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from engine.features.spec import DAY_MS, STATE_HORIZON_MS
+from engine.settings import get_settings
 
 HistoryOrder = Literal["recent", "relevance"]
 HISTORY_ORDERS: tuple[HistoryOrder, ...] = ("recent", "relevance")
@@ -48,6 +49,15 @@ DECAY_MS = 7 * DAY_MS
 #: of e^1 ~ 2.7 counts as 1.0).
 SAME_TERMINAL_STRENGTH = 1.0
 _MIN_LOG_FACTOR = math.log(AMOUNT_FACTOR)
+
+
+def resolve_history_order(order: str | None) -> HistoryOrder:
+    """``order``, or the deployment's (``settings.features.history_order``) when None;
+    ValueError for a name that is not an order."""
+    resolved = order or get_settings().features.history_order
+    if resolved not in HISTORY_ORDERS:
+        raise ValueError(f"history order must be one of {HISTORY_ORDERS}, got {resolved!r}")
+    return resolved
 
 
 def relevant_history(times: Sequence[int], amounts: Sequence[float], terminals: Sequence[str],

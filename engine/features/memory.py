@@ -36,7 +36,7 @@ from engine.features.compute import (
     label_changed,
     remove_label,
 )
-from engine.features.history import HISTORY_ORDERS, HistoryOrder
+from engine.features.history import HistoryOrder, resolve_history_order
 from engine.features.snapshot import ContextSnapshot
 from engine.features.spec import BUCKET_MS, DAY_MS, STATE_HORIZON_MS
 from engine.features.store import LabelArrival
@@ -92,11 +92,8 @@ class MemoryFeatureStore:
     def __init__(self, snapshot_retention_ms: int | None = None, forget_idle_after_ms: int | None = None,
                  history_order: HistoryOrder | None = None):
         """``history_order``: None = ``settings.features.history_order``."""
-        order = history_order or get_settings().features.history_order
-        if order not in HISTORY_ORDERS:
-            raise ValueError(f"history order must be one of {HISTORY_ORDERS}, got {order!r}")
         #: Which past events fill each snapshot's history window (``engine.features.history``).
-        self.history_order: HistoryOrder = order
+        self.history_order = resolve_history_order(history_order)
         if snapshot_retention_ms is None:
             snapshot_retention_ms = get_settings().redis.decision_log_redis_ms
         if forget_idle_after_ms is not None and forget_idle_after_ms < STATE_HORIZON_MS:

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engine.features.history import HISTORY_ORDERS
+from engine.features.history import resolve_history_order
 from engine.features.snapshot import ContextSnapshot
 from engine.features.spec import CONTEXT_FEATURES, FEATURE_SCALING, HISTORY_LEN, SPEC_FINGERPRINT
 from engine.records import (
@@ -47,7 +47,6 @@ from engine.records import (
     EventValidationError,
     TransactionEvent,
 )
-from engine.settings import get_settings
 from engine.text.textproc import clean_user_text
 from engine.text.tokenizer import load_text_tokenizer
 
@@ -153,9 +152,7 @@ class FeatureSchema:
     def default(cls, history_order: str | None = None) -> FeatureSchema:
         """The schema this code encodes; ``history_order`` None = the deployment's
         (``settings.features.history_order``), so every entry point agrees."""
-        history_order = history_order or get_settings().features.history_order
-        if history_order not in HISTORY_ORDERS:
-            raise ValueError(f"history order must be one of {HISTORY_ORDERS}, got {history_order!r}")
+        history_order = resolve_history_order(history_order)
         tok = load_text_tokenizer()
         offs = _offsets()
         return cls(
