@@ -119,9 +119,9 @@ def _read_fold_file(path: str):
 def history_order_of(overrides: dict) -> str:
     """The history order a variant's replay needs (its ``"history_order"``, else the
     deployment's ``settings.features.history_order``)."""
-    from engine.settings import get_settings
+    from engine.features.history import resolve_history_order
 
-    return str(overrides.get("history_order") or get_settings().features.history_order)
+    return resolve_history_order(overrides.get("history_order"))
 
 
 def run_one(args: tuple) -> dict:
