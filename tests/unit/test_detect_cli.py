@@ -41,10 +41,14 @@ def test_eval_reports_every_held_out_set(tmp_path):
     assert report["heldout_benign"]["fpr"] <= 0.02 and report["heldout_attacks"]["tpr"] >= 0.9
     multilingual = report["multilingual_heldout"]
     assert len(multilingual["by_language"]) >= 22 and multilingual["overall"]["n"] == 8000
-    # The outside set (engine/assets/detector/outside/) is its own set, scored field by field.
-    assert "outside set (written independently, 2026-12-05)" in result.output
-    outside = report["outside"]
-    assert len(outside["by_language"]) >= 20 and set(outside["by_field"]) == {"memo", "descriptor", "display_name"}
+    # Each outside set (engine/assets/detector/outside*/) is its own set, scored field by field.
+    from engine.offline.detector_corpus.data import OUTSIDE_SETS
+
+    assert [which.name for which in OUTSIDE_SETS] == ["outside", "outside_b", "outside_c"]
+    for which in OUTSIDE_SETS:
+        assert which.title in result.output
+        outside = report[which.name]
+        assert len(outside["by_language"]) >= 20 and set(outside["by_field"]) == {"memo", "descriptor", "display_name"}
 
 
 def test_eval_reads_the_published_test_split_when_given(tmp_path):

@@ -32,8 +32,8 @@ REQUIRED = {"en", "es", "fr", "de", "it", "pt", "nl", "pl", "tr", "ru", "uk", "a
 # matching innocent imperatives per language (``_hard``), then fourteen more innocent
 # requests to a payee (``payee_requests``): 13 and 27 or more. Override, roleplay and
 # paraphrase then gained six, nine and twelve concepts per language (``attack_concepts``).
-MIN_TEMPLATES = {"override": 14, "roleplay": 17, "header": 8, "paraphrase": 25, "split": 8,
-                 "memo": 16, "imperative": 27, "invoice": 4, "url": 3}
+MIN_TEMPLATES = {"override": 14, "roleplay": 17, "header": 8, "paraphrase": 25, "split": 8, "descriptor": 12,
+                 "memo": 16, "imperative": 27, "invoice": 4, "url": 3, "statement": 12}
 
 
 def _groups() -> dict[tuple[str, str], list[str]]:
@@ -51,8 +51,9 @@ def _joined(item: GeneratedText) -> str:
 def test_languages_and_families() -> None:
     assert len(LANGUAGES) >= 22
     assert REQUIRED <= set(LANGUAGES)
-    assert ATTACK_FAMILIES == ("override", "roleplay", "header", "paraphrase", "split")
-    assert BENIGN_FAMILIES == ("memo", "imperative", "invoice", "url", "fullwidth")
+    assert ATTACK_FAMILIES == ml.BASE_ATTACK_FAMILIES + ("descriptor",)
+    assert ml.BASE_ATTACK_FAMILIES == ("override", "roleplay", "header", "paraphrase", "split")
+    assert BENIGN_FAMILIES == ("memo", "imperative", "invoice", "url", "statement", "fullwidth")
     assert len(OBFUSCATIONS) == 10
 
 
@@ -90,7 +91,7 @@ def test_slot_vocabularies_are_wide() -> None:
 
 def test_generated_attacks_are_varied() -> None:
     # paraphrases carry no decision/verdict slot, so fewer of them differ
-    items = generate("train", 4800, 0, seed=0, obfuscate_share=0.0)
+    items = generate("train", 4800, 0, seed=0, obfuscate_share=0.0, statement_lines=True)
     for family in ATTACK_FAMILIES:
         texts = {_joined(it) for it in items if it.family == family}
         # split halves carry few slots (the descriptor half none), so fewer of them differ too
@@ -152,7 +153,7 @@ def test_generate_is_reproducible_and_seeded() -> None:
 
 def test_attacks_spread_over_languages_and_families() -> None:
     n_cells = len(LANGUAGES) * len(ATTACK_FAMILIES)
-    items = generate("heldout", n_cells * 4, len(LANGUAGES) * 10, seed=1)
+    items = generate("heldout", n_cells * 4, len(LANGUAGES) * 10, seed=1, statement_lines=True)
     attacks = Counter((it.language, it.family) for it in items if it.label == 1)
     assert set(attacks.values()) == {4} and len(attacks) == n_cells
     benign = Counter(it.language for it in items if it.label == 0)
@@ -269,3 +270,30 @@ def test_bad_arguments() -> None:
         generate("test", 1, 1)
     with pytest.raises(ValueError):
         obfuscate("x", "caesar", random.Random(0))
+
+
+def test_descriptor_lines_share_their_shops_with_ordinary_statement_lines() -> None:
+    # a merchant-descriptor attack is a short command after a shop's name; the same shops
+    # head ordinary statement lines, so the shop never tells the label, only the command does
+    from engine.offline.detector_corpus.descriptors import SHOPS
+
+    items = generate("train", 144 * 20, 6000, seed=3, obfuscate_share=0.0, statement_lines=True)
+    attacks = [it for it in items if it.family == "descriptor"]
+    statements = [it for it in items if it.family == "statement"]
+    assert len(attacks) == 20 * len(LANGUAGES) and len(statements) > 100
+    assert all(it.descriptor is None and "\n" not in it.text and len(it.text) <= 90 for it in attacks + statements)
+
+    def shop_of(it: GeneratedText) -> str | None:
+        return next((s for s in SHOPS[it.language] if s.casefold() in it.text.casefold()), None)
+
+    attack_shops = {(it.language, shop_of(it)) for it in attacks}
+    statement_shops = {(it.language, shop_of(it)) for it in statements if shop_of(it)}
+    assert all(shop for _, shop in attack_shops)
+    assert {lang for lang, _ in statement_shops & attack_shops} == set(LANGUAGES)
+
+
+def test_statement_lines_are_generated_only_when_asked():
+    # the shipped artifact's corpus has no statement-line family; asking adds both sides
+    plain = generate("train", 600, 600, seed=4)
+    assert not {it.family for it in plain} & {"descriptor", "statement"}
+    assert {"descriptor", "statement"} <= {it.family for it in generate("train", 600, 600, seed=4, statement_lines=True)}

@@ -1,22 +1,24 @@
-"""The outside evaluation set (engine/assets/detector/outside/): well formed, and never trained on.
+"""The outside evaluation sets (engine/assets/detector/outside/, outside_b/, outside_c/): well formed,
+and never trained on.
 
-The set was written by hand on 2026-12-05 without reading the training generators; it is
-evaluation only. These tests check its format and that ``assemble`` keeps every one of its
-texts out of the training set (it reserves them as it reserves the hand-written held-out lists).
+Each set was written by hand on 2026-12-05 without reading the training generators; they
+are evaluation only. These tests check their format and that ``assemble`` keeps every one
+of their texts out of the training set (it reserves them as it reserves the hand-written
+held-out lists).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from importlib import resources
 
 import pytest
 
 from engine.offline.detector_corpus.data import (
-    OUTSIDE_ATTACK_FAMILIES,
-    OUTSIDE_BENIGN_FAMILIES,
-    OUTSIDE_DIR,
     OUTSIDE_FIELDS,
+    OUTSIDE_SETS,
+    OutsideSet,
     OutsideText,
     read_outside_set,
 )
@@ -26,38 +28,45 @@ LANGUAGES = {"en", "es", "fr", "de", "it", "pt", "nl", "pl", "tr", "ru", "uk", "
              "zh", "ja", "ko", "vi", "th", "id", "sw", "el"}
 
 
-def _lines(name: str) -> list[str]:
-    text = resources.files("engine").joinpath(*OUTSIDE_DIR, name).read_text(encoding="utf-8")
+SETS = pytest.mark.parametrize("which", OUTSIDE_SETS, ids=[s.name for s in OUTSIDE_SETS])
+
+
+def _lines(which: OutsideSet, name: str) -> list[str]:
+    text = resources.files("engine").joinpath(*which.path, name).read_text(encoding="utf-8")
     return [line for line in text.split("\n") if line.strip() and not line.startswith("#")]
 
 
-@pytest.mark.parametrize("name, families", [("attacks.tsv", OUTSIDE_ATTACK_FAMILIES),
-                                            ("benign.tsv", OUTSIDE_BENIGN_FAMILIES)])
-def test_files_have_four_known_columns(name, families):
-    lines = _lines(name)
+@SETS
+@pytest.mark.parametrize("name", ["attacks.tsv", "benign.tsv"])
+def test_files_have_four_known_columns(which, name):
+    families = which.attack_families if name == "attacks.tsv" else which.benign_families
+    lines = _lines(which, name)
     assert len(lines) >= 300
     for line in lines:
         parts = line.split("\t")
         assert len(parts) == 4, line
         lang, family, field, text = parts
         assert lang in LANGUAGES and family in families and field in OUTSIDE_FIELDS, line
-        assert 3 <= len(text) <= 250 and text == text.strip(), line
+        assert 2 <= len(text) <= 250 and text == text.strip(), line  # 2: a Chinese name ("张伟")
 
 
-def test_header_says_evaluation_only_and_who_wrote_it():
+@SETS
+def test_header_says_evaluation_only_and_who_wrote_it(which):
     for name in ("attacks.tsv", "benign.tsv"):
-        text = resources.files("engine").joinpath(*OUTSIDE_DIR, name).read_text(encoding="utf-8")
+        text = resources.files("engine").joinpath(*which.path, name).read_text(encoding="utf-8")
         header = "\n".join(line for line in text.split("\n") if line.startswith("#"))
         assert "2026-12-05" in header and "EVALUATION ONLY" in header and "Written by hand" in header
         assert "Near-duplicate check" in header
 
 
-def test_languages_families_and_no_text_in_both_files():
-    items = read_outside_set()
+@SETS
+def test_languages_families_and_no_text_in_both_files(which):
+    items = read_outside_set(which)
     attacks = [it for it in items if it.label == 1]
     benign = [it for it in items if it.label == 0]
     assert len({it.language for it in attacks}) >= 20
-    assert set(Counter(it.family for it in attacks)) == set(OUTSIDE_ATTACK_FAMILIES)
+    assert set(Counter(it.family for it in attacks)) == set(which.attack_families)
+    assert {it.field for it in items} == set(OUTSIDE_FIELDS)
     per_language = Counter(it.language for it in benign)
     assert set(per_language) == LANGUAGES and min(per_language.values()) >= 15
     assert not {it.text.casefold() for it in attacks} & {it.text.casefold() for it in benign}
@@ -72,8 +81,16 @@ def test_no_outside_text_reaches_training():
         pytest.skip("shared injection data not present")
     data = assemble(seed=7)
     trained = {t.casefold() for t in data.train.texts}
-    assert not [it.text for it in data.outside if it.text.casefold() in trained]
-    assert data.summary["outside_texts"] == len(read_outside_set()) and data.summary["outside_texts_in_train"] == 0
+    assert set(data.outside) == {which.name for which in OUTSIDE_SETS}
+    for which in OUTSIDE_SETS:
+        assert not [it.text for it in data.outside[which.name] if it.text.casefold() in trained]
+        assert data.summary["outside_texts"][which.name] == len(read_outside_set(which))
+    assert data.summary["outside_texts_in_train"] == 0
+
+
+def test_the_sets_share_no_text():
+    texts = [{it.text.casefold() for it in read_outside_set(which)} for which in OUTSIDE_SETS]
+    assert not [(a, b) for a, b in itertools.combinations(range(len(texts)), 2) if texts[a] & texts[b]]
 
 
 def test_fields_are_screened_as_the_stream_screens_them():

@@ -8,8 +8,6 @@ from pathlib import Path
 import typer
 
 SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "detector"
-#: engine/assets/detector/outside/: written by hand without reading the generators; evaluation only.
-OUTSIDE_TITLE = "outside set (written independently, 2026-12-05)"
 
 
 def register(app: typer.Typer) -> None:
@@ -26,13 +24,16 @@ def register(app: typer.Typer) -> None:
         epochs: int = typer.Option(4, help="Training epochs (the epoch best on validation is kept)."),
         test_csv: list[Path] = typer.Option([], help="The injection data's published test/eval CSVs "
                                             "(default: those beside the training split, when present)."),
+        statement_lines: bool = typer.Option(False, help="Also generate merchant-descriptor attacks and "
+                                             "ordinary statement lines (docs/detector.md, \"...and statement lines\"; "
+                                             "not the shipped corpus)."),
     ) -> None:
         """Train on the injection data + generated text; pick the epoch and threshold on validation
         groups; evaluate on every held-out set."""
         from engine.offline.detector_corpus.data import assemble
         from engine.offline.detector_corpus.train import train_detector
 
-        dataset = assemble(data, seed=seed, test_csvs=test_csv or None)
+        dataset = assemble(data, seed=seed, test_csvs=test_csv or None, statement_lines=statement_lines)
         network, report = train_detector(out, dataset, seed=seed, max_fpr=max_fpr, epochs=epochs,
                                          progress=lambda m: typer.echo(m, err=True))
         typer.echo(_table(report, network.threshold))
@@ -50,7 +51,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Recompute TPR/FPR on every held-out set with a trained artifact: the published
         injection test split, the held-out multilingual families (per language, family and
-        obfuscation), the hand-written lists, and the outside set (per language, family and
+        obfuscation), the hand-written lists, and the outside sets (per language, family and
         field, every miss and false positive listed; descriptors scored as the merchant
         descriptor, display names as a memo)."""
         from engine.detector.network import DetectorNetwork
@@ -60,8 +61,10 @@ def register(app: typer.Typer) -> None:
 
         network = DetectorNetwork.load(model)
         det = InjectionDetector(network.screen_only() if screen_only else network, threshold)
-        seed = int(det.network.card.get("data", {}).get("seed", 7))
-        dataset = assemble(data, seed=seed, test_csvs=test_csv or None)
+        # The held-out sets are rebuilt from the artifact's own corpus settings.
+        card_data = det.network.card.get("data", {})
+        dataset = assemble(data, seed=int(card_data.get("seed", 7)), test_csvs=test_csv or None,
+                           statement_lines=bool(card_data.get("statement_lines", False)))
         result = evaluate_all(det, dataset)
         typer.echo(f"detector {det.version}")
         typer.echo(_table(result, det.threshold))
@@ -101,9 +104,12 @@ def _table(report: dict, threshold: float) -> str:
         rows += [(f"  - attack family {fam}", r) for fam, r in ml["attacks_by_family"].items()]
         rows += [(f"  - obfuscation {ob}", r) for ob, r in ml["attacks_by_obfuscation"].items()]
         rows += [(f"  - benign family {fam}", r) for fam, r in ml["benign_by_family"].items()]
-    outside = report.get("outside") or {}
-    if outside:
-        rows.append((OUTSIDE_TITLE, outside["overall"]))
+    # local: the command's module loads no corpus code until a command runs
+    from engine.offline.detector_corpus.data import OUTSIDE_SETS
+
+    outside_sets = [(which.title, report[which.name]) for which in OUTSIDE_SETS if report.get(which.name)]
+    for title, outside in outside_sets:
+        rows.append((title, outside["overall"]))
         rows += [(f"  - language {lang}", r) for lang, r in outside["by_language"].items()]
         rows += [(f"  - attack family {fam}", r) for fam, r in outside["attacks_by_family"].items()]
         rows += [(f"  - benign family {fam}", r) for fam, r in outside["benign_by_family"].items()]
@@ -122,8 +128,9 @@ def _table(report: dict, threshold: float) -> str:
     for key in ("missed_sample", "false_positive_sample"):
         if ml.get(key):
             lines.append(f"multilingual {key}: {ml[key][:12]}")
-    for key, what in (("missed_sample", "missed"), ("false_positive_sample", "false positives")):
-        if outside.get(key):
-            lines.append(f"outside set {what} ({len(outside[key])}):")
-            lines += [f"  {x}" for x in outside[key]]
+    for title, outside in outside_sets:
+        for key, what in (("missed_sample", "missed"), ("false_positive_sample", "false positives")):
+            if outside.get(key):
+                lines.append(f"{title}, {what} ({len(outside[key])}):")
+                lines += [f"  {x}" for x in outside[key]]
     return "\n".join(lines)

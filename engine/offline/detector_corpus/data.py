@@ -16,10 +16,12 @@ Sources:
   topics, so it learns the shape rather than BIPIA's few topics.
 * Hand-written held-out lists in ``engine/assets/detector/corpus/`` — benign memos and
   classic attacks — never used for training.
-* The outside set in ``engine/assets/detector/outside/`` (``read_outside_set``): attacks and
-  benign texts in 24 languages written by hand on 2026-12-05 without reading this package's
-  generators or templates. Evaluation only: reserved like the held-out lists, never
-  trained on, never used to choose a threshold, an epoch or an artifact.
+* The outside sets in ``engine/assets/detector/outside/``, ``outside_b/`` and ``outside_c/``
+  (``OUTSIDE_SETS``, ``read_outside_set``): attacks and benign texts in 24 languages written
+  by hand on 2026-12-05, each by a helper session that had not read this package's
+  generators or templates (B and C also no earlier set). Evaluation only: reserved like the
+  held-out lists, never trained on, never used to choose a threshold, an epoch or an
+  artifact.
 
 Threshold and model choices are made on the training side only (grouped out-of-fold
 scores, including whole training e-mails: ``validation_emails``); the held-out sets are
@@ -33,6 +35,7 @@ for the figures reported.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -42,7 +45,13 @@ import numpy as np
 from engine.offline.detector_corpus.business import business_texts
 from engine.offline.detector_corpus.corpus import benign_memos, injection_memos, person_names
 from engine.offline.detector_corpus.forged import forged_memos
-from engine.offline.detector_corpus.multilingual import GeneratedText, generate, template_concept
+from engine.offline.detector_corpus.multilingual import (
+    ATTACK_FAMILIES,
+    BASE_ATTACK_FAMILIES,
+    GeneratedText,
+    generate,
+    template_concept,
+)
 from engine.offline.detector_corpus.tasks import ai_task_attacks
 from engine.offline.shared_data import injection_held_out_files, injection_train_file, require
 
@@ -90,17 +99,46 @@ class DetectorData:
     multilingual_heldout: list[GeneratedText] = field(default_factory=list)
     #: The injection data's published test/eval splits, when present (``--test-csv``).
     official_test: LabelledTexts | None = None
-    #: The outside set (``read_outside_set``): written independently of the generators,
-    #: evaluation only.
-    outside: list[OutsideText] = field(default_factory=list)
+    #: The outside sets by name (``OUTSIDE_SETS``): written independently of the
+    #: generators, evaluation only.
+    outside: dict[str, list[OutsideText]] = field(default_factory=dict)
 
 
-#: The outside set's folder, files and vocabulary (``read_outside_set``).
-OUTSIDE_DIR = ("assets", "detector", "outside")
+@dataclass(frozen=True, slots=True)
+class OutsideSet:
+    """One hand-written evaluation set: ``engine/assets/detector/<folder>/{attacks,benign}.tsv``."""
+
+    name: str                            # its key in reports and in ``DetectorData.outside``
+    folder: str
+    title: str                           # how ``tollgate detector eval`` names it
+    attack_families: tuple[str, ...]     # the vocabulary its writer used
+    benign_families: tuple[str, ...]
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        return ("assets", "detector", self.folder)
+
+
 OUTSIDE_FILES: tuple[tuple[str, int], ...] = (("attacks.tsv", 1), ("benign.tsv", 0))
 OUTSIDE_FIELDS: tuple[str, ...] = ("memo", "descriptor", "display_name")
-OUTSIDE_ATTACK_FAMILIES: tuple[str, ...] = ("override", "paraphrase", "roleplay", "header", "obfuscated")
-OUTSIDE_BENIGN_FAMILIES: tuple[str, ...] = ("everyday", "imperative", "keyword", "reference", "payee", "mixed")
+#: The first set was written before the merchant-descriptor families joined the generator;
+#: B and C after, each by a writer who had read neither the generator nor an earlier set:
+#: the clean readings of the shipped artifact (docs/detector.md, "Outside sets B and C").
+OUTSIDE_SETS: tuple[OutsideSet, ...] = (
+    OutsideSet("outside", "outside", "outside set (written independently, 2026-12-05)",
+               ("override", "paraphrase", "roleplay", "header", "obfuscated"),
+               ("everyday", "imperative", "keyword", "reference", "payee", "mixed")),
+    OutsideSet("outside_b", "outside_b", "outside set B (written independently, 2026-12-05 evening)",
+               ("override", "paraphrase", "roleplay", "fake_header", "addressed_to_model", "descriptor_command",
+                "obfuscated"),
+               ("everyday", "imperative", "keyword_everyday_sense", "reference", "shop_name", "payment_facilitator",
+                "person_name", "emoji", "mixed_language")),
+    OutsideSet("outside_c", "outside_c", "outside set C (written independently, 2026-12-05 evening)",
+               ("override", "paraphrase", "roleplay", "fake_header", "addressed_to_model", "descriptor_command",
+                "obfuscated"),
+               ("everyday", "imperative", "keyword_everyday_sense", "reference", "shop_name", "payment_facilitator",
+                "person_name", "emoji", "mixed_language")),
+)
 
 
 @dataclass(slots=True, frozen=True)
@@ -122,13 +160,13 @@ class OutsideText:
         return (None, self.text) if self.field == "descriptor" else (self.text, None)
 
 
-def read_outside_set() -> list[OutsideText]:
-    """The outside evaluation set (``engine/assets/detector/outside/``), attacks first;
-    ValueError on a malformed line. Comments as in ``read_corpus_file``."""
-    folder = resources.files("engine").joinpath(*OUTSIDE_DIR)
+def read_outside_set(which: OutsideSet = OUTSIDE_SETS[0]) -> list[OutsideText]:
+    """One outside evaluation set, attacks first; ValueError on a malformed line or a
+    family outside its vocabulary. Comments as in ``read_corpus_file``."""
+    folder = resources.files("engine").joinpath(*which.path)
     out: list[OutsideText] = []
     for name, label in OUTSIDE_FILES:
-        families = OUTSIDE_ATTACK_FAMILIES if label else OUTSIDE_BENIGN_FAMILIES
+        families = which.attack_families if label else which.benign_families
         for n, line in _text_lines((folder / name).read_text(encoding="utf-8")):
             parts = line.split("\t")
             if len(parts) != 4 or parts[1] not in families or parts[2] not in OUTSIDE_FIELDS or not parts[3]:
@@ -265,18 +303,43 @@ def _whole_emails(data: LabelledTexts) -> LabelledTexts:
     return data.subset(idx)
 
 
-def multilingual_train(n_attacks: int, n_benign: int, seed: int, seen: set[str]) -> LabelledTexts:
+def _words_only(text: str) -> str:
+    """``text``'s words, casefolded: digits, punctuation, symbols (emoji) and emoji
+    joiners become spaces. The key under which slot-only variants of one phrasing are
+    one text.
+
+    >>> _words_only("Mark the order as paid 🎉 #12") == _words_only("mark the order as paid 🚕")
+    True
+    >>> _words_only("SHOP*APPROVE, NOW")
+    'shop approve now'
+    """
+    kept = (" " if unicodedata.category(c)[0] in "NPS" or c in "\u200d\ufe0f" else c for c in text.casefold())
+    return " ".join("".join(kept).split())
+
+
+def multilingual_train(n_attacks: int, n_benign: int, seed: int, seen: set[str],
+                       statement_lines: bool = False) -> LabelledTexts:
     """Generated multilingual attacks and benign memos from the *training* template
     families, grouped by concept (``template_concept``: a template and its translations
     are one group), so the validation groups hold sentences whose translations were not
     trained on, as the held-out set does. A split attack (memo | descriptor) is trained on
-    as the two joined: the view the detector reads it in."""
+    as the two joined: the view the detector reads it in.
+
+    With ``statement_lines`` (the merchant-descriptor families, ``multilingual.generate``),
+    a text that differs from an earlier one only in its emoji, digits or punctuation (one
+    template's slots: "mark the order as paid 🎉" and "… 🚕") is dropped too: eight such
+    copies of one benign request were that corpus's highest-scoring validation negatives
+    and set the threshold on their own (2026-12-05, docs/detector.md, "... and statement lines").
+    The shipped artifact's corpus keeps them, so it rebuilds unchanged."""
     texts, labels, kinds, groups = [], [], [], []
-    for item in generate("train", n_attacks, n_benign, seed=seed):
+    shapes: set[str] = set()
+    for item in generate("train", n_attacks, n_benign, seed=seed, statement_lines=statement_lines):
         text = item.text if item.descriptor is None else f"{item.text} {item.descriptor}"
-        if text.casefold() in seen:
+        shape = _words_only(text) if statement_lines else text.casefold()
+        if text.casefold() in seen or shape in shapes:
             continue
         seen.add(text.casefold())
+        shapes.add(shape)
         texts.append(text)
         labels.append(item.label)
         kinds.append(f"ml_{item.family}")
@@ -301,8 +364,14 @@ def assemble(csv_path: Path | None = None, seed: int = 7, n_benign: int = 1500,
              n_attacks: int = 700, n_generated_test: int = 300, n_names: int = 500,
              n_business: int = 900, n_tasks: int = 400, n_multilingual: int = 12000,
              n_multilingual_test: int = 4000, n_forged: int = 2500,
-             test_csvs: list[Path] | None = None) -> DetectorData:
-    """Build the training set and every evaluation set, reproducibly from ``seed``."""
+             test_csvs: list[Path] | None = None, statement_lines: bool = False) -> DetectorData:
+    """Build the training set and every evaluation set, reproducibly from ``seed``.
+
+    ``statement_lines`` adds the merchant-descriptor families to the multilingual text
+    (``multilingual.generate``), with a sixth more attacks so that each other family
+    keeps its 2,400 training and 800 held-out texts; off, the corpus is the one the
+    shipped artifact was trained on (its card records which)."""
+    ml_share = len(ATTACK_FAMILIES if statement_lines else BASE_ATTACK_FAMILIES) / len(BASE_ATTACK_FAMILIES)
     injection_train, injection_test = split_injection(load_injection_csv(csv_path), seed=seed)
     fit_rows = _attack_lines(injection_train)
     heldout_benign = read_corpus_file("benign_heldout.txt")
@@ -310,9 +379,9 @@ def assemble(csv_path: Path | None = None, seed: int = 7, n_benign: int = 1500,
     # A template can regenerate a hand-written held-out memo ("rent June"): such texts
     # are dropped from training so the held-out rates stay honest.
     reserved = {t.casefold() for t in heldout_benign + heldout_attacks}
-    # The outside set is reserved the same way: none of its texts may reach training.
-    outside = read_outside_set()
-    outside_keys = {it.text.casefold() for it in outside}
+    # The outside sets are reserved the same way: none of their texts may reach training.
+    outside = {which.name: read_outside_set(which) for which in OUTSIDE_SETS}
+    outside_keys = {it.text.casefold() for texts in outside.values() for it in texts}
     reserved |= outside_keys
     # Templates repeat ("no memo", "answer phone bill"): each distinct text counts once,
     # so a few recurring templates do not outweigh the rest or set the threshold. Each
@@ -320,7 +389,8 @@ def assemble(csv_path: Path | None = None, seed: int = 7, n_benign: int = 1500,
     # with a model that never saw its phrasing, which is what the held-out sets and real
     # traffic ask of it (grouping by text let templated duplicates inflate the scores).
     seen = set(reserved)
-    heldout_ml = generate("heldout", n_multilingual_test, n_multilingual_test, seed=seed + 2000)
+    heldout_ml = generate("heldout", round(n_multilingual_test * ml_share), n_multilingual_test, seed=seed + 2000,
+                          statement_lines=statement_lines)
     # A held-out family's text never reaches training, even when a training template
     # happens to produce the same string.
     seen |= {(it.text if it.descriptor is None else f"{it.text} {it.descriptor}").casefold() for it in heldout_ml}
@@ -345,7 +415,8 @@ def assemble(csv_path: Path | None = None, seed: int = 7, n_benign: int = 1500,
     generated_test = LabelledTexts(test_benign + [t for t, _ in test_attacks],
                                    [0] * len(test_benign) + [1] * len(test_attacks),
                                    ["generated_memo"] * len(test_benign) + [f"generated_{f}" for _, f in test_attacks])
-    ml_train = multilingual_train(n_multilingual, n_multilingual, seed + 5, seen)
+    ml_train = multilingual_train(round(n_multilingual * ml_share), n_multilingual, seed + 5, seen,
+                                  statement_lines=statement_lines)
     forged_pairs = forged_memos(n_forged, seed=seed + 6)
     forged = _distinct([t for t, _ in forged_pairs], [form for _, form in forged_pairs], seen)
     forged_rows = LabelledTexts(forged[0], [1] * len(forged[0]), ["forged_field"] * len(forged[0]), forged[1])
@@ -354,7 +425,7 @@ def assemble(csv_path: Path | None = None, seed: int = 7, n_benign: int = 1500,
     train_keys = {t.casefold() for t in train.texts}
     overlap = (reserved - outside_keys) & train_keys
     summary = {
-        "seed": seed,
+        "seed": seed, "statement_lines": statement_lines,
         "injection_csv": str(csv_path),
         "train_rows": len(train), "email_segments": sum(k == "email_segment" for k in train.kinds), "train_positive": int(sum(train.labels)),
         "injection_train_rows": len(injection_train), "injection_test_rows": len(injection_test),
@@ -363,7 +434,8 @@ def assemble(csv_path: Path | None = None, seed: int = 7, n_benign: int = 1500,
         "generated_attacks": len(attacks[0]) + len(tasks[0]), "generated_templates": len(set(generated.groups)),
         "heldout_benign": len(heldout_benign), "heldout_attacks": len(heldout_attacks),
         "heldout_texts_in_train": len(overlap),
-        "outside_texts": len(outside), "outside_texts_in_train": len(outside_keys & train_keys),
+        "outside_texts": {name: len(texts) for name, texts in outside.items()},
+        "outside_texts_in_train": len(outside_keys & train_keys),
         "multilingual_train": len(ml_train), "multilingual_train_positive": int(sum(ml_train.labels)),
         "multilingual_heldout": len(heldout_ml), "multilingual_templates_train": len(set(ml_train.groups)),
         "forged_fields": len(forged_rows),

@@ -414,16 +414,16 @@ def evaluate_multilingual(screen: Callable[[list[tuple[str | None, str | None]]]
 
 def evaluate_all(det: Any, data: DetectorData, outside: bool = True) -> dict:
     """Every held-out figure for one detector, through its serving methods; with
-    ``outside``, the outside set too (``data.read_outside_set``: scored as the stream
-    screens events, every error listed). Training leaves it out, so no training report
-    carries it and nothing can be chosen on it."""
+    ``outside``, the outside sets too (``data.OUTSIDE_SETS``, each under its own key:
+    scored as the stream screens events, every error listed). Training leaves them out,
+    so no training report carries them and nothing can be chosen on them."""
     report = evaluate(lambda texts: [r.score for r in det.score_texts(texts)], data, det.threshold)
     report["multilingual_heldout"] = evaluate_multilingual(
         lambda rows: [r.score for r in det.screen_fields(rows)], data.multilingual_heldout, det.threshold)
-    if outside and data.outside:
-        report["outside"] = evaluate_multilingual(
-            lambda rows: [r.score for r in det.screen_fields(rows)], data.outside, det.threshold,
-            rows=[it.row for it in data.outside], fields=[it.field for it in data.outside], sample=None)
+    for name, texts in (data.outside.items() if outside else ()):
+        report[name] = evaluate_multilingual(
+            lambda rows: [r.score for r in det.screen_fields(rows)], texts, det.threshold,
+            rows=[it.row for it in texts], fields=[it.field for it in texts], sample=None)
     if data.official_test is not None:
         official = data.official_test
         s = [r.score for r in det.score_texts(official.texts)]

@@ -1,0 +1,72 @@
+"""Detector artifacts side by side on one validation set, and on the canonical forgeries.
+
+Choosing between detector artifacts is done on validation only (docs/detector.md). Two
+artifacts trained on different corpora each report validation figures on their own
+validation set; this scores them on one: the 20 % of concepts ``train.validation_groups``
+holds back from the corpus ``assemble`` builds (``--statement-lines`` for the corpus with
+merchant-descriptor families). Concept names, and so the draw, are the same in every
+corpus, so no artifact trained on these texts. Each artifact's threshold is recomputed at
+the same false-positive budget, then recall is broken down by kind. Last, the 1,260
+canonical forgeries the field-isolation suite requires to be flagged (at most 0.5 %
+missed): an artifact must pass that gate as well as win on validation.
+
+    python ops/bench/detector_compare.py engine/assets/detector /tmp/det-candidate --statement-lines
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
+import numpy as np  # noqa: E402
+from sklearn.metrics import average_precision_score  # noqa: E402
+
+from engine.detector.network import DetectorNetwork  # noqa: E402
+from engine.offline.detector_corpus.data import assemble  # noqa: E402
+from engine.offline.detector_corpus.forged import canonical_forgeries  # noqa: E402
+from engine.offline.detector_corpus.train import pick_threshold, validation_groups  # noqa: E402
+from engine.stages.detect import InjectionDetector  # noqa: E402
+
+#: Kinds with fewer validation texts than this are pooled, not listed.
+MIN_KIND = 50
+#: The field-isolation suite's bound on missed canonical forgeries.
+CANONICAL_MISS_RATE = 0.005
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("artifacts", nargs="+", type=Path, help="Detector artifact directories.")
+    ap.add_argument("--seed", type=int, default=7, help="Corpus seed (the artifacts' own).")
+    ap.add_argument("--statement-lines", action="store_true", help="Validate on the statement-line corpus.")
+    ap.add_argument("--max-fpr", type=float, default=0.003, help="False-positive budget that sets each threshold.")
+    args = ap.parse_args()
+
+    data = assemble(seed=args.seed, statement_lines=args.statement_lines)
+    train = data.train
+    held = np.flatnonzero(validation_groups(train.groups or [f"row{i}" for i in range(len(train))], args.seed))
+    texts = [train.texts[i] for i in held]
+    labels = np.array([train.labels[i] for i in held])
+    kinds = np.array([train.kinds[i] for i in held])
+    print(f"validation: {len(held)} texts ({int((labels == 0).sum())} benign), statement lines {args.statement_lines}")
+    forgeries = canonical_forgeries()
+    for path in args.artifacts:
+        det = InjectionDetector(DetectorNetwork.load(path), cache_size=0)
+        scores = np.array([r.score for r in det.score_texts(texts)])
+        at_budget = pick_threshold(scores, labels, args.max_fpr)
+        missed = [t for t, r in zip(forgeries, det.score_texts(forgeries, "memo")) if not r.flagged]
+        gate = "pass" if len(missed) <= CANONICAL_MISS_RATE * len(forgeries) else "FAIL"
+        print(f"\n{det.version} ({path})")
+        for name, threshold in (("own threshold", det.threshold), (f"threshold at {args.max_fpr:.1%} here", at_budget)):
+            pos, neg = scores[labels == 1] >= threshold, scores[labels == 0] >= threshold
+            print(f"  {name:24} {threshold:.4f}: TPR {pos.mean():.4f}  FPR {neg.mean():.4f}")
+        print(f"  average precision {average_precision_score(labels, scores):.4f}")
+        for kind in sorted(set(kinds)):
+            mask = kinds == kind
+            if mask.sum() >= MIN_KIND:
+                print(f"    {kind:22} n={int(mask.sum()):5}  flagged at the budget {np.mean(scores[mask] >= at_budget):.3f}")
+        print(f"  canonical forgeries missed at its own threshold: {len(missed)} of {len(forgeries)} ({gate})")
+
+
+if __name__ == "__main__":
+    main()
