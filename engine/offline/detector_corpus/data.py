@@ -417,7 +417,7 @@ def assemble(csv_path: Path | None = None, seed: int = 7, n_benign: int = 1500,
                                    ["generated_memo"] * len(test_benign) + [f"generated_{f}" for _, f in test_attacks])
     ml_train = multilingual_train(round(n_multilingual * ml_share), n_multilingual, seed + 5, seen,
                                   statement_lines=statement_lines)
-    forged_pairs = forged_memos(n_forged, seed=seed + 6)
+    forged_pairs = forged_memos(n_forged, seed=seed + 6, statement_lines=statement_lines)
     forged = _distinct([t for t, _ in forged_pairs], [form for _, form in forged_pairs], seen)
     forged_rows = LabelledTexts(forged[0], [1] * len(forged[0]), ["forged_field"] * len(forged[0]), forged[1])
     train = (fit_rows.extend(generated).extend(_email_segments(injection_train)).extend(ml_train)
