@@ -105,8 +105,7 @@ def forged_memos(n: int, seed: int = 0, statement_lines: bool = False) -> list[t
     With ``statement_lines`` the carriers include ordinary merchant-descriptor lines, as
     the benign side of that corpus does (``multilingual.generate``): a forgery in a
     statement line is still a forgery. (The candidate artifacts of docs/detector.md were
-    trained with these carriers; ``tollgate detector train --statement-lines`` rebuilds
-    the same corpus.)
+    trained with these carriers.)
     """
     rng = random.Random(seed)
     memos = [it.text for it in generate("train", 0, max(n, 1), seed=seed, statement_lines=statement_lines)]

@@ -2416,13 +2416,13 @@ def _slot(name: str, lang: str, rng: random.Random) -> str:
     if name == "dcity":
         return rng.choice(("", "", "", f" {rng.choice(CITIES[lang])}", f" {words['cc']}"))
     if name == "dtail":
+        # No random reference code ("*7LC1G77F"): short and symbol-heavy like a forged
+        # field, it cost forged-field recall (docs/detector.md, V5).
         kind = rng.random()
         if kind < 0.3:
             return ""
         if kind < 0.55:
             return f" {rng.choice(CITIES[lang])}"
-        if kind < 0.75:
-            return "*" + "".join(rng.choice("0123456789ABCDEFGHJKLMNPRSTUVWXYZ") for _ in range(rng.randint(6, 9)))
         if kind < 0.9:
             return f" #{rng.randint(1, 9999)}"
         return f" {rng.randint(100000, 999999)} {words['cc']}"
