@@ -124,20 +124,19 @@ OUTSIDE_FIELDS: tuple[str, ...] = ("memo", "descriptor", "display_name")
 #: The first set was written before the merchant-descriptor families joined the generator;
 #: B and C after, each by a writer who had read neither the generator nor an earlier set:
 #: the clean readings of the shipped artifact (docs/detector.md, "Outside sets B and C").
+#: B's writer chose these families; C's was given them, so the two sets read alike.
+_LATER_ATTACK_FAMILIES = ("override", "paraphrase", "roleplay", "fake_header", "addressed_to_model",
+                          "descriptor_command", "obfuscated")
+_LATER_BENIGN_FAMILIES = ("everyday", "imperative", "keyword_everyday_sense", "reference", "shop_name",
+                          "payment_facilitator", "person_name", "emoji", "mixed_language")
 OUTSIDE_SETS: tuple[OutsideSet, ...] = (
     OutsideSet("outside", "outside", "outside set (written independently, 2026-12-05)",
                ("override", "paraphrase", "roleplay", "header", "obfuscated"),
                ("everyday", "imperative", "keyword", "reference", "payee", "mixed")),
     OutsideSet("outside_b", "outside_b", "outside set B (written independently, 2026-12-05 evening)",
-               ("override", "paraphrase", "roleplay", "fake_header", "addressed_to_model", "descriptor_command",
-                "obfuscated"),
-               ("everyday", "imperative", "keyword_everyday_sense", "reference", "shop_name", "payment_facilitator",
-                "person_name", "emoji", "mixed_language")),
+               _LATER_ATTACK_FAMILIES, _LATER_BENIGN_FAMILIES),
     OutsideSet("outside_c", "outside_c", "outside set C (written independently, 2026-12-05 evening)",
-               ("override", "paraphrase", "roleplay", "fake_header", "addressed_to_model", "descriptor_command",
-                "obfuscated"),
-               ("everyday", "imperative", "keyword_everyday_sense", "reference", "shop_name", "payment_facilitator",
-                "person_name", "emoji", "mixed_language")),
+               _LATER_ATTACK_FAMILIES, _LATER_BENIGN_FAMILIES),
 )
 
 
