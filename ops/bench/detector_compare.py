@@ -25,7 +25,7 @@ from sklearn.metrics import average_precision_score  # noqa: E402
 from engine.detector.network import DetectorNetwork  # noqa: E402
 from engine.offline.detector_corpus.data import assemble  # noqa: E402
 from engine.offline.detector_corpus.forged import canonical_forgeries  # noqa: E402
-from engine.offline.detector_corpus.train import pick_threshold, validation_groups  # noqa: E402
+from engine.offline.detector_corpus.train import pick_threshold, rates, validation_mask  # noqa: E402
 from engine.stages.detect import InjectionDetector  # noqa: E402
 
 #: Kinds with fewer validation texts than this are pooled, not listed.
@@ -44,7 +44,7 @@ def main() -> None:
 
     data = assemble(seed=args.seed, statement_lines=args.statement_lines)
     train = data.train
-    held = np.flatnonzero(validation_groups(train.groups or [f"row{i}" for i in range(len(train))], args.seed))
+    held = np.flatnonzero(validation_mask(train, args.seed))
     texts = [train.texts[i] for i in held]
     labels = np.array([train.labels[i] for i in held])
     kinds = np.array([train.kinds[i] for i in held])
@@ -58,8 +58,8 @@ def main() -> None:
         gate = "pass" if len(missed) <= CANONICAL_MISS_RATE * len(forgeries) else "FAIL"
         print(f"\n{det.version} ({path})")
         for name, threshold in (("own threshold", det.threshold), (f"threshold at {args.max_fpr:.1%} here", at_budget)):
-            pos, neg = scores[labels == 1] >= threshold, scores[labels == 0] >= threshold
-            print(f"  {name:24} {threshold:.4f}: TPR {pos.mean():.4f}  FPR {neg.mean():.4f}")
+            r = rates(scores, labels, threshold)
+            print(f"  {name:24} {threshold:.4f}: TPR {r['tpr']:.4f}  FPR {r['fpr']:.4f}")
         print(f"  average precision {average_precision_score(labels, scores):.4f}")
         for kind in sorted(set(kinds)):
             mask = kinds == kind

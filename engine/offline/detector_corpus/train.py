@@ -107,6 +107,12 @@ def prepare(texts: Sequence[str], progress: Callable[[str], None] | None = None)
     return out
 
 
+def validation_mask(train: LabelledTexts, seed: int) -> np.ndarray:
+    """Boolean mask: the training rows held back for validation (a row without a group
+    is its own group)."""
+    return validation_groups(train.groups or [f"row{i}" for i in range(len(train))], seed)
+
+
 def validation_groups(groups: Sequence[str], seed: int, share: float = VALIDATION_SHARE) -> np.ndarray:
     """Boolean mask: the rows whose group is held back for validation (stable by name)."""
     cut = int(share * 1000)
@@ -449,7 +455,7 @@ def train_detector(out_dir: Path, data: DetectorData | None = None, seed: int = 
     table.add([t for f in inputs for t in f.texts], progress)
     labels = np.asarray(train.labels)
     weights = sample_weights(train.kinds)
-    held = validation_groups(train.groups or [f"row{i}" for i in range(len(train))], seed)
+    held = validation_mask(train, seed)
     fit_idx, val_idx = np.flatnonzero(~held), np.flatnonzero(held)
     progress(f"fit on {len(fit_idx)} texts, validate on {len(val_idx)} ({len(set(np.asarray(train.groups)[val_idx]))} groups)")
     if epochs is not None:
