@@ -116,7 +116,8 @@ def build_pipeline(settings: Settings, *, model: str | Path | None = None, rules
     parts = load_model_components(model_dir, encoder, model_process=model_process)
     guard = guard if guard is not None else load_guard(settings, rules)
     if detector is True:
-        detector = InjectionDetector.default(sentence_encoder=settings.detector.sentence_encoder)
+        detector = InjectionDetector.default(sentence_encoder=settings.detector.sentence_encoder,
+                                             encoder_runtime=settings.detector.encoder_runtime)
         detector.network.load_encoder_in_background()
     base_policy = Policy.from_settings(settings.policy)
     policy = base_policy.with_overrides(dict(getattr(guard, "policy", None) or {}))

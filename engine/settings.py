@@ -250,6 +250,13 @@ class DetectorSettings(_Frozen):
     #: threshold: far less CPU for long text, lower recall on paraphrases and unfamiliar
     #: languages (``python ops/bench/detector.py``; docs/detector.md, "Two modes").
     sentence_encoder: bool = True
+    #: How the sentence encoder's arithmetic runs. ``onnx-fp32``: its graph in onnxruntime,
+    #: the numpy embeddings to float rounding, at the artifact's threshold (1.4x faster
+    #: than ``numpy``, the package's own code). ``onnx-int8``: token-level products in int8,
+    #: about 3x faster again, at a threshold chosen for it on the same validation rows and
+    #: a little less validation recall (``python ops/bench/detector.py --encoder-runtimes
+    #: numpy onnx-fp32 onnx-int8``; docs/detector.md, "Encoder runtimes").
+    encoder_runtime: Literal["numpy", "onnx-fp32", "onnx-int8"] = "onnx-fp32"
 
 
 class FeatureSettings(_Frozen):

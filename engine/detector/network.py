@@ -61,6 +61,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from engine.detector.sentence import SENTENCE_DIM, encoder_identity, shared_encoder
+from engine.detector.sentence_graph import EncoderRuntime
 
 WEIGHTS_FILE = "detector.safetensors"
 CARD_FILE = "detector.json"
@@ -213,6 +214,9 @@ class DetectorNetwork:
     #: The sentence encoder (``sentence.shared_encoder`` unless given: training passes
     #: precomputed embeddings).
     encoder: TextEncoder | None = None
+    #: How the sentence encoder's arithmetic runs (``sentence_graph.ENCODER_RUNTIMES``).
+    #: ``threshold`` is always the one chosen for this runtime (``with_encoder_runtime``).
+    encoder_runtime: EncoderRuntime = "numpy"
 
     def logits(self, texts: list[str], dense: np.ndarray) -> np.ndarray:
         """One logit per view. ``texts`` are the views' model texts (``views.field_input``),
@@ -242,6 +246,28 @@ class DetectorNetwork:
         return replace(self, screen_bar=SCREEN_ONLY, threshold=self.screen_threshold,
                        card=dict(self.card, version=f"{self.card.get('version', 'unversioned')}+screen-only"))
 
+    def with_encoder_runtime(self, runtime: EncoderRuntime) -> DetectorNetwork:
+        """The same weights with the encoder run by ``runtime``, flagging at the threshold
+        chosen for it on the artifact's validation set (the card's
+        ``runtime_thresholds``). ``onnx-fp32`` computes the numpy embeddings to float
+        rounding and shares their threshold; ``onnx-int8`` is a different function of the
+        text and must have its own, or it is refused."""
+        if runtime == self.encoder_runtime:
+            return self
+        if runtime in ("numpy", "onnx-fp32"):
+            threshold = float(self.card["threshold"]) if "threshold" in self.card else self.threshold
+        else:
+            chosen = self.card.get("runtime_thresholds", {}).get(runtime)
+            if chosen is None:
+                raise DetectorArtifactError(
+                    f"detector artifact {self.card.get('version', 'unversioned')} has no threshold chosen for "
+                    f"encoder runtime {runtime!r}; run `tollgate detector calibrate --runtime {runtime}`")
+            threshold = float(chosen["threshold"])
+        card = dict(self.card, encoder_runtime=runtime)
+        if runtime == "onnx-int8":  # other scores at another threshold: verdicts name it
+            card["version"] = f"{self.card.get('version', 'unversioned')}+{runtime}"
+        return replace(self, encoder_runtime=runtime, encoder=None, threshold=threshold, card=card)
+
     def screen_logits(self, texts: list[str], dense: np.ndarray) -> np.ndarray:
         """The screen head alone (training picks ``screen_bar`` from it)."""
         if not texts:
@@ -250,7 +276,7 @@ class DetectorNetwork:
 
     def _encoder(self) -> TextEncoder:
         if self.encoder is None:
-            self.encoder = shared_encoder()
+            self.encoder = shared_encoder(runtime=self.encoder_runtime)
         return self.encoder
 
     def load_encoder_in_background(self) -> None:

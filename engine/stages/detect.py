@@ -43,6 +43,7 @@ import numpy as np
 
 from engine.detector.network import DetectorNetwork
 from engine.detector.obfuscation import OBFUSCATION_SIGNALS
+from engine.detector.sentence_graph import EncoderRuntime
 from engine.detector.signals import semantic_signals_with_evidence
 from engine.detector.views import FieldInput, field_input, view_probabilities
 from engine.records import Reason, ReasonKind, TransactionEvent
@@ -154,10 +155,11 @@ class InjectionDetector:
         return cls(DetectorNetwork.load(directory), threshold)
 
     @classmethod
-    def default(cls, sentence_encoder: bool = True) -> InjectionDetector:
+    def default(cls, sentence_encoder: bool = True, encoder_runtime: EncoderRuntime = "onnx-fp32") -> InjectionDetector:
         """The shipped detector, loaded once per process; ``sentence_encoder=False``
-        serves its screen head alone (``DetectorNetwork.screen_only``)."""
-        return _default_detector(sentence_encoder)
+        serves its screen head alone (``DetectorNetwork.screen_only``); ``encoder_runtime``
+        runs the encoder's arithmetic (``DetectorNetwork.with_encoder_runtime``)."""
+        return _default_detector(sentence_encoder, encoder_runtime)
 
     # -- texts, batched -------------------------------------------------------------
     def _analyse_many(self, values: Sequence[str | bytes]) -> list[_Analysis]:
@@ -293,8 +295,10 @@ def _issue_detail(issue: str, cleaned: CleanText) -> str:
     }.get(issue, issue)
 
 
-@lru_cache(maxsize=2)
-def _default_detector(sentence_encoder: bool) -> InjectionDetector:
-    if not sentence_encoder:  # the same loaded weights, screen head alone
-        return InjectionDetector(_default_detector(True).network.screen_only())
+@lru_cache(maxsize=4)
+def _default_detector(sentence_encoder: bool, encoder_runtime: EncoderRuntime) -> InjectionDetector:
+    if not sentence_encoder:  # the same loaded weights, screen head alone (no encoder to run)
+        return InjectionDetector(_default_detector(True, "numpy").network.screen_only())
+    if encoder_runtime != "numpy":  # the same loaded weights, another encoder runtime
+        return InjectionDetector(_default_detector(True, "numpy").network.with_encoder_runtime(encoder_runtime))
     return InjectionDetector.from_path(None)

@@ -375,7 +375,8 @@ class FineTuneScheduler:
             guard = None
         # The stream's detector mode, so the gate replays the verdicts the stream would give.
         return FinalReplay(base, {}, guard,
-                           InjectionDetector.default(sentence_encoder=self.settings.detector.sentence_encoder))
+                           InjectionDetector.default(sentence_encoder=self.settings.detector.sentence_encoder,
+                                                     encoder_runtime=self.settings.detector.encoder_runtime))
 
     def _policy(self) -> Any:
         """The engine's policy: settings, overridden by the rule set's ``policy.yaml`` —

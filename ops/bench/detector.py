@@ -13,7 +13,13 @@ again with every view judged (screen bar 0) and with the screen alone (the
 both printed: on a shared, oversubscribed machine the wall tail is the scheduler's, the
 CPU time is the code's own.
 
+The detector serves at the ``detector.encoder_runtime`` setting's default; the last
+section times the sentence encoder's runtimes side by side (``--encoder-runtimes``):
+batch-1 latency of a cold 256-character memo with the screen and with every view judged,
+batched throughput, and one view through the encoder alone, in interleaved rounds.
+
     python ops/bench/detector.py --n 3000
+    python ops/bench/detector.py --n 1000 --encoder-runtimes numpy onnx-fp32 onnx-int8
     python ops/bench/detector.py --n 500 --png .tollgate/reports/detector_latency.png
 """
 
@@ -25,12 +31,15 @@ import os
 import platform
 import random
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
 import numpy as np  # noqa: E402
 
 from engine.detector.sentence import SentenceEncoder, shared_encoder  # noqa: E402
+from engine.detector.sentence_graph import ENCODER_RUNTIMES, EncoderRuntime  # noqa: E402
+from engine.detector.views import field_input  # noqa: E402
 from engine.offline.detector_corpus.corpus import benign_memos  # noqa: E402
 from engine.records import TransactionEvent  # noqa: E402
 from engine.stages.detect import InjectionDetector  # noqa: E402
@@ -86,10 +95,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=3000, help="timed calls per case")
     parser.add_argument("--png", default=None, help="write a latency histogram here")
+    parser.add_argument("--encoder-runtimes", nargs="*", default=list(ENCODER_RUNTIMES), choices=ENCODER_RUNTIMES,
+                        help="sentence-encoder runtimes timed side by side at the end (none: skip)")
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds of the runtime comparison")
     args = parser.parse_args()
     n = args.n
     det = InjectionDetector.default()
-    counter = _CountingEncoder(shared_encoder())
+    counter = _CountingEncoder(shared_encoder(runtime=det.network.encoder_runtime))
     det.network.encoder = counter
     fresh = InjectionDetector(det.network)  # its own (empty) memo cache
     uncached = InjectionDetector(det.network, cache_size=0)
@@ -124,7 +136,8 @@ def main() -> None:
     print(f"detector {det.version} on {platform.processor() or platform.machine()} ({os.cpu_count()} CPUs, "
           f"load {load:.1f}), python {platform.python_version()}, n={n} per case; target p99 < {TARGET_MS} ms "
           f"for a 256-character memo")
-    print(f"screen bar {det.network.screen_bar:g}, threshold {det.threshold:g}")
+    print(f"screen bar {det.network.screen_bar:g}, threshold {det.threshold:g}, "
+          f"encoder runtime {det.network.encoder_runtime}")
     print(f"{'case':44} {'wall p50':>8} {'p95':>7} {'p99':>7} {'cpu p50':>8} {'p95':>7} {'p99':>7} {'p99/target':>10} "
           f"{'judged':>7}  (ms)")
     timings = {}
@@ -142,6 +155,53 @@ def main() -> None:
     _breakdown(uncached, cold_256[:n])
     if args.png:
         _histogram(timings, args.png)
+    if args.encoder_runtimes:
+        _runtimes(args.encoder_runtimes, cold_256, cold_attacks, n, args.rounds)
+
+
+def _runtimes(runtimes: list[EncoderRuntime], benign: list[str], attacks: list[str], n: int, rounds: int) -> None:
+    """The encoder's runtimes side by side: each case timed for every runtime in turn,
+    ``rounds`` times, so a change in the machine's load reaches all of them."""
+    base = InjectionDetector.default(encoder_runtime="numpy").network
+    served = {r: InjectionDetector(base.with_encoder_runtime(r), cache_size=0) for r in runtimes}
+    judged = {r: InjectionDetector(replace(d.network, screen_bar=0.0), cache_size=0) for r, d in served.items()}
+    encoders = {r: shared_encoder(runtime=r) for r in runtimes}
+    batch = [attacks[i] if i % 20 == 0 else t for i, t in enumerate(benign)]
+    views = [field_text for m in benign[:n] for field_text in field_input(m).texts[:1]]
+    cases: dict[str, Callable[[EncoderRuntime], float]] = {
+        "cold 256-char memo, p99 wall ms": lambda r: float(np.percentile(
+            _time(lambda t: served[r].score_text(t, "memo"), benign[:n], warm=50)[0], 99)),
+        "  every view judged, p99 wall ms": lambda r: float(np.percentile(
+            _time(lambda t: judged[r].score_text(t, "memo"), benign[:n], warm=50)[0], 99)),
+        "  every view judged, p50 wall ms": lambda r: float(np.percentile(
+            _time(lambda t: judged[r].score_text(t, "memo"), benign[:n], warm=50)[0], 50)),
+        "encoder alone, one view, p50 CPU ms": lambda r: float(np.percentile(
+            _time(lambda v: encoders[r].encode([v]), views, warm=50)[1], 50)),
+        "batched 64 per call, texts/s wall": lambda r: _throughput(served[r], batch, 64),
+        "batched 64 every view judged, texts/s": lambda r: _throughput(judged[r], batch, 64),
+    }
+    results: dict[str, dict[str, list[float]]] = {c: {r: [] for r in runtimes} for c in cases}
+    for k in range(rounds):
+        for r in (runtimes if k % 2 == 0 else runtimes[::-1]):
+            for case, fn in cases.items():
+                results[case][r].append(fn(r))
+    print(f"sentence-encoder runtimes side by side (median of {rounds} interleaved rounds; "
+          f"thresholds {', '.join(f'{r} {d.threshold:.4f}' for r, d in served.items())}):")
+    print(f"  {'case':40}" + "".join(f"{r:>12}" for r in runtimes) + f"{'/ first':>18}")
+    for case, per in results.items():
+        values = {r: float(np.median(v)) for r, v in per.items()}
+        first = values[runtimes[0]]
+        ratios = " ".join(f"{values[r] / first:.2f}" for r in runtimes[1:])
+        print(f"  {case:40}" + "".join(f"{values[r]:12.3f}" for r in runtimes) + f"{ratios:>18}")
+
+
+def _throughput(det: InjectionDetector, texts: list[str], size: int) -> float:
+    batches = [texts[i:i + size] for i in range(0, len(texts) - size + 1, size)]
+    det.score_texts(batches[0])
+    t0 = time.perf_counter()
+    for b in batches:
+        det.score_texts(b)
+    return len(batches) * size / (time.perf_counter() - t0)
 
 
 class _CountingEncoder:
@@ -175,15 +235,14 @@ def _batched(det: InjectionDetector, benign: list[str], attacks: list[str], labe
 
 def _breakdown(det: InjectionDetector, memos: list[str]) -> None:
     """Median CPU time of each step for cold 256-character memos, and its share."""
-    from engine.detector.views import field_input
-
     inputs = [field_input(m) for m in memos]
     steps = {
         "clean_user_text (NFKC, invisibles, caps)": (lambda m: clean_user_text(m), memos),
         "views (cleaning, measures, pieces)": (lambda m: field_input(m), memos),
         "network (hash, gather, layers, pool)": (lambda f: det.network.logits(f.texts, f.dense), inputs),
         "  of which the screen head alone": (lambda f: det.network.screen_logits(f.texts, f.dense), inputs),
-        "sentence encoder, one view (when judged)": (lambda f: shared_encoder().encode(f.texts[:1]), inputs),
+        "sentence encoder, one view (when judged)": (
+            lambda f: shared_encoder(runtime=det.network.encoder_runtime).encode(f.texts[:1]), inputs),
         "whole score_text, uncached": (lambda m: det.score_text(m, "memo"), memos),
     }
     medians = {name: float(np.percentile(_time(fn, items, warm=50)[1], 50)) for name, (fn, items) in steps.items()}

@@ -16,6 +16,7 @@ missed): an artifact must pass that gate as well as win on validation.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
@@ -23,6 +24,7 @@ import numpy as np  # noqa: E402
 from sklearn.metrics import average_precision_score  # noqa: E402
 
 from engine.detector.network import DetectorNetwork  # noqa: E402
+from engine.detector.sentence_graph import ENCODER_RUNTIMES  # noqa: E402
 from engine.offline.detector_corpus.data import assemble  # noqa: E402
 from engine.offline.detector_corpus.forged import canonical_forgeries  # noqa: E402
 from engine.offline.detector_corpus.train import pick_threshold, rates, validation_mask  # noqa: E402
@@ -39,6 +41,8 @@ def main() -> None:
     ap.add_argument("artifacts", nargs="+", type=Path, help="Detector artifact directories.")
     ap.add_argument("--seed", type=int, default=7, help="Corpus seed (the artifacts' own).")
     ap.add_argument("--statement-lines", action="store_true", help="Validate on the statement-line corpus.")
+    ap.add_argument("--encoder-runtimes", nargs="+", default=["numpy"], choices=ENCODER_RUNTIMES,
+                    help="Score each artifact with each encoder runtime (its own threshold is recomputed below).")
     ap.add_argument("--max-fpr", type=float, default=0.003, help="False-positive budget that sets each threshold.")
     args = ap.parse_args()
 
@@ -50,13 +54,16 @@ def main() -> None:
     kinds = np.array([train.kinds[i] for i in held])
     print(f"validation: {len(held)} texts ({int((labels == 0).sum())} benign), statement lines {args.statement_lines}")
     forgeries = canonical_forgeries()
-    for path in args.artifacts:
-        det = InjectionDetector(DetectorNetwork.load(path), cache_size=0)
+    for path, runtime in [(p, r) for p in args.artifacts for r in args.encoder_runtimes]:
+        network = DetectorNetwork.load(path)
+        if runtime != "numpy":  # the numpy threshold stands in until one is chosen for the runtime
+            network = replace(network, encoder_runtime=runtime, card=dict(network.card, encoder_runtime=runtime))
+        det = InjectionDetector(network, cache_size=0)
         scores = np.array([r.score for r in det.score_texts(texts)])
         at_budget = pick_threshold(scores, labels, args.max_fpr)
         missed = [t for t, r in zip(forgeries, det.score_texts(forgeries, "memo")) if not r.flagged]
         gate = "pass" if len(missed) <= CANONICAL_MISS_RATE * len(forgeries) else "FAIL"
-        print(f"\n{det.version} ({path})")
+        print(f"\n{det.version} ({path}), encoder runtime {runtime}")
         for name, threshold in (("own threshold", det.threshold), (f"threshold at {args.max_fpr:.1%} here", at_budget)):
             r = rates(scores, labels, threshold)
             print(f"  {name:24} {threshold:.4f}: TPR {r['tpr']:.4f}  FPR {r['fpr']:.4f}")

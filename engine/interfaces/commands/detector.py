@@ -1,4 +1,4 @@
-"""``tollgate detector train|eval|score``: the adversarial-input detector's commands."""
+"""``tollgate detector train|eval|calibrate|score``: the adversarial-input detector's commands."""
 
 from __future__ import annotations
 
@@ -45,6 +45,9 @@ def register(app: typer.Typer) -> None:
         threshold: float | None = typer.Option(None, help="Override the artifact's threshold."),
         screen_only: bool = typer.Option(False, help="Serve the screen head alone, as "
                                          "TOLLGATE_DETECTOR__SENTENCE_ENCODER=false does."),
+        encoder_runtime: str = typer.Option("numpy", help="Run the sentence encoder as numpy, onnx-fp32 or "
+                                            "onnx-int8 (at the card's threshold for it), as "
+                                            "TOLLGATE_DETECTOR__ENCODER_RUNTIME does."),
         report: Path | None = typer.Option(None, help="Also write the full report as JSON here."),
         test_csv: list[Path] = typer.Option([], help="The injection data's published test/eval CSVs "
                                             "(default: those beside the training split, when present)."),
@@ -55,11 +58,15 @@ def register(app: typer.Typer) -> None:
         field, every miss and false positive listed; descriptors scored as the merchant
         descriptor, display names as a memo)."""
         from engine.detector.network import DetectorNetwork
+        from engine.detector.sentence_graph import ENCODER_RUNTIMES
         from engine.offline.detector_corpus.data import assemble
         from engine.offline.detector_corpus.train import evaluate_all
         from engine.stages.detect import InjectionDetector
 
-        network = DetectorNetwork.load(model)
+        runtime = next((r for r in ENCODER_RUNTIMES if r == encoder_runtime), None)
+        if runtime is None:
+            raise typer.BadParameter(f"encoder runtimes: {list(ENCODER_RUNTIMES)}")
+        network = DetectorNetwork.load(model).with_encoder_runtime(runtime)
         det = InjectionDetector(network.screen_only() if screen_only else network, threshold)
         # The held-out sets are rebuilt from the artifact's own corpus settings.
         card_data = det.network.card.get("data", {})
@@ -71,6 +78,38 @@ def register(app: typer.Typer) -> None:
         if report:
             report.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
             typer.echo(f"report written to {report}")
+
+    @detector.command("calibrate")
+    def calibrate(
+        runtime: str = typer.Option("onnx-int8", help="Encoder runtime to choose a threshold for."),
+        model: Path = typer.Option(SHIPPED, help="Artifact directory; its card gains the threshold."),
+        data: Path = typer.Option(None, help="injection_train.csv (default: ../shared/data/injection)."),
+        max_fpr: float | None = typer.Option(None, help="False-positive budget (default: the card's, "
+                                                        "or 0.003, the training default)."),
+    ) -> None:
+        """Choose the flag threshold for serving an artifact with another encoder runtime, on
+        the artifact's own validation rows at its own budget, and record it in its card
+        (``runtime_thresholds``). Training does this for every runtime that needs it; this
+        adds one to an artifact trained before."""
+        from engine.detector.network import CARD_FILE, DetectorNetwork
+        from engine.offline.detector_corpus.data import assemble
+        from engine.offline.detector_corpus.train import CALIBRATED_RUNTIMES, calibrate_runtime
+
+        chosen = next((r for r in CALIBRATED_RUNTIMES if r == runtime), None)
+        if chosen is None:
+            raise typer.BadParameter(f"runtimes that need a threshold of their own: {list(CALIBRATED_RUNTIMES)}")
+        network = DetectorNetwork.load(model)
+        card_data = network.card.get("data", {})
+        seed = int(card_data.get("seed", network.card.get("seed", 7)))
+        budget = max_fpr if max_fpr is not None else float(network.card.get("max_fpr", 0.003))
+        dataset = assemble(data, seed=seed, statement_lines=bool(card_data.get("statement_lines", False)))
+        result = calibrate_runtime(network, dataset.train, seed, chosen, budget)
+        card_path = model / CARD_FILE
+        card = json.loads(card_path.read_text(encoding="utf-8"))
+        card.setdefault("runtime_thresholds", {})[chosen] = result
+        card_path.write_text(json.dumps(card, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        typer.echo(f"{network.card.get('version')}: {chosen} threshold {result['threshold']:.4f} "
+                   f"(validation {result['validation']}); numpy threshold {network.threshold:.4f}")
 
     @detector.command("score")
     def score(texts: list[str] = typer.Argument(..., help="Texts to score.")) -> None:

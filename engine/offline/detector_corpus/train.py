@@ -53,6 +53,7 @@ from engine.detector.network import (
     sigmoid,
 )
 from engine.detector.sentence import SENTENCE_DIM, SentenceEncoder
+from engine.detector.sentence_graph import EncoderRuntime
 from engine.detector.views import FieldInput, field_input, view_probabilities
 from engine.offline.detector_corpus.data import DetectorData, LabelledTexts, assemble
 
@@ -439,6 +440,31 @@ def evaluate_all(det: Any, data: DetectorData, outside: bool = True) -> dict:
     return report
 
 
+#: Encoder runtimes whose embeddings differ from the numpy ones by more than float
+#: rounding: each gets a threshold of its own, chosen on the same validation rows.
+CALIBRATED_RUNTIMES: tuple[EncoderRuntime, ...] = ("onnx-int8",)
+
+
+def calibrate_runtime(network: DetectorNetwork, train: LabelledTexts, seed: int, runtime: EncoderRuntime,
+                      max_fpr: float) -> dict[str, Any]:
+    """The flag threshold for serving ``network`` with the sentence encoder run by
+    ``runtime``: chosen as the artifact's own was, on its validation rows (``seed``'s
+    groups of ``train``) at the same false-positive budget, through the serving stage.
+    The screen head and its bar do not read the encoder, so they stand."""
+    # local: the stage is the serving path the figures must come from
+    from engine.stages.detect import InjectionDetector
+
+    held = np.flatnonzero(validation_mask(train, seed))
+    served = replace(network, encoder_runtime=runtime, encoder=None)
+    scores = np.array([r.score for r in InjectionDetector(served, cache_size=0)
+                       .score_texts([train.texts[i] for i in held])])
+    labels = np.asarray(train.labels)[held]
+    threshold = pick_threshold(scores, labels, max_fpr)
+    return {"threshold": threshold, "validation": rates(scores, labels, threshold),
+            "rule": f"lowest threshold with benign FPR <= {max_fpr:g} on the validation groups, "
+                    f"scored with the encoder run by {runtime}"}
+
+
 def train_detector(out_dir: Path, data: DetectorData | None = None, seed: int = 7, max_fpr: float = 0.003,
                    epochs: int | None = None, settings: FitSettings = FitSettings(), max_recall_loss: float = 0.002,
                    progress: Callable[[str], None] = print) -> tuple[DetectorNetwork, dict]:
@@ -490,6 +516,9 @@ def train_detector(out_dir: Path, data: DetectorData | None = None, seed: int = 
     network.screen_threshold = pick_threshold(screen_scores, val_labels, max_fpr)
     val_rates["screen_only"] = rates(screen_scores, val_labels, network.screen_threshold)
     progress(f"screen-only threshold {network.screen_threshold:.4f} ({val_rates['screen_only']})")
+    runtime_thresholds = {runtime: calibrate_runtime(network, train, seed, runtime, max_fpr)
+                          for runtime in CALIBRATED_RUNTIMES}
+    progress(f"thresholds for other encoder runtimes: {runtime_thresholds}")
     report = evaluate_all(InjectionDetector(network, cache_size=0), data, outside=False)
     screen_report = evaluate_all(InjectionDetector(network.screen_only(), cache_size=0), data, outside=False)
     report["screen_only"] = {key: screen_report[key] for key in ("multilingual_heldout", "heldout_benign",
@@ -509,6 +538,7 @@ def train_detector(out_dir: Path, data: DetectorData | None = None, seed: int = 
         "screen_bar_rule": (f"highest bar in {list(SCREEN_BARS)} (and <= the threshold) whose validation TPR "
                             f"is within {max_recall_loss:g} of judging every view"),
         "validation": val_rates, "data": data.summary, "evaluation": report,
+        "max_fpr": max_fpr, "runtime_thresholds": runtime_thresholds,
         "train_seconds": round(time.perf_counter() - started, 1),
     }
     network.save(out_dir)
