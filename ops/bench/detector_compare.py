@@ -23,7 +23,7 @@ import _common  # noqa: F401,I001  (first: the repository, not this folder, on s
 import numpy as np  # noqa: E402
 from sklearn.metrics import average_precision_score  # noqa: E402
 
-from engine.detector.network import DetectorNetwork  # noqa: E402
+from engine.detector.network import DetectorArtifactError, DetectorNetwork  # noqa: E402
 from engine.detector.sentence_graph import ENCODER_RUNTIMES  # noqa: E402
 from engine.offline.detector_corpus.data import assemble  # noqa: E402
 from engine.offline.detector_corpus.forged import canonical_forgeries  # noqa: E402
@@ -56,7 +56,9 @@ def main() -> None:
     forgeries = canonical_forgeries()
     for path, runtime in [(p, r) for p in args.artifacts for r in args.encoder_runtimes]:
         network = DetectorNetwork.load(path)
-        if runtime != "numpy":  # the numpy threshold stands in until one is chosen for the runtime
+        try:
+            network = network.with_encoder_runtime(runtime)  # at the threshold its card chose for it
+        except DetectorArtifactError:  # none chosen yet: the numpy one stands in ("own threshold")
             network = replace(network, encoder_runtime=runtime, card=dict(network.card, encoder_runtime=runtime))
         det = InjectionDetector(network, cache_size=0)
         scores = np.array([r.score for r in det.score_texts(texts)])

@@ -119,7 +119,11 @@ MODES = {"fixed-W": {"TOLLGATE_BATCH__CLOSE_WHEN_IDLE": "false"},
          # the graph on NumPy arrays (engine.stages.infer_arrays), same model, same events
          "torch-runtime": {"TOLLGATE_MODEL__RUNTIME": "torch"},
          # the detector's screen head alone, without the sentence encoder (docs/detector.md)
-         "detector-screen-only": {"TOLLGATE_DETECTOR__SENTENCE_ENCODER": "false"}}
+         "detector-screen-only": {"TOLLGATE_DETECTOR__SENTENCE_ENCODER": "false"},
+         # the sentence encoder as the package's numpy code (the default before 2026-12-06),
+         # and with int8 products (engine/detector/sentence_graph.py)
+         "detector-numpy": {"TOLLGATE_DETECTOR__ENCODER_RUNTIME": "numpy"},
+         "detector-int8": {"TOLLGATE_DETECTOR__ENCODER_RUNTIME": "onnx-int8"}}
 
 
 # -- the model-removed pipeline (loaded by the worker subprocess via --pipeline) ----------
@@ -407,7 +411,8 @@ def main() -> None:
                          "or on a thread of its own (one-process, one-process-infer-thread); PyTorch's "
                          "default threads (torch-threads-per-core); one backlog batch on the threads "
                          "(backlog-depth-1); the PyTorch runtime for an ONNX --model-dir (torch-runtime); the "
-                         "detector without its sentence encoder (detector-screen-only)")
+                         "detector without its sentence encoder (detector-screen-only); the encoder as numpy code or "
+                         "with int8 products (detector-numpy, detector-int8)")
     ap.add_argument("--mode-rates", type=float, nargs="*", default=[1000.0],
                     help="--modes: the fixed rates each mode runs at (and saturation)")
     ap.add_argument("--no-model-baseline", dest="baseline", action="store_false")
