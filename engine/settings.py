@@ -169,6 +169,13 @@ class BatchSettings(_Frozen):
     #: more than they gain. ``python ops/bench/engine.py --modes`` compares 0 against 1;
     #: figures in docs/performance.md.
     torch_threads: int = Field(default=1, ge=0)
+    #: BLAS (OpenBLAS) threads in the worker's own process, where NumPy's matrix products
+    #: run the detector's n-gram network and the sentence encoder's numpy code (0 = the
+    #: library's default, one per core). 1 by default: a second thread bought the
+    #: detector 4 % more texts per second for a second core's worth of CPU, taken from the
+    #: model process, the broker and Redis (``python ops/bench/engine.py --modes
+    #: blas-threads-per-core``; figures in docs/performance.md).
+    blas_threads: int = Field(default=1, ge=0)
     #: With ``infer_thread``: how many of a backlog's batches may be on the threads (being
     #: prepared or scored) while the main thread finishes an older one. 2 keeps the
     #: model process fed: one batch is scored while the next is prepared.

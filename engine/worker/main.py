@@ -100,6 +100,16 @@ def build_worker(settings: Settings, pipeline: DecisionPipeline, options: Worker
                   resends=resends, hold=hold)
 
 
+def limit_blas_threads(threads: int) -> None:
+    """Cap the BLAS libraries NumPy loaded at ``threads`` for the rest of this process
+    (0: leave the library's default). Process-wide, as ``settings.batch.blas_threads`` means."""
+    if threads > 0:
+        # local: threadpoolctl scans the loaded libraries; only a worker that caps them pays it
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=threads, user_api="blas")
+
+
 def run(settings: Settings, config: WorkerConfig, *, process_start_s: float = 0.0, imports_s: float = 0.0) -> None:
     """Build everything, run one worker until it is asked to stop, then tear down.
 
@@ -108,6 +118,7 @@ def run(settings: Settings, config: WorkerConfig, *, process_start_s: float = 0.
     other failure with 1; ``process_start_s`` and ``imports_s`` are logged as start-up phases
     (``ops/bench/restart.py`` prints them)."""
     t_settings = time.perf_counter()
+    limit_blas_threads(settings.batch.blas_threads)
     client = connect(settings.redis.url, settings.redis.socket_timeout_s)
     t_load = time.perf_counter()
     imports_s += t_load - t_settings  # the worker's own imports, settings, the Redis client

@@ -114,6 +114,8 @@ MODES = {"fixed-W": {"TOLLGATE_BATCH__CLOSE_WHEN_IDLE": "false"},
          "one-process": {"TOLLGATE_BATCH__INFER_PROCESS": "false"},
          "one-process-infer-thread": {"TOLLGATE_BATCH__INFER_PROCESS": "false", "TOLLGATE_BATCH__INFER_THREAD": "true"},
          "torch-threads-per-core": {"TOLLGATE_BATCH__TORCH_THREADS": "0"},
+         # OpenBLAS's default threads (one per core) in the worker's own process
+         "blas-threads-per-core": {"TOLLGATE_BATCH__BLAS_THREADS": "0"},
          "backlog-depth-1": {"TOLLGATE_BATCH__BACKLOG_DEPTH": "1"},
          # with --model-dir an ONNX export: its safetensors weights through PyTorch instead of
          # the graph on NumPy arrays (engine.stages.infer_arrays), same model, same events
@@ -409,7 +411,8 @@ def main() -> None:
                          "saturation: batches closed only at B or W (fixed-W); batches under 64 rows in "
                          "the worker (split-64); the model in the worker's own process, on the main thread "
                          "or on a thread of its own (one-process, one-process-infer-thread); PyTorch's "
-                         "default threads (torch-threads-per-core); one backlog batch on the threads "
+                         "default threads (torch-threads-per-core); OpenBLAS's default threads in the worker "
+                         "(blas-threads-per-core); one backlog batch on the threads "
                          "(backlog-depth-1); the PyTorch runtime for an ONNX --model-dir (torch-runtime); the "
                          "detector without its sentence encoder (detector-screen-only); the encoder as numpy code or "
                          "with int8 products (detector-numpy, detector-int8)")
