@@ -171,10 +171,11 @@ class BatchSettings(_Frozen):
     torch_threads: int = Field(default=1, ge=0)
     #: BLAS (OpenBLAS) threads in the worker's own process, where NumPy's matrix products
     #: run the detector's n-gram network and the sentence encoder's numpy code (0 = the
-    #: library's default, one per core). 1 by default: a second thread bought the
-    #: detector 4 % more texts per second for a second core's worth of CPU, taken from the
-    #: model process, the broker and Redis (``python ops/bench/engine.py --modes
-    #: blas-threads-per-core``; figures in docs/performance.md).
+    #: library's default, one per core). 1 by default: OpenBLAS's second thread doubled
+    #: the batched detector's CPU per text for no more texts per second, CPU the model
+    #: process, the broker and Redis share (``python ops/bench/detector.py --blas-threads
+    #: 0`` against ``1``; the stream at 5 % memos could not tell them apart, ``python
+    #: ops/bench/engine.py --modes blas-threads-per-core``; figures in docs/performance.md).
     blas_threads: int = Field(default=1, ge=0)
     #: With ``infer_thread``: how many of a backlog's batches may be on the threads (being
     #: prepared or scored) while the main thread finishes an older one. 2 keeps the

@@ -11,7 +11,8 @@ the share of views the screen sent on to the sentence encoder; the cold memo is 
 again with every view judged (screen bar 0) and with the screen alone (the
 ``detector.sentence_encoder=false`` setting). Wall time and this thread's CPU time are
 both printed: on a shared, oversubscribed machine the wall tail is the scheduler's, the
-CPU time is the code's own.
+CPU time is the code's own. NumPy's BLAS threads are capped as a worker caps them
+(``settings.batch.blas_threads``) unless ``--blas-threads`` says otherwise.
 
 The detector serves at the ``detector.encoder_runtime`` setting's default; the last
 section times the sentence encoder's runtimes side by side (``--encoder-runtimes``):
@@ -42,8 +43,10 @@ from engine.detector.sentence_graph import ENCODER_RUNTIMES, EncoderRuntime  # n
 from engine.detector.views import field_input  # noqa: E402
 from engine.offline.detector_corpus.corpus import benign_memos  # noqa: E402
 from engine.records import TransactionEvent  # noqa: E402
+from engine.settings import Settings  # noqa: E402
 from engine.stages.detect import InjectionDetector  # noqa: E402
 from engine.text.textproc import clean_user_text  # noqa: E402
+from engine.worker.main import limit_blas_threads  # noqa: E402
 
 TARGET_MS = 2.0
 TARGET_BATCHED_PER_S = 5000
@@ -98,8 +101,13 @@ def main() -> None:
     parser.add_argument("--encoder-runtimes", nargs="*", default=list(ENCODER_RUNTIMES), choices=ENCODER_RUNTIMES,
                         help="sentence-encoder runtimes timed side by side at the end (none: skip)")
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds of the runtime comparison")
+    parser.add_argument("--blas-threads", type=int, default=None,
+                        help="NumPy's BLAS threads (default: settings.batch.blas_threads, as a worker runs; "
+                             "0: the library's default)")
     args = parser.parse_args()
     n = args.n
+    blas_threads = Settings().batch.blas_threads if args.blas_threads is None else args.blas_threads
+    limit_blas_threads(blas_threads)
     det = InjectionDetector.default()
     counter = _CountingEncoder(shared_encoder(runtime=det.network.encoder_runtime))
     det.network.encoder = counter
@@ -135,7 +143,7 @@ def main() -> None:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"detector {det.version} on {platform.processor() or platform.machine()} ({os.cpu_count()} CPUs, "
           f"load {load:.1f}), python {platform.python_version()}, n={n} per case; target p99 < {TARGET_MS} ms "
-          f"for a 256-character memo")
+          f"for a 256-character memo; BLAS threads {blas_threads or 'library default'}")
     print(f"screen bar {det.network.screen_bar:g}, threshold {det.threshold:g}, "
           f"encoder runtime {det.network.encoder_runtime}")
     print(f"{'case':44} {'wall p50':>8} {'p95':>7} {'p99':>7} {'cpu p50':>8} {'p95':>7} {'p99':>7} {'p99/target':>10} "
