@@ -1,5 +1,6 @@
 """A worker caps NumPy's BLAS threads at ``settings.batch.blas_threads`` (1 by default):
-its own process shares the host's cores with the model process, the broker and Redis."""
+its own process shares the host's cores with the model process, the broker and Redis.
+Here, not in tests/unit: the cap is process-wide, so each check runs in a process of its own."""
 
 from __future__ import annotations
 
