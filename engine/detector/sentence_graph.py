@@ -172,12 +172,15 @@ def build_graph(backend: Any, dtype: Literal["fp32", "int8"]) -> Any:
     mean = g.product(g.op("MatMul", ["sentence_of", features]), "cnn_w", backend.cnn_W, rows="sentences")
     mean = g.op("Add", [mean, g.op("Mul", ["lengths", g.constant("cnn_b", backend.cnn_b[None, :])])])
     mean = g.op("Div", [mean, g.op("Sqrt", ["lengths"])])
-    y0 = g.op("Relu", [g.product(mean, "d0", backend.d0, rows="sentences")])
-    y1 = g.op("Relu", [g.op("Add", [g.product(mean, "p1", backend.p1, rows="sentences"), g.product(y0, "d1", backend.d1, rows="sentences")])])
-    y2 = g.op("Relu", [g.product(y1, "d2", backend.d2, rows="sentences")])
-    z = g.op("Tanh", [g.op("Add", [g.product(y1, "p3", backend.p3, rows="sentences"), g.product(y2, "d3", backend.d3, rows="sentences")])])
-    squares = g.op("ReduceSum", [g.op("Mul", [z, z]), g.last_axis()],
-                   keepdims=1)
+
+    def dense(x: str, name: str) -> str:  # a sentence-level layer of the package's head
+        return g.product(x, name, getattr(backend, name), rows="sentences")
+
+    y0 = g.op("Relu", [dense(mean, "d0")])
+    y1 = g.op("Relu", [g.op("Add", [dense(mean, "p1"), dense(y0, "d1")])])
+    y2 = g.op("Relu", [dense(y1, "d2")])
+    z = g.op("Tanh", [g.op("Add", [dense(y1, "p3"), dense(y2, "d3")])])
+    squares = g.op("ReduceSum", [g.op("Mul", [z, z]), g.last_axis()], keepdims=1)
     norm = g.op("Sqrt", [g.op("Max", [squares, g.constant("eps", np.array(eps, dtype=np.float32))])])
     g.nodes.append(helper.make_node("Div", [z, norm], ["embedding"]))
 
