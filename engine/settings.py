@@ -171,8 +171,8 @@ class BatchSettings(_Frozen):
     torch_threads: int = Field(default=1, ge=0)
     #: BLAS (OpenBLAS) threads in the worker's own process, where NumPy's matrix products
     #: run the detector's n-gram network and the sentence encoder's numpy code (0 = the
-    #: library's default, one per core). 1 by default: OpenBLAS's second thread doubled
-    #: the batched detector's CPU per text for no more texts per second, CPU the model
+    #: library's default, one per core). 1 by default: OpenBLAS's second thread spent a
+    #: second core on the batched detector for no more texts per second, CPU the model
     #: process, the broker and Redis share (``python ops/bench/detector.py --blas-threads
     #: 0`` against ``1``; the stream at 5 % memos could not tell them apart, ``python
     #: ops/bench/engine.py --modes blas-threads-per-core``; figures in docs/performance.md).
@@ -259,11 +259,11 @@ class DetectorSettings(_Frozen):
     #: languages (``python ops/bench/detector.py``; docs/detector.md, "Two modes").
     sentence_encoder: bool = True
     #: How the sentence encoder's arithmetic runs. ``onnx-fp32``: its graph in onnxruntime,
-    #: the numpy embeddings to float rounding, at the artifact's threshold (1.4x faster
-    #: than ``numpy``, the package's own code). ``onnx-int8``: token-level products in int8,
-    #: about 3x faster again, at a threshold chosen for it on the same validation rows and
-    #: a little less validation recall (``python ops/bench/detector.py --encoder-runtimes
-    #: numpy onnx-fp32 onnx-int8``; docs/detector.md, "Encoder runtimes").
+    #: the numpy embeddings to float rounding, at the artifact's threshold, faster than
+    #: ``numpy`` (the package's own code). ``onnx-int8``: its products in int8, faster
+    #: again, at a threshold chosen for it on the same validation rows, with a little less
+    #: recall, so not the default (``python ops/bench/detector.py --encoder-runtimes numpy
+    #: onnx-fp32 onnx-int8``; figures in docs/detector.md, "Encoder runtimes").
     encoder_runtime: Literal["numpy", "onnx-fp32", "onnx-int8"] = "onnx-fp32"
 
 
