@@ -14,6 +14,10 @@ inside the wheel (nothing is downloaded at run time), forward pass in numpy (a w
 without PyTorch screens text too). It is frozen: the detector fits its head on the
 embeddings, not the encoder.
 
+The same forward pass also runs as an ONNX graph in onnxruntime (``sentence_graph.py``),
+at float32 (the default ``detector.encoder_runtime``) or with int8 products; tokens and
+the table stay the package's.
+
 Tokenised with the C++ ``sentencepiece`` library on the package's own ``sp.model``: it
 is the reference implementation and much faster than the package's pure-Python port,
 which splits some texts differently (docs/detector.md, "How it scores one text").
@@ -68,8 +72,9 @@ def encoder_identity() -> dict[str, str]:
 class SentenceEncoder:
     """``encode(texts) -> float32 [len(texts), SENTENCE_DIM]``, batched.
 
-    ``threads`` caps the BLAS threads of one call (the worker shares its cores with the
-    model process; ``ops/bench/detector.py`` measures one and two)."""
+    ``threads`` caps the BLAS threads of one call, or onnxruntime's for the graph runtimes
+    (the worker shares its cores with the model process; ``ops/bench/detector.py``
+    measures one and two). ``runtime``: ``sentence_graph.ENCODER_RUNTIMES``."""
 
     def __init__(self, threads: int = 1, runtime: EncoderRuntime = "numpy") -> None:
         # local: the encoder's packages are imported only when the detector needs them
