@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
+
+if TYPE_CHECKING:
+    from engine.offline.detector_corpus.data import DetectorData
+
+T = TypeVar("T", bound=str)
 
 SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "detector"
 
@@ -59,20 +66,13 @@ def register(app: typer.Typer) -> None:
         descriptor, display names as a memo)."""
         from engine.detector.network import DetectorNetwork
         from engine.detector.sentence_graph import ENCODER_RUNTIMES
-        from engine.offline.detector_corpus.data import assemble
         from engine.offline.detector_corpus.train import evaluate_all
         from engine.stages.detect import InjectionDetector
 
-        runtime = next((r for r in ENCODER_RUNTIMES if r == encoder_runtime), None)
-        if runtime is None:
-            raise typer.BadParameter(f"encoder runtimes: {list(ENCODER_RUNTIMES)}")
+        runtime = _choice(encoder_runtime, ENCODER_RUNTIMES, "encoder runtimes")
         network = DetectorNetwork.load(model).with_encoder_runtime(runtime)
         det = InjectionDetector(network.screen_only() if screen_only else network, threshold)
-        # The held-out sets are rebuilt from the artifact's own corpus settings.
-        card_data = det.network.card.get("data", {})
-        dataset = assemble(data, seed=int(card_data.get("seed", 7)), test_csvs=test_csv or None,
-                           statement_lines=bool(card_data.get("statement_lines", False)))
-        result = evaluate_all(det, dataset)
+        result = evaluate_all(det, _artifact_corpus(network.card, data, test_csv or None))
         typer.echo(f"detector {det.version}")
         typer.echo(_table(result, det.threshold))
         if report:
@@ -92,18 +92,13 @@ def register(app: typer.Typer) -> None:
         (``runtime_thresholds``). Training does this for every runtime that needs it; this
         adds one to an artifact trained before."""
         from engine.detector.network import CARD_FILE, DetectorNetwork
-        from engine.offline.detector_corpus.data import assemble
         from engine.offline.detector_corpus.train import CALIBRATED_RUNTIMES, calibrate_runtime
 
-        chosen = next((r for r in CALIBRATED_RUNTIMES if r == runtime), None)
-        if chosen is None:
-            raise typer.BadParameter(f"runtimes that need a threshold of their own: {list(CALIBRATED_RUNTIMES)}")
+        chosen = _choice(runtime, CALIBRATED_RUNTIMES, "runtimes that need a threshold of their own")
         network = DetectorNetwork.load(model)
-        card_data = network.card.get("data", {})
-        seed = int(card_data.get("seed", network.card.get("seed", 7)))
         budget = max_fpr if max_fpr is not None else float(network.card.get("max_fpr", 0.003))
-        dataset = assemble(data, seed=seed, statement_lines=bool(card_data.get("statement_lines", False)))
-        result = calibrate_runtime(network, dataset.train, seed, chosen, budget)
+        result = calibrate_runtime(network, _artifact_corpus(network.card, data).train, _card_seed(network.card),
+                                   chosen, budget)
         card_path = model / CARD_FILE
         card = json.loads(card_path.read_text(encoding="utf-8"))
         card.setdefault("runtime_thresholds", {})[chosen] = result
@@ -123,6 +118,28 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"      {reason.kind.value}/{reason.code}: {reason.detail}")
 
     app.add_typer(detector, name="detector")
+
+
+def _choice(value: str, allowed: Sequence[T], what: str) -> T:
+    """``value`` as the one of ``allowed`` it names (their literal type), or a usage error."""
+    for candidate in allowed:
+        if candidate == value:
+            return candidate
+    raise typer.BadParameter(f"{what}: {list(allowed)}")
+
+
+def _card_seed(card: dict[str, Any]) -> int:
+    return int(card.get("data", {}).get("seed", card.get("seed", 7)))
+
+
+def _artifact_corpus(card: dict[str, Any], data: Path | None, test_csvs: list[Path] | None = None) -> DetectorData:
+    """The corpus an artifact was trained on, rebuilt from its card (seed, statement
+    lines): its validation rows and held-out sets are that corpus's."""
+    # local: the command's module loads no corpus code until a command runs
+    from engine.offline.detector_corpus.data import assemble
+
+    return assemble(data, seed=_card_seed(card), test_csvs=test_csvs,
+                    statement_lines=bool(card.get("data", {}).get("statement_lines", False)))
 
 
 def _table(report: dict, threshold: float) -> str:
