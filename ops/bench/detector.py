@@ -174,7 +174,7 @@ def _runtimes(runtimes: list[EncoderRuntime], benign: list[str], attacks: list[s
     served = {r: InjectionDetector(base.with_encoder_runtime(r), cache_size=0) for r in runtimes}
     judged = {r: InjectionDetector(replace(d.network, screen_bar=0.0), cache_size=0) for r, d in served.items()}
     encoders = {r: shared_encoder(runtime=r) for r in runtimes}
-    batch = [attacks[i] if i % 20 == 0 else t for i, t in enumerate(benign)]
+    batch = _mixed(benign, attacks)
     views = [field_text for m in benign[:n] for field_text in field_input(m).texts[:1]]
     cases: dict[str, Callable[[EncoderRuntime], float]] = {
         "cold 256-char memo, p99 wall ms": lambda r: float(np.percentile(
@@ -204,12 +204,24 @@ def _runtimes(runtimes: list[EncoderRuntime], benign: list[str], attacks: list[s
 
 
 def _throughput(det: InjectionDetector, texts: list[str], size: int) -> float:
+    done, _, wall, _ = _timed_batches(det, texts, size)
+    return done / wall
+
+
+def _mixed(benign: list[str], attacks: list[str]) -> list[str]:
+    """The batched cases' texts: benign, with every twentieth an attack."""
+    return [attacks[i] if i % 20 == 0 else t for i, t in enumerate(benign)]
+
+
+def _timed_batches(det: InjectionDetector, texts: list[str], size: int) -> tuple[int, int, float, float]:
+    """``texts`` scored ``size`` per call after one warm call: texts scored, calls, wall
+    seconds and process CPU seconds."""
     batches = [texts[i:i + size] for i in range(0, len(texts) - size + 1, size)]
     det.score_texts(batches[0])
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     for b in batches:
         det.score_texts(b)
-    return len(batches) * size / (time.perf_counter() - t0)
+    return len(batches) * size, len(batches), time.perf_counter() - t0, time.process_time() - c0
 
 
 class _CountingEncoder:
@@ -227,18 +239,12 @@ class _CountingEncoder:
 def _batched(det: InjectionDetector, benign: list[str], attacks: list[str], label: str = "default") -> None:
     """Texts per second when a micro-batch's texts are scored in one call (uncached, 256
     characters each, 1 in 20 holding an attack), wall clock and process CPU."""
-    texts = [attacks[i] if i % 20 == 0 else t for i, t in enumerate(benign)]
+    texts = _mixed(benign, attacks)
     print(f"batched, cold 256-character texts, {label} (target >= {TARGET_BATCHED_PER_S} texts/s):")
     for size in (16, 64, 256):
-        batches = [texts[i:i + size] for i in range(0, len(texts) - size + 1, size)]
-        det.score_texts(batches[0])
-        c0, t0 = time.process_time(), time.perf_counter()
-        for b in batches:
-            det.score_texts(b)
-        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        done = len(batches) * size
+        done, calls, wall, cpu = _timed_batches(det, texts, size)
         print(f"  batch {size:4}: {done / wall:8.0f} texts/s wall, {done / cpu:8.0f} per CPU-second, "
-              f"{wall / len(batches) * 1e3:7.2f} ms per call  (x{done / wall / TARGET_BATCHED_PER_S:.2f} of target)")
+              f"{wall / calls * 1e3:7.2f} ms per call  (x{done / wall / TARGET_BATCHED_PER_S:.2f} of target)")
 
 
 def _breakdown(det: InjectionDetector, memos: list[str]) -> None:
