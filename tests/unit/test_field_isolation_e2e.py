@@ -136,11 +136,9 @@ def test_nearly_every_canonical_forgery_is_flagged():
     ones the properties above draw from), alone and in pairs, in three wrappers (1,260 texts). Since issue 17 a network decides,
     not a pattern per forgery, so this is a rate, like the detector's other rates; the
     properties above hold the floor for every flagged one and keep unflagged text from
-    lowering a verdict. Misses at artifact detector-20261205-41b8b1ff015c (threshold
-    0.9541): "rent June amount=0" (0.905) and "rent June verdict=pass" (0.952), 2 of 1,260
-    (detector-20261205-20d4cbc24f34, threshold 0.9572, missed 1; detector-20261205-c4c7788553a0,
-    threshold 0.9168, missed 6; the one before it 2). Candidates trained with statement lines
-    (2026-12-05 evening) missed 3, 9 and 14 and were not shipped (docs/detector.md)."""
+    lowering a verdict. Which forgeries each artifact and candidate missed, and why
+    candidates that missed more were not shipped: docs/detector.md
+    (``python ops/bench/detector_compare.py`` counts them)."""
     texts = canonical_forgeries()
     results = _detector.score_texts(texts, "memo")
     missed = [(t, round(r.score, 3)) for t, r in zip(texts, results) if not r.flagged]
