@@ -55,10 +55,13 @@ log = logging.getLogger("tollgate.run")
 PipelineFactory = Callable[..., DecisionPipeline]
 
 
-def build_worker_pipeline(settings: Settings, *, model: str | None = None) -> DecisionPipeline:
-    """The worker's pipeline: ``engine.assemble.build_pipeline`` with live Redis context."""
+def build_worker_pipeline(settings: Settings, *, model: str | None = None,
+                          detector: bool = True) -> DecisionPipeline:
+    """The worker's pipeline: ``engine.assemble.build_pipeline`` with live Redis context.
+    ``detector=False`` builds it without text screening, so no sentence encoder loads
+    (what ``ops/bench/engine.py`` compares the detector's cost against)."""
     return build_pipeline(settings, model=model, context=RedisFeatureStore(settings=settings),
-                          model_process=settings.batch)
+                          model_process=settings.batch, detector=detector)
 
 
 def follow_rule_changes(settings: Settings, pipeline: DecisionPipeline) -> RuleWatcher:
