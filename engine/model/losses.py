@@ -74,6 +74,25 @@ def focal_loss(logits: Tensor, target: Tensor, gamma: float = 2.0, alpha: Tensor
     return -(weight * logp).sum(-1).mean()
 
 
+def pairwise_rank_loss(logits: Tensor, is_bad: Tensor) -> Tensor:
+    """RankNet's logistic surrogate of 1 - AUC over the batch: the mean of
+    ``softplus(good - bad)`` over every (bad, good) pair of rows. Zero pairs (a batch
+    without a bad or without a good row) give zero. Unlike the risk head's BCE, whose
+    gradient fades on rows already far on the right side of 0.5, it keeps pulling a
+    bad row above every good row it still ranks below, which is what AUC counts.
+
+    >>> y = torch.tensor([1., 0., 0.])
+    >>> bool(pairwise_rank_loss(torch.tensor([3., 0., 0.]), y) < pairwise_rank_loss(torch.tensor([0., 3., 0.]), y))
+    True
+    >>> float(pairwise_rank_loss(torch.tensor([1., 2.]), torch.tensor([0., 0.])))
+    0.0
+    """
+    bad, good = logits[is_bad > 0.5], logits[is_bad <= 0.5]
+    if bad.numel() == 0 or good.numel() == 0:
+        return logits.new_zeros(())
+    return F.softplus(good[None, :] - bad[:, None]).mean()
+
+
 def collapse_penalty(logits: Tensor, target_prior: Tensor) -> Tensor:
     """KL(target prior || mean predicted distribution over the batch).
 

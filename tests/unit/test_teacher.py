@@ -11,7 +11,7 @@ import torch
 from engine.offline.train import fit
 from engine.offline.train.sets import LabelledSet, TrainConfig
 from engine.offline.train.teacher import out_of_fold_logits, tree_features
-from tests.unit.test_train import CFG, fast, tiny_set
+from tests.unit.test_train import CFG, fast, risk_gradient_of, tiny_set
 
 
 def test_the_teacher_ranks_the_rule_and_never_scores_a_row_it_learnt():
@@ -42,16 +42,7 @@ def test_unlabelled_rows_are_scored_but_not_learnt_and_a_one_class_fold_gives_no
 
 def test_the_pull_only_counts_with_a_weight_and_points_toward_the_teacher():
     data = tiny_set(n=64)
-    model = fit.DecisionModel(CFG)
-    model.fit_input_statistics(data.inputs, data.is_bad)
-    stats = fit._target_stats(data, TrainConfig())
-
-    def risk_gradient(batch: LabelledSet, cfg: TrainConfig) -> torch.Tensor:
-        out = model(data.inputs)
-        out["risk"].retain_grad()
-        fit._losses(model, out, batch, cfg, 0.0, stats)[0].backward()
-        return out["risk"].grad
-
+    model, risk_gradient = risk_gradient_of(data)
     risk = model(data.inputs)["risk"].detach()
 
     def taught(teacher: torch.Tensor) -> LabelledSet:

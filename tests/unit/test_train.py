@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 import torch
@@ -29,6 +31,24 @@ def tiny_set(n: int = 480, seed: int = 0) -> LabelledSet:
 def fast(**kw) -> TrainConfig:
     return TrainConfig(**{"epochs": 5, "batch_size": 32, "lr": 1e-2, "threads": 1, "progress": False,
                           "val_fraction": 0.25, **kw})
+
+
+def risk_gradient_of(data: LabelledSet) -> tuple[Any, Callable[[LabelledSet, TrainConfig], torch.Tensor]]:
+    """One untrained tiny model, and ``gradient(batch, cfg)``: d(training loss)/d(its
+    risk logits) on ``batch`` under ``cfg``; what a loss term adds is the difference."""
+    from engine.offline.train import fit
+
+    model = fit.DecisionModel(CFG)
+    model.fit_input_statistics(data.inputs, data.is_bad)
+    stats = fit._target_stats(data, TrainConfig())
+
+    def gradient(batch: LabelledSet, cfg: TrainConfig) -> torch.Tensor:
+        out = model(batch.inputs)
+        out["risk"].retain_grad()
+        fit._losses(model, out, batch, cfg, 0.0, stats)[0].backward()
+        return out["risk"].grad
+
+    return model, gradient
 
 
 def test_training_is_deterministic_for_a_seed_and_learns():

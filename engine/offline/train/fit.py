@@ -38,7 +38,7 @@ from tqdm.auto import tqdm
 from engine.model.card import ModelCard, Temperatures
 from engine.model.config import ModelConfig
 from engine.model.decision import DecisionModel
-from engine.model.losses import class_weights, collapse_penalty, focal_loss, verdict_targets
+from engine.model.losses import class_weights, collapse_penalty, focal_loss, pairwise_rank_loss, verdict_targets
 from engine.model.moe import moe_layers
 from engine.offline.train.evaluate import calibrate, val_scores, write_report
 from engine.offline.train.sets import LabelledSet, TrainConfig, rule_rows
@@ -96,6 +96,8 @@ def _losses(model: DecisionModel, out: dict[str, Tensor], batch: LabelledSet, cf
             target = verdict_targets(y, risk_p, batch.amount, cfg.costs, mix)
             loss = loss + cfg.risk_weight * F.binary_cross_entropy_with_logits(r_logits[known] + logit_shift,
                                                                                y[known])
+            if cfg.rank_weight > 0:
+                loss = loss + cfg.rank_weight * pairwise_rank_loss(r_logits[known], y[known])
             loss = loss + cfg.verdict_weight * focal_loss(v_logits[known], target[known], cfg.focal_gamma,
                                                           stats.alpha)
             loss = loss + cfg.collapse_weight * collapse_penalty(v_logits[known], stats.prior)

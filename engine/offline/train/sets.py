@@ -112,6 +112,10 @@ class TrainConfig(BaseModel):
     #: ``distill_folds`` folds of the training part. 0: off (no LightGBM is fitted).
     #: ``python ops/bench/quality_sweep.py --variant distill='{"distill_weight": 0.5}'``.
     distill_weight: float = Field(default=0.0, ge=0)
+    #: Weight of a pairwise ranking loss on the risk head (``losses.pairwise_rank_loss``,
+    #: every bad row of a mini-batch against every good one), beside its BCE. 0: off.
+    #: ``python ops/bench/quality_sweep.py --variant rank='{"rank_weight": 0.5}'``.
+    rank_weight: float = Field(default=0.0, ge=0)
     distill_folds: int = Field(default=4, ge=2)
     moe_aux_weight: float = Field(default=0.05, ge=0)
     moe_load_variance_limit: float = Field(default=0.01, gt=0)
