@@ -144,3 +144,18 @@ def test_a_labelled_set_moves_whole():
     moved = data.to("cpu")
     assert len(moved) == 8 and torch.equal(moved.inputs.control_numeric, data.inputs.control_numeric)
     assert torch.equal(moved.is_bad, data.is_bad) and moved.soft_verdict is None
+
+
+def test_the_epoch_is_picked_by_the_metric_chosen_and_falls_back_without_frauds():
+    from engine.offline.train.fit import _selection_score
+
+    # epoch 1 ranks better (AP, AUC), epoch 2 is better calibrated (NLL)
+    first = {"val_average_precision": 0.7, "val_auc_roc": 0.9, "val_risk_nll": 0.05}
+    second = {"val_average_precision": 0.6, "val_auc_roc": 0.8, "val_risk_nll": 0.03}
+    for by, better in (("average_precision", first), ("auc_roc", first), ("risk_nll", second)):
+        scores = {id(r): _selection_score(r, by) for r in (first, second)}
+        assert max(scores, key=lambda k: scores[k]) == id(better), by
+    no_fraud = {"val_average_precision": float("nan"), "val_auc_roc": float("nan"), "val_risk_nll": 0.04}
+    assert _selection_score(no_fraud, "auc_roc") == -0.04
+    trained = train_model(tiny_set(), CFG, fast(seed=3, select_epoch_by="risk_nll"))
+    assert trained.card.training["select_epoch_by"] == "risk_nll"

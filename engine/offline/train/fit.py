@@ -185,11 +185,16 @@ def _window(*parts: LabelledSet | None) -> tuple[int, int] | None:
     return int(t.min()), int(t.max()) + 1
 
 
-def _selection_score(record: dict[str, float]) -> float | None:
-    """Held-out score that picks the best epoch: outcome AP, else -risk NLL (no bad event
-    held out), else -NLL of the rules' verdicts (a cold start without outcomes: smoother
-    than agreement, which a handful of held-out rejects makes jumpy)."""
-    for key, sign in (("val_average_precision", 1.0), ("val_risk_nll", -1.0), ("val_rule_nll", -1.0)):
+#: Held-out metrics an epoch can be picked by, and the sign that makes higher better.
+_SELECTION_SIGNS = {"average_precision": 1.0, "auc_roc": 1.0, "risk_nll": -1.0}
+
+
+def _selection_score(record: dict[str, float], by: str = "average_precision") -> float | None:
+    """Held-out score that picks the best epoch: ``by`` (``TrainConfig.select_epoch_by``;
+    outcome AP by default), else -risk NLL (no bad event held out), else -NLL of the
+    rules' verdicts (a cold start without outcomes: smoother than agreement, which a
+    handful of held-out rejects makes jumpy)."""
+    for key, sign in ((f"val_{by}", _SELECTION_SIGNS[by]), ("val_risk_nll", -1.0), ("val_rule_nll", -1.0)):
         value = record.get(key)
         if value is not None and not math.isnan(value):
             return sign * value
@@ -311,7 +316,7 @@ def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig =
             aux_weight = _log_expert_load(record, loads, aux_weight, cfg)
         if validation is not None and len(validation):
             record.update(val_scores(model, validation))
-            score = _selection_score(record)
+            score = _selection_score(record, cfg.select_epoch_by)
             if score is not None and (best is None or score > best[0]):
                 best = (score, {k: v.detach().clone() for k, v in model.state_dict().items()})
         history.append(record)

@@ -7,6 +7,7 @@ training loop that calls it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
@@ -103,6 +104,11 @@ class TrainConfig(BaseModel):
     #: no longer hangs on one noisy held-out day with ~80 frauds.
     #: ``python ops/bench/model_quality.py --variant avg='{"average_last": 4}'``.
     average_last: int = Field(default=0, ge=0)
+    #: The held-out metric that picks the epoch (without ``average_last``): outcome AP, AUC
+    #: ROC, or the risk head's NLL, a proper score over every held-out row rather than the
+    #: ranks of the ~80 frauds of one held-out day.
+    #: ``python ops/bench/quality_sweep.py --variant nll='{"select_epoch_by": "risk_nll"}'``.
+    select_epoch_by: Literal["average_precision", "auc_roc", "risk_nll"] = "average_precision"
     #: Mixture-of-experts layers only (``ModelConfig.moe_experts``): weight of the
     #: load-balance loss, and the variance of the per-expert token share (over experts,
     #: mean over layers, per epoch) above which that weight is doubled for the next epoch
