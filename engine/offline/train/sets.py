@@ -109,20 +109,20 @@ class TrainConfig(BaseModel):
     #: ranks of the ~80 frauds of one held-out day.
     #: ``python ops/bench/quality_sweep.py --variant nll='{"select_epoch_by": "risk_nll"}'``.
     select_epoch_by: Literal["average_precision", "auc_roc", "risk_nll"] = "average_precision"
-    #: Mixture-of-experts layers only (``ModelConfig.moe_experts``): weight of the
-    #: load-balance loss, and the variance of the per-expert token share (over experts,
-    #: mean over layers, per epoch) above which that weight is doubled for the next epoch
-    #: (at most to 1.0). 0.01 is e.g. shares 0.40/0.20/0.20/0.20 over four experts.
     #: Distillation from a gradient-boosted teacher (``engine.offline.train.teacher``):
     #: weight of the pull of the risk head toward LightGBM's out-of-fold log-odds, fitted on
     #: ``distill_folds`` folds of the training part. 0: off (no LightGBM is fitted).
     #: ``python ops/bench/quality_sweep.py --variant distill='{"distill_weight": 0.5}'``.
     distill_weight: float = Field(default=0.0, ge=0)
+    distill_folds: int = Field(default=4, ge=2)
     #: Weight of a pairwise ranking loss on the risk head (``losses.pairwise_rank_loss``,
     #: every bad row of a mini-batch against every good one), beside its BCE. 0: off.
-    #: ``python ops/bench/quality_sweep.py --variant rank='{"rank_weight": 0.5}'``.
+    #: ``python ops/bench/quality_sweep.py --variant rank='{"rank_weight": 0.1}'``.
     rank_weight: float = Field(default=0.0, ge=0)
-    distill_folds: int = Field(default=4, ge=2)
+    #: Mixture-of-experts layers only (``ModelConfig.moe_experts``): weight of the
+    #: load-balance loss, and the variance of the per-expert token share (over experts,
+    #: mean over layers, per epoch) above which that weight is doubled for the next epoch
+    #: (at most to 1.0). 0.01 is e.g. shares 0.40/0.20/0.20/0.20 over four experts.
     moe_aux_weight: float = Field(default=0.05, ge=0)
     moe_load_variance_limit: float = Field(default=0.01, gt=0)
     progress: bool = True
