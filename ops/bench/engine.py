@@ -425,6 +425,9 @@ def main() -> None:
     ap.add_argument("--no-model-baseline", dest="baseline", action="store_false")
     add_event_arguments(ap)
     add_model_arguments(ap)
+    ap.add_argument("--old-first", action="store_true",
+                    help="run --old-pipeline before the default at each rate: the first of the two runs "
+                         "faster (an A/A control, docs/performance.md), so compare a pair run both ways")
     ap.add_argument("--old-pipeline", default=None, metavar="MODULE:FUNCTION",
                     help="also run this pipeline factory (the path before a change) at every rate and at "
                          "saturation, interleaved with the default, and print new / old")
@@ -468,10 +471,9 @@ def main() -> None:
               f"{warm.machine_pct.get('broker', float('nan')):.0f} % of a core")
     old_label = f"old {tag}"
     for rate in [*args.rates, None]:
-        results.append(bench.run(f"model {tag}", model, default, rate))
-        print_table(results[-1:])
-        if args.old_pipeline:
-            results.append(bench.run(old_label, args.old_pipeline, default, rate))
+        pair = [(f"model {tag}", model), (old_label, args.old_pipeline)] if args.old_pipeline else [(f"model {tag}", model)]
+        for label, pipeline in (reversed(pair) if args.old_first else pair):
+            results.append(bench.run(label, pipeline, default, rate))
             print_table(results[-1:])
         if args.floor and rate is not None:
             results.append(bench.run_relay(rate))
