@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 import torch
@@ -13,6 +12,7 @@ from torch.nn import functional as F
 from engine.model import InputSpec, ModelConfig
 from engine.model.inputs import random_inputs
 from engine.model.losses import VerdictCosts, collapse_penalty, focal_loss, verdict_targets
+from engine.offline.train import fit
 from engine.offline.train.fit import train_model
 from engine.offline.train.sets import LabelledSet, TrainConfig
 
@@ -33,11 +33,9 @@ def fast(**kw) -> TrainConfig:
                           "val_fraction": 0.25, **kw})
 
 
-def risk_gradient_of(data: LabelledSet) -> tuple[Any, Callable[[LabelledSet, TrainConfig], torch.Tensor]]:
+def risk_gradient_of(data: LabelledSet) -> tuple[fit.DecisionModel, Callable[[LabelledSet, TrainConfig], torch.Tensor]]:
     """One untrained tiny model, and ``gradient(batch, cfg)``: d(training loss)/d(its
     risk logits) on ``batch`` under ``cfg``; what a loss term adds is the difference."""
-    from engine.offline.train import fit
-
     model = fit.DecisionModel(CFG)
     model.fit_input_statistics(data.inputs, data.is_bad)
     stats = fit._target_stats(data, TrainConfig())
@@ -147,15 +145,13 @@ def test_a_labelled_set_moves_whole():
 
 
 def test_the_epoch_is_picked_by_the_metric_chosen_and_falls_back_without_frauds():
-    from engine.offline.train.fit import _selection_score
-
     # epoch 1 ranks better (AP, AUC), epoch 2 is better calibrated (NLL)
     first = {"val_average_precision": 0.7, "val_auc_roc": 0.9, "val_risk_nll": 0.05}
     second = {"val_average_precision": 0.6, "val_auc_roc": 0.8, "val_risk_nll": 0.03}
     for by, better in (("average_precision", first), ("auc_roc", first), ("risk_nll", second)):
-        scores = {id(r): _selection_score(r, by) for r in (first, second)}
+        scores = {id(r): fit._selection_score(r, by) for r in (first, second)}
         assert max(scores, key=lambda k: scores[k]) == id(better), by
     no_fraud = {"val_average_precision": float("nan"), "val_auc_roc": float("nan"), "val_risk_nll": 0.04}
-    assert _selection_score(no_fraud, "auc_roc") == -0.04
+    assert fit._selection_score(no_fraud, "auc_roc") == -0.04
     trained = train_model(tiny_set(), CFG, fast(seed=3, select_epoch_by="risk_nll"))
     assert trained.card.training["select_epoch_by"] == "risk_nll"
