@@ -160,8 +160,8 @@ def no_detector_pipeline(settings, *, model=None):
     Built without one, not built with one and then swapped out: a detector's sentence
     encoder loads on a background thread (``load_encoder_in_background``), and a worker
     whose pipeline never judges a text starts its loop while that load still runs, so
-    the comparison measured the load, not the screening (docs/performance.md, "The
-    worker without a detector")."""
+    the comparison measured the load, not the screening (docs/performance.md,
+    "Adversarial-input detector", "Why")."""
     from engine.worker.main import build_worker_pipeline
 
     return build_worker_pipeline(settings, model=model, detector=False)
@@ -471,7 +471,9 @@ def main() -> None:
               f"{warm.machine_pct.get('broker', float('nan')):.0f} % of a core")
     old_label = f"old {tag}"
     for rate in [*args.rates, None]:
-        pair = [(f"model {tag}", model), (old_label, args.old_pipeline)] if args.old_pipeline else [(f"model {tag}", model)]
+        pair = [(f"model {tag}", model)]
+        if args.old_pipeline:
+            pair.append((old_label, args.old_pipeline))
         for label, pipeline in (reversed(pair) if args.old_first else pair):
             results.append(bench.run(label, pipeline, default, rate))
             print_table(results[-1:])
