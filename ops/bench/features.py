@@ -134,7 +134,8 @@ def main() -> None:
     events, fraud = load(max(args.events, args.redis_events, 6000))
     if not args.no_gc_freeze:
         # What a backtest should do after building its records: keep the collector from
-        # re-scanning a million long-lived events on every full collection (~15% here).
+        # re-scanning a million long-lived events on every full collection (run with
+        # --no-gc-freeze to see what that costs).
         gc.freeze()
     print(f"handbook events loaded: {len(events):,}  (gc.freeze: {not args.no_gc_freeze})")
     late = {}
