@@ -23,6 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 #: The encoded fields ``derived_numeric`` computes card means from (engine.model.derived).
 DERIVED_INPUTS: tuple[str, ...] = ("amount_log",) + tuple(
     f"velocity_{w}_{k}" for w in ("1h", "1d", "7d") for k in ("count", "amount"))
+#: The encoded fields ``derived_terminal`` computes known terminal frauds from.
+DERIVED_TERMINAL_INPUTS: tuple[str, ...] = tuple(
+    f"terminal_{k}_{w}" for w in ("1d", "7d", "30d") for k in ("risk", "labelled"))
 
 
 class _Frozen(BaseModel):
@@ -148,6 +151,10 @@ class ModelConfig(_Frozen):
     #: inside the model from the velocity fields (engine.model.derived), to the numeric
     #: fields. Field transformer only.
     derived_numeric: bool = False
+    #: Append the terminal's known frauds per window (count and smoothed log-odds), derived
+    #: inside the model from its delayed share and label count (engine.model.derived).
+    #: Field transformer only.
+    derived_terminal: bool = False
     #: Sparse mixture-of-experts feed-forward (engine.model.moe): this many experts per
     #: layer, each token routed to its ``moe_top_k`` best; 0 = the dense feed-forward.
     #: Field transformer only. Measured with ``python ops/bench/model_quality.py
@@ -168,13 +175,14 @@ class ModelConfig(_Frozen):
     @classmethod
     def default_for(cls, inputs: InputSpec, **overrides: Any) -> ModelConfig:
         """The configuration every trainer starts from (``tollgate model train``, the
-        quickstart, the backtest, ``fresh_model``): the field defaults, plus the derived card means when
-        the inputs carry the velocity fields they are derived from. Chosen on the four
+        quickstart, the backtest, ``fresh_model``): the field defaults, plus the derived card means and
+        terminal frauds when the inputs carry the fields they are derived from. Chosen on the four
         validation folds of the handbook protocol (docs/decision-quality.md). A field
         default would instead change what an older card without the field loads as."""
-        derived = (overrides.get("backbone", "field_transformer") == "field_transformer"
-                   and all(n in inputs.numeric_names for n in DERIVED_INPUTS))
-        return cls(inputs=inputs, **{"derived_numeric": derived, **overrides})
+        transformer = overrides.get("backbone", "field_transformer") == "field_transformer"
+        derived = transformer and all(n in inputs.numeric_names for n in DERIVED_INPUTS)
+        terminal = transformer and all(n in inputs.numeric_names for n in DERIVED_TERMINAL_INPUTS)
+        return cls(inputs=inputs, **{"derived_numeric": derived, "derived_terminal": terminal, **overrides})
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelConfig:
@@ -192,8 +200,8 @@ class ModelConfig(_Frozen):
             raise ValueError("backbone 'hf' needs hf_path (a local directory; nothing is fetched)")
         if self.moe_experts and not 1 <= self.moe_top_k <= self.moe_experts:
             raise ValueError(f"moe_top_k {self.moe_top_k} must be in [1, moe_experts={self.moe_experts}]")
-        if self.backbone == "hf" and self.derived_numeric:
-            raise ValueError("derived_numeric is implemented for the field transformer only")
+        if self.backbone == "hf" and (self.derived_numeric or self.derived_terminal):
+            raise ValueError("derived_numeric and derived_terminal are implemented for the field transformer only")
         if self.backbone == "hf" and self.moe_experts:
             raise ValueError("moe_experts is implemented for the field transformer only")
         if self.backbone == "hf" and self.early_exit_layers:

@@ -25,7 +25,7 @@ from torch import Tensor, nn
 
 from engine.model.backbone import FieldTransformer, pool, squash
 from engine.model.config import ModelConfig
-from engine.model.derived import DERIVED_NAMES, DerivedNumeric
+from engine.model.derived import DERIVED_NAMES, TERMINAL_DERIVED_NAMES, DerivedNumeric, DerivedTerminal
 from engine.model.heads import DecisionHeads, ExitHeads
 from engine.model.hf import HFBackbone
 from engine.model.inputs import as_inputs
@@ -38,10 +38,18 @@ class DecisionModel(nn.Module):
         self.config = config
         # Derived card means/ratios (engine.model.derived) enter as extra numeric fields:
         # the layers are built for the widened field list, the card keeps the schema's.
-        self.derive = DerivedNumeric(config.inputs.numeric_names) if config.derived_numeric else None
+        names = config.inputs.numeric_names
+        derivations: list[nn.Module] = []
+        if config.derived_numeric:
+            derivations.append(DerivedNumeric(names))
+            names += DERIVED_NAMES
+        if config.derived_terminal:
+            derivations.append(DerivedTerminal(config.inputs.numeric_names))
+            names += TERMINAL_DERIVED_NAMES
+        # Each derivation appends its fields after those already there, in this order.
+        self.derive = nn.Sequential(*derivations) if derivations else None
         spec = config.inputs if self.derive is None else config.inputs.model_copy(update={
-            "n_numeric": config.inputs.n_numeric + len(DERIVED_NAMES),
-            "numeric_names": config.inputs.numeric_names + DERIVED_NAMES})
+            "n_numeric": len(names), "numeric_names": names})
         if config.backbone == "hf":
             self.backbone: Any = HFBackbone(config)
         else:

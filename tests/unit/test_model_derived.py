@@ -1,5 +1,6 @@
-"""Derived card means and amount-to-mean ratios: computed from the encoded fields inside
-the model, so a model that reads them is served by the same inputs as any other."""
+"""Derived card means, amount-to-mean ratios and terminal fraud counts: computed from the
+encoded fields inside the model, so a model that reads them is served by the same inputs
+as any other."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import torch
 from pydantic import ValidationError
 
 from engine.model import InputSpec, ModelConfig, fresh_model, load_model_dir, random_inputs, save_model_dir
-from engine.model.derived import DERIVED_NAMES, DerivedNumeric
+from engine.model.derived import DERIVED_NAMES, TERMINAL_DERIVED_NAMES, DerivedNumeric, DerivedTerminal
 from engine.stages.encode import FeatureSchema
 from engine.stages.infer import Inference
 
@@ -39,6 +40,45 @@ def test_means_and_ratios_follow_the_windows():
                                                                       "7d": (5, 250.0)}))
 
 
+def test_terminal_frauds_follow_the_share_and_the_count():
+    row = torch.zeros(1, SPEC.n_numeric)
+    names = SPEC.numeric_names
+    for w, (share, labelled) in {"1d": (0.0, 0.0), "7d": (0.25, 8.0), "30d": (1.0, 1.0)}.items():
+        row[0, names.index(f"terminal_risk_{w}")] = share  # a share is served unscaled
+        row[0, names.index(f"terminal_labelled_{w}")] = torch.log1p(torch.tensor(labelled))
+    out = DerivedTerminal(names)(row)
+    got = dict(zip(TERMINAL_DERIVED_NAMES, out[0, SPEC.n_numeric:].tolist()))
+    assert got["terminal_bad_1d_log"] == 0.0 and got["terminal_bad_logodds_1d"] == 0.0  # nothing arrived
+    assert got["terminal_bad_7d_log"] == pytest.approx(torch.log1p(torch.tensor(2.0)).item(), abs=1e-4)
+    assert got["terminal_bad_logodds_7d"] == pytest.approx(torch.log(torch.tensor(2.5 / 6.5)).item(), abs=1e-4)
+    # one fraud in one outcome is the same share as ten in ten, not the same evidence
+    row10 = row.clone()
+    row10[0, names.index("terminal_labelled_30d")] = torch.log1p(torch.tensor(10.0))
+    got10 = dict(zip(TERMINAL_DERIVED_NAMES, DerivedTerminal(names)(row10)[0, SPEC.n_numeric:].tolist()))
+    assert got10["terminal_bad_logodds_30d"] > got["terminal_bad_logodds_30d"] > 0.0
+    assert torch.equal(out[:, :SPEC.n_numeric], row)
+
+
+def test_both_derivations_append_in_order_and_serve_as_a_graph(tmp_path):
+    from engine.model.export import export_model_dir
+
+    model, card = fresh_model(SPEC, version="t1", d_model=16, n_heads=2, derived_terminal=True)
+    assert card.architecture.derived_numeric and card.architecture.derived_terminal
+    plain, _ = fresh_model(SPEC, version="p", d_model=16, n_heads=2, derived_numeric=False, derived_terminal=False)
+    assert model.wide[0].in_features - plain.wide[0].in_features == (
+        len(DERIVED_NAMES) + len(TERMINAL_DERIVED_NAMES)) * 16
+    batch = random_inputs(SPEC, 64, seed=6)
+    model.fit_input_statistics(batch, (torch.arange(64) % 5 == 0).float())
+    source = save_model_dir(model, card, tmp_path / "t1")
+    loaded = load_model_dir(source, expected_schema_hash=SPEC.schema_hash)
+    assert torch.allclose(Inference(model, card)(batch).risk, Inference.from_loaded(loaded)(batch).risk)
+    result = export_model_dir(source, tmp_path / "out", "onnx", "fp32", samples=64)
+    other = random_inputs(SPEC, 50, seed=11)
+    served = Inference.from_dir(result.path, runtime="auto")
+    assert served.graph is not None
+    assert torch.allclose(served(other).risk, Inference(model, card)(other).risk, atol=1e-4)
+
+
 def test_a_model_reading_them_round_trips_and_serves_fp32_and_int8(tmp_path):
     model, card = fresh_model(SPEC, version="d1", d_model=16, n_heads=2, derived_numeric=True)
     batch = random_inputs(SPEC, 6, seed=4)
@@ -48,8 +88,9 @@ def test_a_model_reading_them_round_trips_and_serves_fp32_and_int8(tmp_path):
     a, b = Inference(model, card)(batch), Inference.from_loaded(loaded)(batch)
     assert torch.allclose(a.risk, b.risk) and torch.isfinite(Inference(model, card, int8=True)(batch).risk).all()
     # the derived fields really enter: the wide path is sized for them
-    plain, _ = fresh_model(SPEC, version="p", d_model=16, n_heads=2, derived_numeric=False)
-    assert model.wide[0].in_features - plain.wide[0].in_features == len(DERIVED_NAMES) * 16
+    plain, _ = fresh_model(SPEC, version="p", d_model=16, n_heads=2, derived_numeric=False, derived_terminal=False)
+    assert model.wide[0].in_features - plain.wide[0].in_features == (
+        len(DERIVED_NAMES) + len(TERMINAL_DERIVED_NAMES)) * 16
 
 
 def test_missing_fields_are_refused():
@@ -57,20 +98,26 @@ def test_missing_fields_are_refused():
                      history_categorical=1, text_len=1, text_vocab=4, schema_hash="x", numeric_names=("a", "b"))
     with pytest.raises(ValueError, match="velocity_1h_count"):
         fresh_model(spec, derived_numeric=True)
+    with pytest.raises(ValueError, match="terminal_risk_1d"):
+        fresh_model(spec, derived_numeric=False, derived_terminal=True)
     with pytest.raises(ValidationError, match="derived_numeric"):
         ModelConfig(inputs=spec, backbone="hf", hf_path="/nowhere", derived_numeric=True)
+    with pytest.raises(ValidationError, match="derived_terminal"):
+        ModelConfig(inputs=spec, backbone="hf", hf_path="/nowhere", derived_terminal=True)
 
 
 def test_trainers_start_with_them_where_the_inputs_allow():
-    assert ModelConfig.default_for(SPEC).derived_numeric
+    assert ModelConfig.default_for(SPEC).derived_numeric and ModelConfig.default_for(SPEC).derived_terminal
     assert not ModelConfig.default_for(SPEC, derived_numeric=False).derived_numeric
+    assert not ModelConfig.default_for(SPEC, derived_terminal=False).derived_terminal
     bare = InputSpec(n_numeric=2, n_categorical=1, categorical_buckets=8, history_len=1, history_numeric=1,
                      history_categorical=1, text_len=1, text_vocab=4, schema_hash="x", numeric_names=("a", "b"))
-    assert not ModelConfig.default_for(bare).derived_numeric
+    assert not ModelConfig.default_for(bare).derived_numeric and not ModelConfig.default_for(bare).derived_terminal
     # a card written before the option existed still loads as the model it describes
-    assert not ModelConfig(inputs=SPEC).derived_numeric
+    assert not ModelConfig(inputs=SPEC).derived_numeric and not ModelConfig(inputs=SPEC).derived_terminal
     assert fresh_model(SPEC, d_model=16, n_heads=2)[1].architecture.derived_numeric  # as trainers build it
-    assert not ModelConfig.default_for(SPEC, backbone="hf", hf_path="x").derived_numeric  # field transformer only
+    hf = ModelConfig.default_for(SPEC, backbone="hf", hf_path="x")
+    assert not hf.derived_numeric and not hf.derived_terminal  # field transformer only
 
 
 @pytest.mark.parametrize("fmt", ["onnx", "torchscript"])
