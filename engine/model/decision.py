@@ -36,8 +36,9 @@ class DecisionModel(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.config = config
-        # Derived card means/ratios (engine.model.derived) enter as extra numeric fields:
-        # the layers are built for the widened field list, the card keeps the schema's.
+        # Derived card means/ratios and terminal frauds (engine.model.derived) enter as extra
+        # numeric fields: the layers are built for the widened field list, the card keeps the
+        # schema's.
         names = config.inputs.numeric_names
         derivations: list[nn.Module] = []
         if config.derived_numeric:
