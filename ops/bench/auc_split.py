@@ -1,0 +1,134 @@
+"""Where the decision model's AUC differs from the trees': per fraud kind, one fold at a time.
+
+    python ops/bench/auc_split.py --folds 2018-06-20 2018-06-27 2018-07-04 2018-07-11 [--seed 0]
+        [--variant '{"derived_terminal": false}'] [--jobs 2]
+
+For each fold (the book's protocol, validation folds by default) three models are trained
+and score the same assessed rows: Tollgate's decision model (``tollgate backtest``'s
+replay and training, with ``--variant``'s overrides), LightGBM on the same encoded
+fields (``lgb_enc``, the backtest's ``lightgbm`` family) and LightGBM on the book's 15
+features with the configuration its validation grid chose (``lgb_book``, as
+``handbook_baselines.py`` fits it). Each model's AUC ROC is then computed for each kind of
+fraud against every assessed good row:
+
+* amount (the handbook's scenario 1) and compromised card (scenario 3);
+* compromised terminal (scenario 2), split in two: **visible**, at a terminal with a fraud
+  known (at least 7 days old, as the book's delayed labels) in the 30 days before, and
+  **invisible**, at a terminal with none. Nothing in an invisible fraud differs from a good
+  payment, so every model can only rank it by chance there (about 0.5, give or take the
+  noise of some 80 frauds a fold).
+
+It also prints how high each model ranks the good rows at a terminal with a known fraud
+in the last 21 days (mean rank percentile among all assessed rows). Validation folds
+only by default: a diagnosis, never a choice made on the test fold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
+import numpy as np
+import pandas as pd
+from sklearn.metrics import roc_auc_score
+
+from ops.bench import handbook_baselines as hb  # noqa: E402
+
+VALIDATION = ("2018-06-20", "2018-06-27", "2018-07-04", "2018-07-11")
+#: What its validation grid chose for LightGBM on the book's features (docs/decision-quality.md).
+LGB_BOOK = {"num_leaves": 15, "n_estimators": 300, "learning_rate": 0.03}
+MODELS = ("net", "lgb_enc", "lgb_book")
+KINDS = ("amount", "card", "terminal visible", "terminal invisible")
+#: Good rows this close (days) to a known fraud at their terminal count as "near".
+NEAR_DAYS = 21
+
+
+def fold_scores(fold_name: str, seed: int, overrides: dict[str, Any], cache_dir: str) -> pd.DataFrame:
+    """One row per assessed transaction: the three models' risks, truth, kind, recency."""
+    import torch
+
+    from engine.offline.backtest.run import Window, run_backtest
+
+    torch.set_num_threads(1)
+    frame = hb.read_handbook_frame(hb.handbook_file())
+    table = hb.book_features(frame)[hb.BOOK_FEATURES]
+    fold = hb.Fold(frame, table.to_numpy(), fold_name)
+    lgb = hb.make_model("lightgbm", LGB_BOOK, seed).fit(fold.x_train, fold.y_train)
+    out = pd.DataFrame({"lgb_book": lgb.predict_proba(fold.x_test)[:, 1]},
+                       index=frame["event_id"].to_numpy()[fold.test])
+    results = run_backtest(frame, Window.from_date(fold_name, 7, 7, 7, 30), models=("transformer", "lightgbm"),
+                           seed=seed, cache_dir=cache_dir, model_overrides={"progress": False, **overrides})
+    for column, family in (("net", "transformer"), ("lgb_enc", "lightgbm")):
+        scores = results[family].scores
+        assessed = scores[scores["assessed"]]
+        out[column] = pd.Series(assessed["risk_score"].to_numpy(), index=assessed["transaction_id"].to_numpy())
+    by_id = frame.set_index("event_id")
+    out["fraud"] = by_id.loc[out.index, "tx_fraud"].to_numpy()
+    out["scenario"] = by_id.loc[out.index, "tx_fraud_scenario"].to_numpy()
+    days = hb.terminal_recency(frame)[hb.RECENCY_FEATURES[0]].to_numpy()
+    out["days_since_known_fraud"] = pd.Series(days, index=frame["event_id"].to_numpy()).loc[out.index].to_numpy()
+    if out.isna().any().any():
+        raise RuntimeError(f"fold {fold_name}: the models scored different assessed rows")
+    return out
+
+
+def split_report(df: pd.DataFrame) -> dict[str, Any]:
+    """AUC per model and kind of fraud (against every assessed good row), plus ranks."""
+    goods = df[df["fraud"] == 0]
+    bad = df["fraud"] == 1
+    seen = df["days_since_known_fraud"] < hb.RECENCY_CAP_DAYS
+    kinds = {"all": bad, "amount": bad & (df["scenario"] == 1), "card": bad & (df["scenario"] == 3),
+             "terminal visible": bad & (df["scenario"] == 2) & seen,
+             "terminal invisible": bad & (df["scenario"] == 2) & ~seen}
+    report: dict[str, Any] = {"n": {k: int(m.sum()) for k, m in kinds.items()}}
+    for model in MODELS:
+        aucs = {}
+        for kind, mask in kinds.items():
+            frauds = df.loc[mask, model].to_numpy()
+            y = np.r_[np.ones(len(frauds)), np.zeros(len(goods))]
+            aucs[kind] = float(roc_auc_score(y, np.r_[frauds, goods[model].to_numpy()]))
+        rank = df[model].rank(pct=True)
+        near = goods.index[goods["days_since_known_fraud"] <= NEAR_DAYS]
+        report[model] = {"auc": aucs, "rank_goods_near_fraud": float(rank.loc[near].mean())}
+    return report
+
+
+def _one(args: tuple[str, int, dict[str, Any], str]) -> tuple[str, dict[str, Any]]:
+    return args[0], split_report(fold_scores(*args))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--folds", nargs="+", default=list(VALIDATION))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--variant", default="{}", help="the decision model's overrides, as JSON")
+    ap.add_argument("--jobs", type=int, default=1, help="folds at a time (one core each)")
+    ap.add_argument("--cache-dir", default=".tollgate/backtest-cache")
+    a = ap.parse_args()
+    overrides = json.loads(a.variant)
+    jobs = [(f, a.seed, overrides, a.cache_dir) for f in a.folds]
+    with ProcessPoolExecutor(max_workers=a.jobs) as pool:
+        reports = dict(pool.map(_one, jobs))
+    print(f"AUC ROC of each kind of fraud against every assessed good row; seed {a.seed}, decision model "
+          f"overrides {overrides or 'none'}")
+    header = f"{'fold':11s} {'kind':19s} {'frauds':>6s} " + " ".join(f"{m:>8s}" for m in MODELS)
+    print(header)
+    for fold, rep in reports.items():
+        for kind in ("all", *KINDS):
+            print(f"{fold:11s} {kind:19s} {rep['n'][kind]:6d} "
+                  + " ".join(f"{rep[m]['auc'][kind]:8.4f}" for m in MODELS))
+        print(f"{fold:11s} {'good rows near a known fraud, mean rank percentile':45s} "
+              + " ".join(f"{rep[m]['rank_goods_near_fraud']:6.3f}" for m in MODELS))
+    if len(reports) > 1:
+        for kind in ("all", *KINDS):
+            print(f"{'mean':11s} {kind:19s} {sum(r['n'][kind] for r in reports.values()):6d} "
+                  + " ".join(f"{statistics.fmean(r[m]['auc'][kind] for r in reports.values()):8.4f}"
+                             for m in MODELS))
+
+
+if __name__ == "__main__":
+    main()
