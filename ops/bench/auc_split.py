@@ -38,7 +38,6 @@ from sklearn.metrics import roc_auc_score
 
 from ops.bench import handbook_baselines as hb  # noqa: E402
 
-VALIDATION = ("2018-06-20", "2018-06-27", "2018-07-04", "2018-07-11")
 #: What its validation grid chose for LightGBM on the book's features (docs/decision-quality.md).
 LGB_BOOK = {"num_leaves": 15, "n_estimators": 300, "learning_rate": 0.03}
 MODELS = ("net", "lgb_enc", "lgb_book")
@@ -103,12 +102,14 @@ def _one(args: tuple[str, int, dict[str, Any], str]) -> tuple[str, dict[str, Any
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--folds", nargs="+", default=list(VALIDATION))
+    ap.add_argument("--folds", nargs="+", default=list(hb.VALIDATION))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--variant", default="{}", help="the decision model's overrides, as JSON")
     ap.add_argument("--jobs", type=int, default=1, help="folds at a time (one core each)")
     ap.add_argument("--cache-dir", default=".tollgate/backtest-cache")
     a = ap.parse_args()
+    if hb.handbook_file() is None:
+        raise SystemExit("the handbook file is absent: put it in ../shared/data/handbook/")
     overrides = json.loads(a.variant)
     jobs = [(f, a.seed, overrides, a.cache_dir) for f in a.folds]
     with ProcessPoolExecutor(max_workers=a.jobs) as pool:
