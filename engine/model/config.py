@@ -20,12 +20,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-#: The encoded fields ``derived_numeric`` computes card means from (engine.model.derived).
+#: The card's velocity windows ``derived_numeric`` computes means from, and the encoded
+#: fields it reads (engine.model.derived).
+DERIVED_WINDOWS: tuple[str, ...] = ("1h", "1d", "7d")
 DERIVED_INPUTS: tuple[str, ...] = ("amount_log",) + tuple(
-    f"velocity_{w}_{k}" for w in ("1h", "1d", "7d") for k in ("count", "amount"))
-#: The encoded fields ``derived_terminal`` computes known terminal frauds from.
+    f"velocity_{w}_{k}" for w in DERIVED_WINDOWS for k in ("count", "amount"))
+#: The terminal windows ``derived_terminal`` computes known frauds from, and their fields.
+DERIVED_TERMINAL_WINDOWS: tuple[str, ...] = ("1d", "7d", "30d")
 DERIVED_TERMINAL_INPUTS: tuple[str, ...] = tuple(
-    f"terminal_{k}_{w}" for w in ("1d", "7d", "30d") for k in ("risk", "labelled"))
+    f"terminal_{k}_{w}" for w in DERIVED_TERMINAL_WINDOWS for k in ("risk", "labelled"))
 
 
 class _Frozen(BaseModel):

@@ -38,16 +38,16 @@ class DecisionModel(nn.Module):
         self.config = config
         # Derived card means/ratios and terminal frauds (engine.model.derived) enter as extra
         # numeric fields: the layers are built for the widened field list, the card keeps the
-        # schema's.
+        # schema's. Each derivation reads the schema's fields and appends its own after
+        # those already there, in this order.
         names = config.inputs.numeric_names
         derivations: list[nn.Module] = []
         if config.derived_numeric:
-            derivations.append(DerivedNumeric(names))
+            derivations.append(DerivedNumeric(config.inputs.numeric_names))
             names += DERIVED_NAMES
         if config.derived_terminal:
             derivations.append(DerivedTerminal(config.inputs.numeric_names))
             names += TERMINAL_DERIVED_NAMES
-        # Each derivation appends its fields after those already there, in this order.
         self.derive = nn.Sequential(*derivations) if derivations else None
         spec = config.inputs if self.derive is None else config.inputs.model_copy(update={
             "n_numeric": len(names), "numeric_names": names})

@@ -26,14 +26,20 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from engine.model.config import DERIVED_INPUTS, DERIVED_TERMINAL_INPUTS
+from engine.model.config import DERIVED_INPUTS, DERIVED_TERMINAL_INPUTS, DERIVED_TERMINAL_WINDOWS, DERIVED_WINDOWS
 
-WINDOWS = ("1h", "1d", "7d")
+WINDOWS = DERIVED_WINDOWS
 DERIVED_NAMES: tuple[str, ...] = tuple(f"card_mean_amount_{w}_log" for w in WINDOWS) + tuple(
     f"amount_to_mean_{w}_log" for w in WINDOWS)
-TERMINAL_WINDOWS = ("1d", "7d", "30d")
+TERMINAL_WINDOWS = DERIVED_TERMINAL_WINDOWS
 TERMINAL_DERIVED_NAMES: tuple[str, ...] = tuple(f"terminal_bad_{w}_log" for w in TERMINAL_WINDOWS) + tuple(
     f"terminal_bad_logodds_{w}" for w in TERMINAL_WINDOWS)
+
+
+def _unlog1p(x: Tensor, columns: int | list[int]) -> Tensor:
+    """The raw values of log1p-scaled fields. exp(x) - 1, not expm1: ONNX has no expm1
+    (opset 17), and on these fields the two differ by float rounding only."""
+    return torch.exp(x[:, columns].clamp(0, 50)) - 1
 
 
 class DerivedNumeric(nn.Module):
@@ -50,11 +56,9 @@ class DerivedNumeric(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         x = torch.nan_to_num(x.float(), nan=0.0, posinf=50.0, neginf=0.0)
-        # exp(x) - 1, not expm1: ONNX has no expm1 (opset 17), and on these log1p-scaled
-        # fields the two differ by float rounding only.
-        amount = (torch.exp(x[:, self.amount].clamp(0, 50)) - 1)[:, None]
-        count = torch.exp(x[:, self.counts].clamp(0, 50)) - 1
-        total = torch.exp(x[:, self.sums].clamp(0, 50)) - 1
+        amount = _unlog1p(x, self.amount)[:, None]
+        count = _unlog1p(x, self.counts)
+        total = _unlog1p(x, self.sums)
         seen = count > 0.5
         mean = torch.where(seen, total / count.clamp_min(1.0), torch.zeros_like(total))
         ratio = torch.log(amount.clamp_min(1e-6) / mean.clamp_min(1e-6)).clamp(-8.0, 8.0)
@@ -92,7 +96,7 @@ class DerivedTerminal(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         x = torch.nan_to_num(x.float(), nan=0.0, posinf=50.0, neginf=0.0)
-        labelled = torch.exp(x[:, self.labelled].clamp(0, 50)) - 1  # exp - 1: see DerivedNumeric
+        labelled = _unlog1p(x, self.labelled)
         bad = x[:, self.risk].clamp(0.0, 1.0) * labelled.clamp_min(0.0)
         good = (labelled - bad).clamp_min(0.0)
         odds = torch.log((bad + 0.5) / (good + 0.5)).clamp(-8.0, 8.0)
