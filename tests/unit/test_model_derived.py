@@ -59,28 +59,9 @@ def test_terminal_frauds_follow_the_share_and_the_count():
     assert torch.equal(out[:, :SPEC.n_numeric], row)
 
 
-def test_both_derivations_append_in_order_and_serve_as_a_graph(tmp_path):
-    from engine.model.export import export_model_dir
-
-    model, card = fresh_model(SPEC, version="t1", d_model=16, n_heads=2, derived_terminal=True)
-    assert card.architecture.derived_numeric and card.architecture.derived_terminal
-    plain, _ = fresh_model(SPEC, version="p", d_model=16, n_heads=2, derived_numeric=False, derived_terminal=False)
-    assert model.wide[0].in_features - plain.wide[0].in_features == (
-        len(DERIVED_NAMES) + len(TERMINAL_DERIVED_NAMES)) * 16
-    batch = random_inputs(SPEC, 64, seed=6)
-    model.fit_input_statistics(batch, (torch.arange(64) % 5 == 0).float())
-    source = save_model_dir(model, card, tmp_path / "t1")
-    loaded = load_model_dir(source, expected_schema_hash=SPEC.schema_hash)
-    assert torch.allclose(Inference(model, card)(batch).risk, Inference.from_loaded(loaded)(batch).risk)
-    result = export_model_dir(source, tmp_path / "out", "onnx", "fp32", samples=64)
-    other = random_inputs(SPEC, 50, seed=11)
-    served = Inference.from_dir(result.path, runtime="auto")
-    assert served.graph is not None
-    assert torch.allclose(served(other).risk, Inference(model, card)(other).risk, atol=1e-4)
-
-
 def test_a_model_reading_them_round_trips_and_serves_fp32_and_int8(tmp_path):
-    model, card = fresh_model(SPEC, version="d1", d_model=16, n_heads=2, derived_numeric=True)
+    model, card = fresh_model(SPEC, version="d1", d_model=16, n_heads=2, derived_numeric=True, derived_terminal=True)
+    assert card.architecture.derived_numeric and card.architecture.derived_terminal
     batch = random_inputs(SPEC, 6, seed=4)
     model.fit_input_statistics(batch, torch.tensor([0.0, 1.0, 0.0, 0.0, 1.0, 0.0]))
     save_model_dir(model, card, tmp_path / "d1")
@@ -124,7 +105,7 @@ def test_trainers_start_with_them_where_the_inputs_allow():
 def test_an_exported_graph_computes_them_as_the_module_does(tmp_path, fmt):
     from engine.model.export import export_model_dir
 
-    model, card = fresh_model(SPEC, version="d2", d_model=16, n_heads=2, derived_numeric=True)
+    model, card = fresh_model(SPEC, version="d2", d_model=16, n_heads=2, derived_numeric=True, derived_terminal=True)
     batch = random_inputs(SPEC, 64, seed=5)
     model.fit_input_statistics(batch, (torch.arange(64) % 7 == 0).float())
     source = save_model_dir(model, card, tmp_path / "d2")
