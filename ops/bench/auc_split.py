@@ -15,8 +15,8 @@ fraud against every assessed good row:
 * compromised terminal (scenario 2), split in two: **visible**, at a terminal with a fraud
   known (at least 7 days old, as the book's delayed labels) in the 30 days before, and
   **invisible**, at a terminal with none. Nothing in an invisible fraud differs from a good
-  payment, so every model can only rank it by chance there (about 0.5, give or take the
-  noise of some 80 frauds a fold).
+  payment, so every model can only rank it by chance there (near 0.5, give or take the
+  noise of the few such frauds a fold holds; docs/decision-quality.md has the counts).
 
 It also prints how high each model ranks the good rows at a terminal with a known fraud
 in the last 21 days (mean rank percentile among all assessed rows). Validation folds
