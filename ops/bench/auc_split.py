@@ -6,9 +6,12 @@
 For each fold (the book's protocol, validation folds by default) three models are trained
 and score the same assessed rows: Tollgate's decision model (``tollgate backtest``'s
 replay and training, with ``--variant``'s overrides), LightGBM on the same encoded
-fields (``lgb_enc``, the backtest's ``lightgbm`` family) and LightGBM on the book's 15
-features with the configuration its validation grid chose (``lgb_book``, as
-``handbook_baselines.py`` fits it). Each model's AUC ROC is then computed for each kind of
+fields (``lgb_enc``, the backtest's ``lightgbm`` family), LightGBM on exactly what the
+decision model's layers read (``lgb_net_in``: the encoded fields after the model's own
+derivations, its card means, amount-to-mean ratios and terminal frauds, with the book
+grid's configuration; this separates "the inputs lack it" from "the network does not
+use it") and LightGBM on the book's 15 features with the configuration its validation
+grid chose (``lgb_book``, as ``handbook_baselines.py`` fits it). Each model's AUC ROC is then computed for each kind of
 fraud against every assessed good row:
 
 * amount (the handbook's scenario 1) and compromised card (scenario 3);
@@ -40,7 +43,7 @@ from ops.bench import handbook_baselines as hb  # noqa: E402
 
 #: What its validation grid chose for LightGBM on the book's features (docs/decision-quality.md).
 LGB_BOOK = {"num_leaves": 15, "n_estimators": 300, "learning_rate": 0.03}
-MODELS = ("net", "lgb_enc", "lgb_book")
+MODELS = ("net", "lgb_enc", "lgb_net_in", "lgb_book")
 KINDS = ("amount", "card", "terminal visible", "terminal invisible")
 #: Good rows this close (days) to a known fraud at their terminal count as "near".
 NEAR_DAYS = 21
@@ -70,9 +73,43 @@ def fold_scores(fold_name: str, seed: int, overrides: dict[str, Any], cache_dir:
     out["scenario"] = by_id.loc[out.index, "tx_fraud_scenario"].to_numpy()
     days = hb.terminal_recency(frame)[hb.RECENCY_FEATURES[0]].to_numpy()
     out["days_since_known_fraud"] = pd.Series(days, index=frame["event_id"].to_numpy()).loc[out.index].to_numpy()
+    out["lgb_net_in"] = _lgb_on_network_inputs(frame, fold_name, seed, overrides, cache_dir).loc[out.index]
     if out.isna().any().any():
         raise RuntimeError(f"fold {fold_name}: the models scored different assessed rows")
     return out
+
+
+def _lgb_on_network_inputs(frame: pd.DataFrame, fold_name: str, seed: int, overrides: dict[str, Any],
+                           cache_dir: str) -> pd.Series:
+    """LightGBM (the book grid's choice) on the numeric fields the decision model's layers
+    read, after its derivations, plus hour and weekday: the replay ``run_backtest`` just
+    cached, so the rows and fields are the network's own. Indexed by event id."""
+    import torch
+
+    from engine.model import DecisionModel, InputSpec, ModelConfig
+    from engine.offline.backtest.families import schema_for
+    from engine.offline.backtest.run import Window, cached_encode_window
+    from engine.stages.encode import EncodedBatch
+
+    window = Window.from_date(fold_name, 7, 7, 7, 30)
+    frame = frame[(frame["event_time_ms"] >= window.history_start_ms)
+                  & (frame["event_time_ms"] < window.test_end_ms)].reset_index(drop=True)
+    schema = schema_for(overrides)
+    encoded = cached_encode_window(frame, window, cache_dir, schema=schema)
+    config = ModelConfig.default_for(InputSpec.from_schema(schema),
+                                     **{k: v for k, v in overrides.items() if k in ModelConfig.model_fields})
+    derive = DecisionModel(config).derive
+
+    def table(batch: Any) -> np.ndarray:
+        with torch.no_grad():
+            numeric = batch.control_numeric if derive is None else derive(batch.control_numeric)
+        cats = batch.control_categorical[:, -2:].float()  # hour and weekday, as tree_features
+        return torch.cat([numeric.float(), cats], dim=1).numpy()
+
+    y = frame["tx_fraud"].to_numpy()[encoded.train_rows]
+    clf = hb.make_model("lightgbm", LGB_BOOK, seed).fit(table(encoded.train), y)
+    risk = clf.predict_proba(table(EncodedBatch.concat(encoded.test_batches)))[:, 1]
+    return pd.Series(risk, index=frame["event_id"].to_numpy()[encoded.test_rows])
 
 
 def split_report(df: pd.DataFrame) -> dict[str, Any]:
