@@ -25,6 +25,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 DERIVED_WINDOWS: tuple[str, ...] = ("1h", "1d", "7d")
 DERIVED_INPUTS: tuple[str, ...] = ("amount_log",) + tuple(
     f"velocity_{w}_{k}" for w in DERIVED_WINDOWS for k in ("count", "amount"))
+#: The card windows ``derived_card_baseline`` sets against the 30-day window's older part,
+#: and the fields it reads (engine.model.derived).
+DERIVED_BASELINE_WINDOWS: tuple[str, ...] = ("1d", "7d")
+DERIVED_BASELINE_INPUTS: tuple[str, ...] = ("amount_log",) + tuple(
+    f"velocity_{w}_{k}" for w in (*DERIVED_BASELINE_WINDOWS, "30d") for k in ("count", "amount"))
 #: The terminal windows ``derived_terminal`` computes known frauds from, and their fields.
 DERIVED_TERMINAL_WINDOWS: tuple[str, ...] = ("1d", "7d", "30d")
 DERIVED_TERMINAL_INPUTS: tuple[str, ...] = tuple(
@@ -158,6 +163,10 @@ class ModelConfig(_Frozen):
     #: inside the model from its delayed share and label count (engine.model.derived).
     #: Field transformer only.
     derived_terminal: bool = False
+    #: Append the amount and the card's recent mean, each against the card's mean over the
+    #: older part of its 30-day window (before the last 1 d / 7 d), derived inside the
+    #: model from the velocity fields (engine.model.derived).
+    derived_card_baseline: bool = False
     #: Sparse mixture-of-experts feed-forward (engine.model.moe): this many experts per
     #: layer, each token routed to its ``moe_top_k`` best; 0 = the dense feed-forward.
     #: Field transformer only. Measured with ``python ops/bench/model_quality.py
@@ -183,9 +192,10 @@ class ModelConfig(_Frozen):
         validation folds of the handbook protocol (docs/decision-quality.md). A field
         default would instead change what an older card without the field loads as."""
         transformer = overrides.get("backbone", "field_transformer") == "field_transformer"
-        derived = transformer and all(n in inputs.numeric_names for n in DERIVED_INPUTS)
-        terminal = transformer and all(n in inputs.numeric_names for n in DERIVED_TERMINAL_INPUTS)
-        return cls(inputs=inputs, **{"derived_numeric": derived, "derived_terminal": terminal, **overrides})
+        derivations = {"derived_numeric": DERIVED_INPUTS, "derived_terminal": DERIVED_TERMINAL_INPUTS}
+        chosen = {flag: transformer and all(n in inputs.numeric_names for n in needed)
+                  for flag, needed in derivations.items()}
+        return cls(inputs=inputs, **{**chosen, **overrides})
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelConfig:
@@ -203,8 +213,9 @@ class ModelConfig(_Frozen):
             raise ValueError("backbone 'hf' needs hf_path (a local directory; nothing is fetched)")
         if self.moe_experts and not 1 <= self.moe_top_k <= self.moe_experts:
             raise ValueError(f"moe_top_k {self.moe_top_k} must be in [1, moe_experts={self.moe_experts}]")
-        if self.backbone == "hf" and (self.derived_numeric or self.derived_terminal):
-            raise ValueError("derived_numeric and derived_terminal are implemented for the field transformer only")
+        if self.backbone == "hf" and (self.derived_numeric or self.derived_terminal or self.derived_card_baseline):
+            raise ValueError("derived_numeric, derived_terminal and derived_card_baseline are implemented for the "
+                             "field transformer only")
         if self.backbone == "hf" and self.moe_experts:
             raise ValueError("moe_experts is implemented for the field transformer only")
         if self.backbone == "hf" and self.early_exit_layers:

@@ -25,7 +25,14 @@ from torch import Tensor, nn
 
 from engine.model.backbone import FieldTransformer, pool, squash
 from engine.model.config import ModelConfig
-from engine.model.derived import DERIVED_NAMES, TERMINAL_DERIVED_NAMES, DerivedNumeric, DerivedTerminal
+from engine.model.derived import (
+    BASELINE_DERIVED_NAMES,
+    DERIVED_NAMES,
+    TERMINAL_DERIVED_NAMES,
+    DerivedCardBaseline,
+    DerivedNumeric,
+    DerivedTerminal,
+)
 from engine.model.heads import DecisionHeads, ExitHeads
 from engine.model.hf import HFBackbone
 from engine.model.inputs import as_inputs
@@ -48,6 +55,9 @@ class DecisionModel(nn.Module):
         if config.derived_terminal:
             derivations.append(DerivedTerminal(config.inputs.numeric_names))
             names += TERMINAL_DERIVED_NAMES
+        if config.derived_card_baseline:
+            derivations.append(DerivedCardBaseline(config.inputs.numeric_names))
+            names += BASELINE_DERIVED_NAMES
         self.derive = nn.Sequential(*derivations) if derivations else None
         spec = config.inputs if self.derive is None else config.inputs.model_copy(update={
             "n_numeric": len(names), "numeric_names": names})

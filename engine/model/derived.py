@@ -26,7 +26,14 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from engine.model.config import DERIVED_INPUTS, DERIVED_TERMINAL_INPUTS, DERIVED_TERMINAL_WINDOWS, DERIVED_WINDOWS
+from engine.model.config import (
+    DERIVED_BASELINE_INPUTS,
+    DERIVED_BASELINE_WINDOWS,
+    DERIVED_INPUTS,
+    DERIVED_TERMINAL_INPUTS,
+    DERIVED_TERMINAL_WINDOWS,
+    DERIVED_WINDOWS,
+)
 
 WINDOWS = DERIVED_WINDOWS
 DERIVED_NAMES: tuple[str, ...] = tuple(f"card_mean_amount_{w}_log" for w in WINDOWS) + tuple(
@@ -34,6 +41,10 @@ DERIVED_NAMES: tuple[str, ...] = tuple(f"card_mean_amount_{w}_log" for w in WIND
 TERMINAL_WINDOWS = DERIVED_TERMINAL_WINDOWS
 TERMINAL_DERIVED_NAMES: tuple[str, ...] = tuple(f"terminal_bad_{w}_log" for w in TERMINAL_WINDOWS) + tuple(
     f"terminal_bad_logodds_{w}" for w in TERMINAL_WINDOWS)
+
+BASELINE_WINDOWS = DERIVED_BASELINE_WINDOWS
+BASELINE_DERIVED_NAMES: tuple[str, ...] = tuple(f"amount_to_older_mean_{w}_log" for w in BASELINE_WINDOWS) + tuple(
+    f"recent_to_older_mean_{w}_log" for w in BASELINE_WINDOWS)
 
 
 def _unlog1p(x: Tensor, columns: int | list[int]) -> Tensor:
@@ -101,3 +112,51 @@ class DerivedTerminal(nn.Module):
         good = (labelled - bad).clamp_min(0.0)
         odds = torch.log((bad + 0.5) / (good + 0.5)).clamp(-8.0, 8.0)
         return torch.cat([x, torch.log1p(bad), odds], dim=1)
+
+
+class DerivedCardBaseline(nn.Module):
+    """[B, F] encoded numeric fields -> [B, F + 4]: the fields, then ``BASELINE_DERIVED_NAMES``.
+
+    A compromised card's frauds (the book's scenario 3: a third of its payments for two
+    weeks, at five times the usual amount) raise the very means the amount is compared
+    with, so a card's 7- and 30-day means are least like its usual spending just when it
+    matters. The part of the 30-day window before the last w (w in 1 d / 7 d) is a
+    baseline the latest frauds have not reached: per w, log(amount / that mean) and
+    log(the last w's mean / that mean), clipped to [-8, 8] (0 when either part is empty).
+    Both are differences of counts and sums before a quotient, which additive codes cannot
+    form. Measured on the validation folds by ``python ops/bench/quality_sweep.py
+    --variant baseline='{"derived_card_baseline": true}'`` (docs/decision-quality.md).
+
+    >>> names = ("amount_log", "velocity_1d_count", "velocity_1d_amount", "velocity_7d_count",
+    ...          "velocity_7d_amount", "velocity_30d_count", "velocity_30d_amount")
+    >>> x = torch.log1p(torch.tensor([[100.0, 1.0, 100.0, 3.0, 300.0, 13.0, 400.0]]))
+    >>> [round(v, 3) for v in DerivedCardBaseline(names)(x)[0, len(names):].tolist()]
+    [1.386, 2.303, 1.386, 2.303]
+    """
+
+    def __init__(self, numeric_names: tuple[str, ...]):
+        super().__init__()
+        missing = [n for n in DERIVED_BASELINE_INPUTS if n not in numeric_names]
+        if missing:
+            raise ValueError(f"derived_card_baseline needs the encoded fields {missing}")
+        self.amount = numeric_names.index("amount_log")
+        self.counts = [numeric_names.index(f"velocity_{w}_count") for w in BASELINE_WINDOWS]
+        self.sums = [numeric_names.index(f"velocity_{w}_amount") for w in BASELINE_WINDOWS]
+        self.count_30d = numeric_names.index("velocity_30d_count")
+        self.sum_30d = numeric_names.index("velocity_30d_amount")
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = torch.nan_to_num(x.float(), nan=0.0, posinf=50.0, neginf=0.0)
+        amount = _unlog1p(x, self.amount)[:, None]
+        count, total = _unlog1p(x, self.counts), _unlog1p(x, self.sums)
+        older_count = _unlog1p(x, self.count_30d)[:, None] - count
+        older_total = _unlog1p(x, self.sum_30d)[:, None] - total
+        older_mean = older_total.clamp_min(0.0) / older_count.clamp_min(1.0)
+        recent_mean = total / count.clamp_min(1.0)
+        has_older = (older_count > 0.5) & (older_mean > 0)
+        has_recent = has_older & (count > 0.5) & (recent_mean > 0)
+        base = older_mean.clamp_min(1e-6)
+        to_amount = torch.log(amount.clamp_min(1e-6) / base).clamp(-8.0, 8.0)
+        to_recent = torch.log(recent_mean.clamp_min(1e-6) / base).clamp(-8.0, 8.0)
+        return torch.cat([x, torch.where(has_older, to_amount, torch.zeros_like(to_amount)),
+                          torch.where(has_recent, to_recent, torch.zeros_like(to_recent))], dim=1)

@@ -9,7 +9,14 @@ import torch
 from pydantic import ValidationError
 
 from engine.model import InputSpec, ModelConfig, fresh_model, load_model_dir, random_inputs, save_model_dir
-from engine.model.derived import DERIVED_NAMES, TERMINAL_DERIVED_NAMES, DerivedNumeric, DerivedTerminal
+from engine.model.derived import (
+    BASELINE_DERIVED_NAMES,
+    DERIVED_NAMES,
+    TERMINAL_DERIVED_NAMES,
+    DerivedCardBaseline,
+    DerivedNumeric,
+    DerivedTerminal,
+)
 from engine.stages.encode import FeatureSchema
 from engine.stages.infer import Inference
 
@@ -40,6 +47,25 @@ def test_means_and_ratios_follow_the_windows():
                                                                       "7d": (5, 250.0)}))
 
 
+def test_the_older_baseline_is_the_30_day_window_before_the_recent_one():
+    # a card whose last day holds two payments of 500 (its frauds, say) and whose month
+    # before held ten of 50: against the 7-day mean the amount looks less unusual than it is
+    row = encoded_row(500.0, {"1d": (2, 1000.0), "7d": (3, 1050.0), "30d": (12, 1500.0)})
+    got = dict(zip(BASELINE_DERIVED_NAMES, DerivedCardBaseline(SPEC.numeric_names)(row)[0, SPEC.n_numeric:].tolist()))
+    log = torch.log
+    assert got["amount_to_older_mean_1d_log"] == pytest.approx(log(torch.tensor(500 / 50.0)).item(), abs=1e-4)
+    assert got["amount_to_older_mean_7d_log"] == pytest.approx(log(torch.tensor(500 / 50.0)).item(), abs=1e-4)
+    assert got["recent_to_older_mean_1d_log"] == pytest.approx(log(torch.tensor(500 / 50.0)).item(), abs=1e-4)
+    assert got["recent_to_older_mean_7d_log"] == pytest.approx(log(torch.tensor(350 / 50.0)).item(), abs=1e-4)
+    # nothing older than the window, or nothing at all: no evidence either way
+    young = encoded_row(500.0, {"1d": (2, 1000.0), "7d": (3, 1050.0), "30d": (3, 1050.0)})
+    got = dict(zip(BASELINE_DERIVED_NAMES, DerivedCardBaseline(SPEC.numeric_names)(young)[0, SPEC.n_numeric:].tolist()))
+    assert got["amount_to_older_mean_7d_log"] == 0.0 and got["recent_to_older_mean_7d_log"] == 0.0
+    assert got["amount_to_older_mean_1d_log"] == pytest.approx(log(torch.tensor(500 / 50.0)).item(), abs=1e-4)
+    new = encoded_row(500.0, {})
+    assert DerivedCardBaseline(SPEC.numeric_names)(new)[0, SPEC.n_numeric:].abs().sum() == 0.0
+
+
 def test_terminal_frauds_follow_the_share_and_the_count():
     row = torch.zeros(1, SPEC.n_numeric)
     names = SPEC.numeric_names
@@ -60,8 +86,10 @@ def test_terminal_frauds_follow_the_share_and_the_count():
 
 
 def test_a_model_reading_them_round_trips_and_serves_fp32_and_int8(tmp_path):
-    model, card = fresh_model(SPEC, version="d1", d_model=16, n_heads=2, derived_numeric=True, derived_terminal=True)
+    model, card = fresh_model(SPEC, version="d1", d_model=16, n_heads=2, derived_numeric=True, derived_terminal=True,
+                              derived_card_baseline=True)
     assert card.architecture.derived_numeric and card.architecture.derived_terminal
+    assert card.architecture.derived_card_baseline
     batch = random_inputs(SPEC, 6, seed=4)
     model.fit_input_statistics(batch, torch.tensor([0.0, 1.0, 0.0, 0.0, 1.0, 0.0]))
     save_model_dir(model, card, tmp_path / "d1")
@@ -69,9 +97,10 @@ def test_a_model_reading_them_round_trips_and_serves_fp32_and_int8(tmp_path):
     a, b = Inference(model, card)(batch), Inference.from_loaded(loaded)(batch)
     assert torch.allclose(a.risk, b.risk) and torch.isfinite(Inference(model, card, int8=True)(batch).risk).all()
     # the derived fields really enter: the wide path is sized for them
-    plain, _ = fresh_model(SPEC, version="p", d_model=16, n_heads=2, derived_numeric=False, derived_terminal=False)
+    plain, _ = fresh_model(SPEC, version="p", d_model=16, n_heads=2, derived_numeric=False, derived_terminal=False,
+                           derived_card_baseline=False)
     assert model.wide[0].in_features - plain.wide[0].in_features == (
-        len(DERIVED_NAMES) + len(TERMINAL_DERIVED_NAMES)) * 16
+        len(DERIVED_NAMES) + len(TERMINAL_DERIVED_NAMES) + len(BASELINE_DERIVED_NAMES)) * 16
 
 
 def test_missing_fields_are_refused():
@@ -83,8 +112,12 @@ def test_missing_fields_are_refused():
         fresh_model(spec, derived_numeric=False, derived_terminal=True)
     with pytest.raises(ValidationError, match="derived_numeric"):
         ModelConfig(inputs=spec, backbone="hf", hf_path="/nowhere", derived_numeric=True)
+    with pytest.raises(ValueError, match="velocity_1d_count"):
+        fresh_model(spec, derived_numeric=False, derived_terminal=False, derived_card_baseline=True)
     with pytest.raises(ValidationError, match="derived_terminal"):
         ModelConfig(inputs=spec, backbone="hf", hf_path="/nowhere", derived_terminal=True)
+    with pytest.raises(ValidationError, match="derived_card_baseline"):
+        ModelConfig(inputs=spec, backbone="hf", hf_path="/nowhere", derived_card_baseline=True)
 
 
 def test_trainers_start_with_them_where_the_inputs_allow():
@@ -105,7 +138,8 @@ def test_trainers_start_with_them_where_the_inputs_allow():
 def test_an_exported_graph_computes_them_as_the_module_does(tmp_path, fmt):
     from engine.model.export import export_model_dir
 
-    model, card = fresh_model(SPEC, version="d2", d_model=16, n_heads=2, derived_numeric=True, derived_terminal=True)
+    model, card = fresh_model(SPEC, version="d2", d_model=16, n_heads=2, derived_numeric=True, derived_terminal=True,
+                              derived_card_baseline=True)
     batch = random_inputs(SPEC, 64, seed=5)
     model.fit_input_statistics(batch, (torch.arange(64) % 7 == 0).float())
     source = save_model_dir(model, card, tmp_path / "d2")
