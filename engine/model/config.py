@@ -187,12 +187,13 @@ class ModelConfig(_Frozen):
     @classmethod
     def default_for(cls, inputs: InputSpec, **overrides: Any) -> ModelConfig:
         """The configuration every trainer starts from (``tollgate model train``, the
-        quickstart, the backtest, ``fresh_model``): the field defaults, plus the derived card means and
-        terminal frauds when the inputs carry the fields they are derived from. Chosen on the four
-        validation folds of the handbook protocol (docs/decision-quality.md). A field
+        quickstart, the backtest, ``fresh_model``): the field defaults, plus the derived card means,
+        terminal frauds and card baselines when the inputs carry the fields they are derived from.
+        Chosen on the four validation folds of the handbook protocol (docs/decision-quality.md). A field
         default would instead change what an older card without the field loads as."""
         transformer = overrides.get("backbone", "field_transformer") == "field_transformer"
-        derivations = {"derived_numeric": DERIVED_INPUTS, "derived_terminal": DERIVED_TERMINAL_INPUTS}
+        derivations = {"derived_numeric": DERIVED_INPUTS, "derived_terminal": DERIVED_TERMINAL_INPUTS,
+                       "derived_card_baseline": DERIVED_BASELINE_INPUTS}
         chosen = {flag: transformer and all(n in inputs.numeric_names for n in needed)
                   for flag, needed in derivations.items()}
         return cls(inputs=inputs, **{**chosen, **overrides})

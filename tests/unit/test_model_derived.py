@@ -121,17 +121,21 @@ def test_missing_fields_are_refused():
 
 
 def test_trainers_start_with_them_where_the_inputs_allow():
-    assert ModelConfig.default_for(SPEC).derived_numeric and ModelConfig.default_for(SPEC).derived_terminal
+    default = ModelConfig.default_for(SPEC)
+    assert default.derived_numeric and default.derived_terminal and default.derived_card_baseline
     assert not ModelConfig.default_for(SPEC, derived_numeric=False).derived_numeric
     assert not ModelConfig.default_for(SPEC, derived_terminal=False).derived_terminal
+    assert not ModelConfig.default_for(SPEC, derived_card_baseline=False).derived_card_baseline
     bare = InputSpec(n_numeric=2, n_categorical=1, categorical_buckets=8, history_len=1, history_numeric=1,
                      history_categorical=1, text_len=1, text_vocab=4, schema_hash="x", numeric_names=("a", "b"))
-    assert not ModelConfig.default_for(bare).derived_numeric and not ModelConfig.default_for(bare).derived_terminal
+    bare_default = ModelConfig.default_for(bare)
+    assert not (bare_default.derived_numeric or bare_default.derived_terminal or bare_default.derived_card_baseline)
     # a card written before the option existed still loads as the model it describes
-    assert not ModelConfig(inputs=SPEC).derived_numeric and not ModelConfig(inputs=SPEC).derived_terminal
+    old_card = ModelConfig(inputs=SPEC)
+    assert not (old_card.derived_numeric or old_card.derived_terminal or old_card.derived_card_baseline)
     assert fresh_model(SPEC, d_model=16, n_heads=2)[1].architecture.derived_numeric  # as trainers build it
     hf = ModelConfig.default_for(SPEC, backbone="hf", hf_path="x")
-    assert not hf.derived_numeric and not hf.derived_terminal  # field transformer only
+    assert not (hf.derived_numeric or hf.derived_terminal or hf.derived_card_baseline)  # field transformer only
 
 
 @pytest.mark.parametrize("fmt", ["onnx", "torchscript"])
