@@ -47,6 +47,12 @@ BASELINE_DERIVED_NAMES: tuple[str, ...] = tuple(f"amount_to_older_mean_{w}_log" 
     f"recent_to_older_mean_{w}_log" for w in BASELINE_WINDOWS)
 
 
+def _require(numeric_names: tuple[str, ...], needed: tuple[str, ...], option: str) -> None:
+    missing = [n for n in needed if n not in numeric_names]
+    if missing:
+        raise ValueError(f"{option} needs the encoded fields {missing}")
+
+
 def _unlog1p(x: Tensor, columns: int | list[int]) -> Tensor:
     """The raw values of log1p-scaled fields. exp(x) - 1, not expm1: ONNX has no expm1
     (opset 17), and on these fields the two differ by float rounding only."""
@@ -58,9 +64,7 @@ class DerivedNumeric(nn.Module):
 
     def __init__(self, numeric_names: tuple[str, ...]):
         super().__init__()
-        missing = [n for n in DERIVED_INPUTS if n not in numeric_names]
-        if missing:
-            raise ValueError(f"derived_numeric needs the encoded fields {missing}")
+        _require(numeric_names, DERIVED_INPUTS, "derived_numeric")
         self.amount = numeric_names.index("amount_log")
         self.counts = [numeric_names.index(f"velocity_{w}_count") for w in WINDOWS]
         self.sums = [numeric_names.index(f"velocity_{w}_amount") for w in WINDOWS]
@@ -99,9 +103,7 @@ class DerivedTerminal(nn.Module):
 
     def __init__(self, numeric_names: tuple[str, ...]):
         super().__init__()
-        missing = [n for n in DERIVED_TERMINAL_INPUTS if n not in numeric_names]
-        if missing:
-            raise ValueError(f"derived_terminal needs the encoded fields {missing}")
+        _require(numeric_names, DERIVED_TERMINAL_INPUTS, "derived_terminal")
         self.risk = [numeric_names.index(f"terminal_risk_{w}") for w in TERMINAL_WINDOWS]
         self.labelled = [numeric_names.index(f"terminal_labelled_{w}") for w in TERMINAL_WINDOWS]
 
@@ -136,9 +138,7 @@ class DerivedCardBaseline(nn.Module):
 
     def __init__(self, numeric_names: tuple[str, ...]):
         super().__init__()
-        missing = [n for n in DERIVED_BASELINE_INPUTS if n not in numeric_names]
-        if missing:
-            raise ValueError(f"derived_card_baseline needs the encoded fields {missing}")
+        _require(numeric_names, DERIVED_BASELINE_INPUTS, "derived_card_baseline")
         self.amount = numeric_names.index("amount_log")
         self.counts = [numeric_names.index(f"velocity_{w}_count") for w in BASELINE_WINDOWS]
         self.sums = [numeric_names.index(f"velocity_{w}_amount") for w in BASELINE_WINDOWS]
