@@ -1,5 +1,5 @@
-"""Card means, amount-to-mean ratios and terminal fraud counts derived inside the model
-from the encoded fields.
+"""Card means, amount-to-mean ratios, terminal fraud counts and the card's older baselines,
+derived inside the model from the encoded fields.
 
 The book's trees read the card's mean amount over 1, 7 and 30 days as inputs
 (``engine/offline/handbook_features.py``); the stream serves counts and sums per window
@@ -10,6 +10,7 @@ network to see from sums and counts alone. ``DerivedNumeric`` appends, per windo
 1h / 1d / 7d, log1p(mean amount) and log(amount / mean) (clipped to [-8, 8]; 0 when the
 window is empty), computed from the encoded fields themselves: no new feature in the
 stream, so replay == live holds by construction and every interface serves it.
+``DerivedTerminal`` and ``DerivedCardBaseline`` (below) follow the same rule.
 
 >>> names = ("amount_log", "velocity_1h_count", "velocity_1h_amount", "velocity_1d_count",
 ...          "velocity_1d_amount", "velocity_7d_count", "velocity_7d_amount")

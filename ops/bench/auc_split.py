@@ -3,16 +3,21 @@
     python ops/bench/auc_split.py --folds 2018-06-20 2018-06-27 2018-07-04 2018-07-11 [--seed 0]
         [--variant '{"derived_terminal": false}'] [--jobs 2]
 
-For each fold (the book's protocol, validation folds by default) three models are trained
-and score the same assessed rows: Tollgate's decision model (``tollgate backtest``'s
-replay and training, with ``--variant``'s overrides), LightGBM on the same encoded
-fields (``lgb_enc``, the backtest's ``lightgbm`` family), LightGBM on exactly what the
-decision model's layers read (``lgb_net_in``: the encoded fields after the model's own
-derivations, its card means, amount-to-mean ratios and terminal frauds, with the book
-grid's configuration; this separates "the inputs lack it" from "the network does not
-use it") and LightGBM on the book's 15 features with the configuration its validation
-grid chose (``lgb_book``, as ``handbook_baselines.py`` fits it). Each model's AUC ROC is then computed for each kind of
-fraud against every assessed good row:
+For each fold (the book's protocol, validation folds by default) four models are trained
+and score the same assessed rows:
+
+* Tollgate's decision model (``net``: ``tollgate backtest``'s replay and training, with
+  ``--variant``'s overrides);
+* LightGBM on the same encoded fields (``lgb_enc``, the backtest's ``lightgbm`` family);
+* LightGBM on exactly what the decision model's layers read (``lgb_net_in``: the encoded
+  fields after the model's own derivations, ``engine.model.derived``, with the book
+  grid's configuration), which tells "the inputs lack it" from "the network does not
+  use it";
+* LightGBM on the book's 15 features with the configuration its validation grid chose
+  (``lgb_book``, as ``handbook_baselines.py`` fits it).
+
+Each model's AUC ROC is then computed for each kind of fraud against every assessed good
+row:
 
 * amount (the handbook's scenario 1) and compromised card (scenario 3);
 * compromised terminal (scenario 2), split in two: **visible**, at a terminal with a fraud
