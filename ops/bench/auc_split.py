@@ -81,6 +81,9 @@ def fold_scores(fold_name: str, seed: int, overrides: dict[str, Any], cache_dir:
     out["lgb_net_in"] = _lgb_on_network_inputs(frame, fold_name, seed, overrides, cache_dir).loc[out.index]
     if out.isna().any().any():
         raise RuntimeError(f"fold {fold_name}: the models scored different assessed rows")
+    # The rows are the fold's assessed rows in its own order, so the book's metrics apply
+    # as handbook_baselines.py computes them (AUC, AP, card precision@100).
+    out.attrs["metrics"] = {model: fold.metrics(out[model].to_numpy()) for model in MODELS}
     return out
 
 
@@ -125,7 +128,7 @@ def split_report(df: pd.DataFrame) -> dict[str, Any]:
     kinds = {"all": bad, "amount": bad & (df["scenario"] == 1), "card": bad & (df["scenario"] == 3),
              "terminal visible": bad & (df["scenario"] == 2) & seen,
              "terminal invisible": bad & (df["scenario"] == 2) & ~seen}
-    report: dict[str, Any] = {"n": {k: int(m.sum()) for k, m in kinds.items()}}
+    report: dict[str, Any] = {"n": {k: int(m.sum()) for k, m in kinds.items()}, "metrics": df.attrs["metrics"]}
     for model in MODELS:
         aucs = {}
         for kind, mask in kinds.items():
@@ -136,6 +139,13 @@ def split_report(df: pd.DataFrame) -> dict[str, Any]:
         near = goods.index[goods["days_since_known_fraud"] <= NEAR_DAYS]
         report[model] = {"auc": aucs, "rank_goods_near_fraud": float(rank.loc[near].mean())}
     return report
+
+
+_METRICS = ("auc", "ap", "cp100")
+
+
+def _fmt(metrics: dict[str, float]) -> str:
+    return " / ".join(f"{metrics[k]:.4f}" for k in _METRICS)
 
 
 def _one(args: tuple[str, int, dict[str, Any], str]) -> tuple[str, dict[str, Any]]:
@@ -166,7 +176,13 @@ def main() -> None:
                   + " ".join(f"{rep[m]['auc'][kind]:8.4f}" for m in MODELS))
         print(f"{fold:11s} {'good rows near a known fraud, mean rank percentile':45s} "
               + " ".join(f"{rep[m]['rank_goods_near_fraud']:6.3f}" for m in MODELS))
+    print("\nThe book's metrics over the assessed rows, AUC ROC / AP / CP@100")
+    for fold, rep in reports.items():
+        print(f"{fold:11s} " + "  ".join(f"{m} {_fmt(rep['metrics'][m])}" for m in MODELS))
     if len(reports) > 1:
+        print(f"{'mean':11s} " + "  ".join(
+            f"{m} {_fmt({k: statistics.fmean(r['metrics'][m][k] for r in reports.values()) for k in _METRICS})}"
+            for m in MODELS))
         for kind in ("all", *KINDS):
             print(f"{'mean':11s} {kind:19s} {sum(r['n'][kind] for r in reports.values()):6d} "
                   + " ".join(f"{statistics.fmean(r[m]['auc'][kind] for r in reports.values()):8.4f}"
