@@ -34,6 +34,12 @@ DERIVED_BASELINE_INPUTS: tuple[str, ...] = ("amount_log",) + tuple(
 DERIVED_TERMINAL_WINDOWS: tuple[str, ...] = ("1d", "7d", "30d")
 DERIVED_TERMINAL_INPUTS: tuple[str, ...] = tuple(
     f"terminal_{k}_{w}" for w in DERIVED_TERMINAL_WINDOWS for k in ("risk", "labelled"))
+#: Each derivation's ``ModelConfig`` flag and the encoded fields it reads: trainers switch
+#: on those whose fields the inputs carry. The order the model appends them in is
+#: ``engine.model.derived.DERIVATION_MODULES``'.
+DERIVATIONS: dict[str, tuple[str, ...]] = {"derived_numeric": DERIVED_INPUTS,
+                                           "derived_terminal": DERIVED_TERMINAL_INPUTS,
+                                           "derived_card_baseline": DERIVED_BASELINE_INPUTS}
 
 
 class _Frozen(BaseModel):
@@ -192,10 +198,8 @@ class ModelConfig(_Frozen):
         Chosen on the four validation folds of the handbook protocol (docs/decision-quality.md). A field
         default would instead change what an older card without the field loads as."""
         transformer = overrides.get("backbone", "field_transformer") == "field_transformer"
-        derivations = {"derived_numeric": DERIVED_INPUTS, "derived_terminal": DERIVED_TERMINAL_INPUTS,
-                       "derived_card_baseline": DERIVED_BASELINE_INPUTS}
         chosen = {flag: transformer and all(n in inputs.numeric_names for n in needed)
-                  for flag, needed in derivations.items()}
+                  for flag, needed in DERIVATIONS.items()}
         return cls(inputs=inputs, **{**chosen, **overrides})
 
     @model_validator(mode="after")
@@ -214,9 +218,8 @@ class ModelConfig(_Frozen):
             raise ValueError("backbone 'hf' needs hf_path (a local directory; nothing is fetched)")
         if self.moe_experts and not 1 <= self.moe_top_k <= self.moe_experts:
             raise ValueError(f"moe_top_k {self.moe_top_k} must be in [1, moe_experts={self.moe_experts}]")
-        if self.backbone == "hf" and (self.derived_numeric or self.derived_terminal or self.derived_card_baseline):
-            raise ValueError("derived_numeric, derived_terminal and derived_card_baseline are implemented for the "
-                             "field transformer only")
+        if self.backbone == "hf" and any(getattr(self, flag) for flag in DERIVATIONS):
+            raise ValueError(f"{', '.join(DERIVATIONS)} are implemented for the field transformer only")
         if self.backbone == "hf" and self.moe_experts:
             raise ValueError("moe_experts is implemented for the field transformer only")
         if self.backbone == "hf" and self.early_exit_layers:

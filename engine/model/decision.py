@@ -25,14 +25,7 @@ from torch import Tensor, nn
 
 from engine.model.backbone import FieldTransformer, pool, squash
 from engine.model.config import ModelConfig
-from engine.model.derived import (
-    BASELINE_DERIVED_NAMES,
-    DERIVED_NAMES,
-    TERMINAL_DERIVED_NAMES,
-    DerivedCardBaseline,
-    DerivedNumeric,
-    DerivedTerminal,
-)
+from engine.model.derived import DERIVATION_MODULES
 from engine.model.heads import DecisionHeads, ExitHeads
 from engine.model.hf import HFBackbone
 from engine.model.inputs import as_inputs
@@ -43,21 +36,16 @@ class DecisionModel(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.config = config
-        # Derived card means/ratios and terminal frauds (engine.model.derived) enter as extra
-        # numeric fields: the layers are built for the widened field list, the card keeps the
-        # schema's. Each derivation reads the schema's fields and appends its own after
-        # those already there, in this order.
+        # The derived fields (engine.model.derived) enter as extra numeric fields: the layers
+        # are built for the widened field list, the card keeps the schema's. Each derivation
+        # reads the schema's fields and appends its own after those already there, in
+        # DERIVATION_MODULES' order.
         names = config.inputs.numeric_names
         derivations: list[nn.Module] = []
-        if config.derived_numeric:
-            derivations.append(DerivedNumeric(config.inputs.numeric_names))
-            names += DERIVED_NAMES
-        if config.derived_terminal:
-            derivations.append(DerivedTerminal(config.inputs.numeric_names))
-            names += TERMINAL_DERIVED_NAMES
-        if config.derived_card_baseline:
-            derivations.append(DerivedCardBaseline(config.inputs.numeric_names))
-            names += BASELINE_DERIVED_NAMES
+        for flag, (module, appended) in DERIVATION_MODULES.items():
+            if getattr(config, flag):
+                derivations.append(module(config.inputs.numeric_names))
+                names += appended
         self.derive = nn.Sequential(*derivations) if derivations else None
         spec = config.inputs if self.derive is None else config.inputs.model_copy(update={
             "n_numeric": len(names), "numeric_names": names})

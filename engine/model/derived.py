@@ -27,14 +27,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from engine.model.config import (
-    DERIVED_BASELINE_INPUTS,
-    DERIVED_BASELINE_WINDOWS,
-    DERIVED_INPUTS,
-    DERIVED_TERMINAL_INPUTS,
-    DERIVED_TERMINAL_WINDOWS,
-    DERIVED_WINDOWS,
-)
+from engine.model.config import DERIVATIONS, DERIVED_BASELINE_WINDOWS, DERIVED_TERMINAL_WINDOWS, DERIVED_WINDOWS
 
 WINDOWS = DERIVED_WINDOWS
 DERIVED_NAMES: tuple[str, ...] = tuple(f"card_mean_amount_{w}_log" for w in WINDOWS) + tuple(
@@ -48,8 +41,8 @@ BASELINE_DERIVED_NAMES: tuple[str, ...] = tuple(f"amount_to_older_mean_{w}_log" 
     f"recent_to_older_mean_{w}_log" for w in BASELINE_WINDOWS)
 
 
-def _require(numeric_names: tuple[str, ...], needed: tuple[str, ...], option: str) -> None:
-    missing = [n for n in needed if n not in numeric_names]
+def _require(numeric_names: tuple[str, ...], option: str) -> None:
+    missing = [n for n in DERIVATIONS[option] if n not in numeric_names]
     if missing:
         raise ValueError(f"{option} needs the encoded fields {missing}")
 
@@ -65,7 +58,7 @@ class DerivedNumeric(nn.Module):
 
     def __init__(self, numeric_names: tuple[str, ...]):
         super().__init__()
-        _require(numeric_names, DERIVED_INPUTS, "derived_numeric")
+        _require(numeric_names, "derived_numeric")
         self.amount = numeric_names.index("amount_log")
         self.counts = [numeric_names.index(f"velocity_{w}_count") for w in WINDOWS]
         self.sums = [numeric_names.index(f"velocity_{w}_amount") for w in WINDOWS]
@@ -104,7 +97,7 @@ class DerivedTerminal(nn.Module):
 
     def __init__(self, numeric_names: tuple[str, ...]):
         super().__init__()
-        _require(numeric_names, DERIVED_TERMINAL_INPUTS, "derived_terminal")
+        _require(numeric_names, "derived_terminal")
         self.risk = [numeric_names.index(f"terminal_risk_{w}") for w in TERMINAL_WINDOWS]
         self.labelled = [numeric_names.index(f"terminal_labelled_{w}") for w in TERMINAL_WINDOWS]
 
@@ -139,7 +132,7 @@ class DerivedCardBaseline(nn.Module):
 
     def __init__(self, numeric_names: tuple[str, ...]):
         super().__init__()
-        _require(numeric_names, DERIVED_BASELINE_INPUTS, "derived_card_baseline")
+        _require(numeric_names, "derived_card_baseline")
         self.amount = numeric_names.index("amount_log")
         self.counts = [numeric_names.index(f"velocity_{w}_count") for w in BASELINE_WINDOWS]
         self.sums = [numeric_names.index(f"velocity_{w}_amount") for w in BASELINE_WINDOWS]
@@ -161,3 +154,12 @@ class DerivedCardBaseline(nn.Module):
         to_recent = torch.log(recent_mean.clamp_min(1e-6) / base).clamp(-8.0, 8.0)
         return torch.cat([x, torch.where(has_older, to_amount, torch.zeros_like(to_amount)),
                           torch.where(has_recent, to_recent, torch.zeros_like(to_recent))], dim=1)
+
+
+#: Each derivation's module and the fields it appends, by its ``ModelConfig`` flag, in the
+#: order the model applies them: a saved model's layers are sized and ordered for it.
+DERIVATION_MODULES: dict[str, tuple[type[nn.Module], tuple[str, ...]]] = {
+    "derived_numeric": (DerivedNumeric, DERIVED_NAMES),
+    "derived_terminal": (DerivedTerminal, TERMINAL_DERIVED_NAMES),
+    "derived_card_baseline": (DerivedCardBaseline, BASELINE_DERIVED_NAMES),
+}
