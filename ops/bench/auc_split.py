@@ -34,6 +34,7 @@ only by default: a diagnosis, never a choice made on the test fold.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 from concurrent.futures import ProcessPoolExecutor
@@ -90,13 +91,15 @@ def fold_scores(fold_name: str, seed: int, overrides: dict[str, Any], cache_dir:
 def _lgb_on_network_inputs(frame: pd.DataFrame, fold_name: str, seed: int, overrides: dict[str, Any],
                            cache_dir: str) -> pd.Series:
     """LightGBM (the book grid's choice) on the numeric fields the decision model's layers
-    read, after its derivations, plus hour and weekday: the replay ``run_backtest`` just
-    cached, so the rows and fields are the network's own. Indexed by event id."""
+    read, after its derivations, laid out as the backtest's trees read fields
+    (``tree_features``): the replay ``run_backtest`` just cached, so the rows and fields
+    are the network's own. Indexed by event id."""
     import torch
 
     from engine.model import DecisionModel, InputSpec, ModelConfig
     from engine.offline.backtest.families import schema_for
     from engine.offline.backtest.run import Window, cached_encode_window
+    from engine.offline.train.teacher import tree_features
     from engine.stages.encode import EncodedBatch
 
     window = Window.from_date(fold_name, 7, 7, 7, 30)
@@ -109,10 +112,10 @@ def _lgb_on_network_inputs(frame: pd.DataFrame, fold_name: str, seed: int, overr
     derive = DecisionModel(config).derive
 
     def table(batch: Any) -> np.ndarray:
+        if derive is None:
+            return tree_features(batch)
         with torch.no_grad():
-            numeric = batch.control_numeric if derive is None else derive(batch.control_numeric)
-        cats = batch.control_categorical[:, -2:].float()  # hour and weekday, as tree_features
-        return torch.cat([numeric.float(), cats], dim=1).numpy()
+            return tree_features(dataclasses.replace(batch, control_numeric=derive(batch.control_numeric)))
 
     y = frame["tx_fraud"].to_numpy()[encoded.train_rows]
     clf = hb.make_model("lightgbm", LGB_BOOK, seed).fit(table(encoded.train), y)
