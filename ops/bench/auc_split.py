@@ -103,8 +103,7 @@ def _lgb_on_network_inputs(frame: pd.DataFrame, fold_name: str, seed: int, overr
     from engine.stages.encode import EncodedBatch
 
     window = Window.from_date(fold_name, 7, 7, 7, 30)
-    frame = frame[(frame["event_time_ms"] >= window.history_start_ms)
-                  & (frame["event_time_ms"] < window.test_end_ms)].reset_index(drop=True)
+    frame = window.rows(frame)
     schema = schema_for(overrides)
     encoded = cached_encode_window(frame, window, cache_dir, schema=schema)
     config = ModelConfig.default_for(InputSpec.from_schema(schema),

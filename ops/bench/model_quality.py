@@ -53,8 +53,7 @@ def load_fold(data: str, train_start: str, cache_dir: str, fold_file: str | None
         return _read_fold_file(fold_file)
     window = Window.from_date(train_start, 7, 7, 7, 30)
     frame = read_handbook_frame(data, window.history_start_ms, window.test_end_ms)
-    frame = frame[(frame["event_time_ms"] >= window.history_start_ms)
-                  & (frame["event_time_ms"] < window.test_end_ms)].reset_index(drop=True)
+    frame = window.rows(frame)
     enc = cached_encode_window(frame, window, cache_dir, schema=FeatureSchema.default(history_order))
     test = frame.iloc[enc.test_rows].reset_index(drop=True)
     test["assessed"] = assessed_mask(frame, window)[enc.test_rows]

@@ -118,6 +118,13 @@ class Window:
     def test_end_ms(self) -> int:
         return self.test_start_ms + self.test_days * DAY_MS
 
+    def rows(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """The rows of ``frame`` from the history start to the test end, renumbered: the
+        frame every replay of this window indexes (``EncodedWindow.train_rows`` and
+        ``test_rows``)."""
+        return frame[(frame["event_time_ms"] >= self.history_start_ms)
+                     & (frame["event_time_ms"] < self.test_end_ms)].reset_index(drop=True)
+
 
 def delayed_truth_arrivals(frame: pd.DataFrame, delay_ms: int) -> pd.DataFrame:
     """Every event's ground truth (good or bad) arriving ``delay_ms`` after it (the handbook
@@ -290,8 +297,7 @@ def run_backtest(frame: pd.DataFrame, window: Window, models: Sequence[str] = ("
     micro-batches afterwards gives exactly the scores of scoring them during the replay;
     ``cache_dir`` keeps the replayed tensors for the next run on the same window."""
     torch.set_num_threads(threads)
-    frame = frame[(frame["event_time_ms"] >= window.history_start_ms)
-                  & (frame["event_time_ms"] < window.test_end_ms)].reset_index(drop=True)
+    frame = window.rows(frame)
     encoded = cached_encode_window(frame, window, cache_dir, schema=schema_for(model_overrides or {}))
     idx = encoded.train_rows
     scorers: dict[str, Any] = {}
