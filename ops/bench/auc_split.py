@@ -34,7 +34,6 @@ only by default: a diagnosis, never a choice made on the test fold.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import statistics
 from concurrent.futures import ProcessPoolExecutor
@@ -90,36 +89,15 @@ def fold_scores(fold_name: str, seed: int, overrides: dict[str, Any], cache_dir:
 
 def _lgb_on_network_inputs(frame: pd.DataFrame, fold_name: str, seed: int, overrides: dict[str, Any],
                            cache_dir: str) -> pd.Series:
-    """LightGBM (the book grid's choice) on the numeric fields the decision model's layers
-    read, after its derivations, laid out as the backtest's trees read fields
-    (``tree_features``): the replay ``run_backtest`` just cached, so the rows and fields
-    are the network's own. Indexed by event id."""
-    import torch
-
-    from engine.model import DecisionModel, InputSpec, ModelConfig
-    from engine.offline.backtest.families import schema_for
-    from engine.offline.backtest.run import Window, cached_encode_window
-    from engine.offline.train.teacher import tree_features
-    from engine.stages.encode import EncodedBatch
+    """LightGBM (the book grid's choice) on what the decision model's layers read
+    (``handbook_baselines.network_inputs``), scoring the test days. Indexed by event id."""
+    from engine.offline.backtest.run import Window
 
     window = Window.from_date(fold_name, 7, 7, 7, 30)
-    frame = window.rows(frame)
-    schema = schema_for(overrides)
-    encoded = cached_encode_window(frame, window, cache_dir, schema=schema)
-    config = ModelConfig.default_for(InputSpec.from_schema(schema),
-                                     **{k: v for k, v in overrides.items() if k in ModelConfig.model_fields})
-    derive = DecisionModel(config).derive
-
-    def table(batch: Any) -> np.ndarray:
-        if derive is None:
-            return tree_features(batch)
-        with torch.no_grad():
-            return tree_features(dataclasses.replace(batch, control_numeric=derive(batch.control_numeric)))
-
-    y = frame["tx_fraud"].to_numpy()[encoded.train_rows]
-    clf = hb.make_model("lightgbm", LGB_BOOK, seed).fit(table(encoded.train), y)
-    risk = clf.predict_proba(table(EncodedBatch.concat(encoded.test_batches)))[:, 1]
-    return pd.Series(risk, index=frame["event_id"].to_numpy()[encoded.test_rows])
+    y = frame.set_index("event_id")["tx_fraud"]
+    (train_ids, x_train), (test_ids, x_test) = hb.network_inputs(frame, window, cache_dir, overrides)
+    clf = hb.make_model("lightgbm", LGB_BOOK, seed).fit(x_train, y.loc[train_ids].to_numpy())
+    return pd.Series(clf.predict_proba(x_test)[:, 1], index=test_ids)
 
 
 def split_report(df: pd.DataFrame) -> dict[str, Any]:

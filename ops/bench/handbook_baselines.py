@@ -2,7 +2,7 @@
 tree models the decision model must beat.
 
     python ops/bench/handbook_baselines.py [--families lr rf xgboost lightgbm] [--seeds 0 1 2]
-        [--transformer] [--json-out OUT.json]
+        [--inputs book|network] [--transformer] [--json-out OUT.json]
 
 On the handbook file (``engine.offline.shared_data.handbook_file``), with the book's 15 features
 (``engine.offline.handbook_features``) and the book's protocol (7 training days, 7 delay days, 7
@@ -16,6 +16,11 @@ from ``engine.offline.quality``), for each family:
 3. it is trained with each ``--seeds`` on the test fold (2018-07-18: assesses
    2018-08-01..07) and reported as mean and spread, beside the book's published test
    figures for the family (``../shared/data/README.md``).
+
+``--inputs network`` gives the trees, instead of the book's features, exactly what the
+decision model's layers read: its encoded fields after its own derivations, from the
+replay ``tollgate backtest`` caches (``network_inputs``). The grids run on them the same
+way, so "the trees on the same features" are tuned on validation as the book's are.
 
 ``--transformer`` adds Tollgate's decision model (defaults, ``tollgate backtest``'s
 replay through the stream's own enrich/encode and ``Inference``, reusing ``--cache-dir``)
@@ -104,10 +109,63 @@ class Fold:
         self.days = t[self.test] // DAY_MS
         self.cards = frame["customer_id"].to_numpy()[self.test]
 
+    @classmethod
+    def of_network_inputs(cls, frame: pd.DataFrame, train_start: str, cache_dir: str,
+                          overrides: dict[str, Any] | None = None) -> Fold:
+        """The same fold (training rows, assessed rows, their order and truth) with, as
+        features, what the decision model's layers read: ``network_inputs``."""
+        fold = cls(frame, np.empty((len(frame), 0), dtype=np.float32), train_start)
+        event_ids = frame["event_id"].to_numpy()
+        (train_ids, x_train), (test_ids, x_test) = network_inputs(frame, fold.window, cache_dir, overrides or {})
+        for rows, ids, name in ((fold.train, train_ids, "training"), (fold.test, test_ids, "assessed")):
+            where = pd.Index(ids).get_indexer(event_ids[rows])
+            if (where < 0).any():
+                raise RuntimeError(f"fold {train_start}: the replay lacks {int((where < 0).sum())} {name} rows")
+            if name == "training":
+                fold.x_train = x_train[where]
+            else:
+                fold.x_test = x_test[where]
+        return fold
+
     def metrics(self, risk: np.ndarray) -> dict[str, float]:
         m = quality_report(self.y_test, risk, days=self.days, cards=self.cards)
         return {"auc": m["auc_roc"], "ap": m["average_precision"], "cp100": m["card_precision_at_100"],
                 "n": m["n"], "n_bad": m["n_bad"]}
+
+
+def network_inputs(frame: pd.DataFrame, window: Window, cache_dir: str, overrides: dict[str, Any]
+                   ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """(event ids, table) of a window's training rows and of its test days' rows: the
+    numeric fields the decision model's layers read, after its own derivations
+    (``engine.model.derived``; the model ``overrides`` configure), laid out as the
+    backtest's trees read fields (``tree_features``). Read from the replay ``tollgate
+    backtest`` caches in ``cache_dir``, so the rows and fields are the network's own."""
+    import dataclasses
+
+    import torch
+
+    from engine.model import DecisionModel, InputSpec, ModelConfig
+    from engine.offline.backtest.families import schema_for
+    from engine.offline.backtest.run import cached_encode_window
+    from engine.offline.train.teacher import tree_features
+    from engine.stages.encode import EncodedBatch
+
+    frame = window.rows(frame)
+    schema = schema_for(overrides)
+    encoded = cached_encode_window(frame, window, cache_dir, schema=schema)
+    config = ModelConfig.default_for(InputSpec.from_schema(schema),
+                                     **{k: v for k, v in overrides.items() if k in ModelConfig.model_fields})
+    derive = DecisionModel(config).derive
+
+    def table(batch: Any) -> np.ndarray:
+        if derive is None:
+            return tree_features(batch)
+        with torch.no_grad():
+            return tree_features(dataclasses.replace(batch, control_numeric=derive(batch.control_numeric)))
+
+    ids = frame["event_id"].to_numpy()
+    return ((ids[encoded.train_rows], table(encoded.train)),
+            (ids[encoded.test_rows], table(EncodedBatch.concat(encoded.test_batches))))
 
 
 def fit_and_score(family: str, params: dict[str, Any], seed: int, fold: Fold) -> dict[str, Any]:
@@ -118,15 +176,17 @@ def fit_and_score(family: str, params: dict[str, Any], seed: int, fold: Fold) ->
             "fit_s": time.perf_counter() - t0, **fold.metrics(risk)}
 
 
-def transformer_scorer(frame: pd.DataFrame, cache_dir: str) -> Callable[[str, int], dict[str, Any]]:
-    """Tollgate's default decision model on a fold, through ``tollgate backtest``'s code."""
+def transformer_scorer(frame: pd.DataFrame, cache_dir: str, overrides: dict[str, Any] | None = None
+                       ) -> Callable[[str, int], dict[str, Any]]:
+    """Tollgate's decision model (defaults, with ``overrides``) on a fold, through
+    ``tollgate backtest``'s code."""
     from engine.offline.backtest.run import run_backtest
 
     def run(train_start: str, seed: int) -> dict[str, Any]:
         window = Window.from_date(train_start, 7, 7, 7, 30)
         t0 = time.perf_counter()
         result = run_backtest(frame, window, models=("transformer",), seed=seed, cache_dir=cache_dir,
-                              model_overrides={"progress": False})["transformer"]
+                              model_overrides={"progress": False, **(overrides or {})})["transformer"]
         m = result.metrics
         return {"family": "transformer", "params": {}, "seed": seed, "fold": train_start,
                 "fit_s": time.perf_counter() - t0, "auc": m["auc_roc"], "ap": m["average_precision"],
@@ -152,6 +212,11 @@ def main() -> None:
     ap.add_argument("--recency", action="store_true",
                     help="add the terminal's days since its latest known fraud / transaction to the 15 features "
                          "(what the reverted stream features terminal_hours_since_* carried; not the book's)")
+    ap.add_argument("--inputs", choices=("book", "network"), default="book",
+                    help="the trees' features: the book's 15, or what the decision model's layers read "
+                         "(its encoded fields after its derivations; replays the folds into --cache-dir once)")
+    ap.add_argument("--variant", default="{}",
+                    help="the decision model's overrides, as JSON: its inputs (--inputs network) and --transformer")
     ap.add_argument("--params", action="append", default=[], metavar="FAMILY=JSON",
                     help="skip FAMILY's grid and use this configuration (one chosen by an earlier grid run)")
     ap.add_argument("--grid", action="append", default=[], metavar="FAMILY=JSON",
@@ -170,13 +235,22 @@ def main() -> None:
 
     torch.set_num_threads(1)
     frame = read_handbook_frame(path)
+    overrides = json.loads(a.variant)
     t0 = time.perf_counter()
     table = book_features(frame)[BOOK_FEATURES]
     if a.recency:
         table = pd.concat([table, terminal_recency(frame)], axis=1)
-    features = table.to_numpy()
-    print(f"{table.shape[1]} features for {len(frame):,} rows in {time.perf_counter() - t0:.0f} s", flush=True)
-    folds = {name: Fold(frame, features, name) for name in VALIDATION + (TEST,)}
+    if a.inputs == "network":
+        if a.recency:
+            raise SystemExit("--recency adds to the book's features; the network's inputs carry their own")
+        folds = {name: Fold.of_network_inputs(frame, name, a.cache_dir, overrides) for name in VALIDATION + (TEST,)}
+        width = folds[TEST].x_train.shape[1]
+        print(f"the decision model's inputs (overrides {overrides or 'none'}): {width} fields, "
+              f"{time.perf_counter() - t0:.0f} s", flush=True)
+    else:
+        features = table.to_numpy()
+        print(f"{table.shape[1]} features for {len(frame):,} rows in {time.perf_counter() - t0:.0f} s", flush=True)
+        folds = {name: Fold(frame, features, name) for name in VALIDATION + (TEST,)}
     for f in folds.values():
         print(f"fold {f.name}: train {len(f.train):,} rows, assessed {len(f.y_test):,} / {int(f.y_test.sum())} frauds",
               flush=True)
@@ -215,7 +289,7 @@ def main() -> None:
                 rows += [{**fit_and_score(family, chosen[family], seed, folds[name]), "stage": "validation-seeds"}
                          for name in VALIDATION]
     if a.transformer:
-        run = transformer_scorer(frame, a.cache_dir)
+        run = transformer_scorer(frame, a.cache_dir, overrides)
         for name in a.transformer_folds:
             for seed in a.seeds:
                 r = run(name, seed)
@@ -223,20 +297,21 @@ def main() -> None:
                 print(f"  transformer fold {name} seed {seed}: AUC {r['auc']:.3f} AP {r['ap']:.3f} "
                       f"CP@100 {r['cp100']:.3f} ({r['fit_s']:.0f} s)", flush=True)
         chosen["transformer"] = {}
-    print(f"\n{'family':11s} {'config (chosen on validation AP)':44s} | validation mean (4 folds x seeds) "
+    print(f"\ninputs: {a.inputs}" + (f", decision model overrides {overrides}" if overrides else ""))
+    print(f"{'family':11s} {'config (chosen on validation AP)':44s} | validation mean (4 folds x seeds) "
           f"| test fold {TEST}, mean (sd) over seeds {a.seeds} | book test")
     for family, params in chosen.items():
         val = [r for r in rows if r["family"] == family and r["params"] == params and r["stage"] != "test"]
         test = [r for r in rows if r["family"] == family and r["params"] == params and r["stage"] == "test"]
         v = {k: summary(val, k)[0] for k in ("auc", "ap", "cp100")} if val else None
         t = {k: summary(test, k) for k in ("auc", "ap", "cp100")} if test else None
-        book = BOOK_TEST.get(family)
+        book = BOOK_TEST.get(family) if a.inputs == "book" else None  # published on the book's features
         print(f"{family:11s} {json.dumps(params):44s} | "
               + (f"{v['auc']:.3f} / {v['ap']:.3f} / {v['cp100']:.3f}" if v else "-") + " | "
               + (" / ".join(f"{t[k][0]:.3f} ({t[k][1]:.3f})" for k in ("auc", "ap", "cp100")) if t else "-")
               + " | " + (" / ".join(f"{x:.3f}" for x in book) if book else "-"))
     if a.json_out:
-        a.json_out.write_text(json.dumps({"chosen": chosen, "rows": rows}, indent=2, default=float))
+        a.json_out.write_text(json.dumps({"inputs": a.inputs, "overrides": overrides, "chosen": chosen, "rows": rows}, indent=2, default=float))
 
 
 if __name__ == "__main__":
