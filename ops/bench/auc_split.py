@@ -3,7 +3,7 @@
     python ops/bench/auc_split.py --folds 2018-06-20 2018-06-27 2018-07-04 2018-07-11 [--seed 0]
         [--variant '{"derived_terminal": false}'] [--jobs 2]
 
-For each fold (the book's protocol, validation folds by default) four models are trained
+For each fold (the book's protocol, validation folds by default) five models are trained
 and score the same assessed rows:
 
 * Tollgate's decision model (``net``: ``tollgate backtest``'s replay and training, with
@@ -14,7 +14,11 @@ and score the same assessed rows:
   grid's configuration), which tells "the inputs lack it" from "the network does not
   use it";
 * LightGBM on the book's 15 features with the configuration its validation grid chose
-  (``lgb_book``, as ``handbook_baselines.py`` fits it).
+  (``lgb_book``, as ``handbook_baselines.py`` fits it);
+* XGBoost on the network's inputs with the configuration its validation grid on those
+  inputs chose (``xgb_net_in``: ``handbook_baselines.py --inputs network``), and what a
+  blend would score (``blend``: the mean of its log-odds and the network's, weights fixed
+  at one half beforehand). The blend is a what-if: the stream serves one model.
 
 Each model's AUC ROC is then computed for each kind of fraud against every assessed good
 row:
@@ -48,7 +52,10 @@ from ops.bench import handbook_baselines as hb  # noqa: E402
 
 #: What its validation grid chose for LightGBM on the book's features (docs/decision-quality.md).
 LGB_BOOK = {"num_leaves": 15, "n_estimators": 300, "learning_rate": 0.03}
-MODELS = ("net", "lgb_enc", "lgb_net_in", "lgb_book")
+#: What the validation grid on the network's inputs chose for XGBoost
+#: (``handbook_baselines.py --inputs network``, docs/decision-quality.md).
+XGB_NET_IN = {"max_depth": 9, "n_estimators": 100, "learning_rate": 0.03}
+MODELS = ("net", "lgb_enc", "lgb_net_in", "lgb_book", "xgb_net_in", "blend")
 KINDS = ("amount", "card", "terminal visible", "terminal invisible")
 #: Good rows this close (days) to a known fraud at their terminal count as "near".
 NEAR_DAYS = 21
@@ -78,7 +85,10 @@ def fold_scores(fold_name: str, seed: int, overrides: dict[str, Any], cache_dir:
     out["scenario"] = by_id.loc[out.index, "tx_fraud_scenario"].to_numpy()
     days = hb.terminal_recency(frame)[hb.RECENCY_FEATURES[0]].to_numpy()
     out["days_since_known_fraud"] = pd.Series(days, index=frame["event_id"].to_numpy()).loc[out.index].to_numpy()
-    out["lgb_net_in"] = _lgb_on_network_inputs(frame, fold_name, seed, overrides, cache_dir).loc[out.index]
+    trees = _trees_on_network_inputs(frame, fold_name, seed, overrides, cache_dir)
+    for column in ("lgb_net_in", "xgb_net_in"):
+        out[column] = trees[column].loc[out.index]
+    out["blend"] = _expit((_logit(out["net"].to_numpy()) + _logit(out["xgb_net_in"].to_numpy())) / 2)
     if out.isna().any().any():
         raise RuntimeError(f"fold {fold_name}: the models scored different assessed rows")
     # The rows are the fold's assessed rows in its own order, so the book's metrics apply
@@ -87,17 +97,30 @@ def fold_scores(fold_name: str, seed: int, overrides: dict[str, Any], cache_dir:
     return out
 
 
-def _lgb_on_network_inputs(frame: pd.DataFrame, fold_name: str, seed: int, overrides: dict[str, Any],
-                           cache_dir: str) -> pd.Series:
-    """LightGBM (the book grid's choice) on what the decision model's layers read
-    (``handbook_baselines.network_inputs``), scoring the test days. Indexed by event id."""
+def _trees_on_network_inputs(frame: pd.DataFrame, fold_name: str, seed: int, overrides: dict[str, Any],
+                             cache_dir: str) -> pd.DataFrame:
+    """LightGBM (the book grid's choice) and XGBoost (its grid's choice on these inputs) on
+    what the decision model's layers read (``handbook_baselines.network_inputs``), scoring
+    the test days. Indexed by event id."""
     from engine.offline.backtest.run import Window
 
     window = Window.from_date(fold_name, 7, 7, 7, 30)
     y = frame.set_index("event_id")["tx_fraud"]
     (train_ids, x_train), (test_ids, x_test) = hb.network_inputs(frame, window, cache_dir, overrides)
-    clf = hb.make_model("lightgbm", LGB_BOOK, seed).fit(x_train, y.loc[train_ids].to_numpy())
-    return pd.Series(clf.predict_proba(x_test)[:, 1], index=test_ids)
+    y_train = y.loc[train_ids].to_numpy()
+    out = pd.DataFrame(index=test_ids)
+    for column, family, params in (("lgb_net_in", "lightgbm", LGB_BOOK), ("xgb_net_in", "xgboost", XGB_NET_IN)):
+        out[column] = hb.make_model(family, params, seed).fit(x_train, y_train).predict_proba(x_test)[:, 1]
+    return out
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(p, 1e-7, 1 - 1e-7)
+    return np.log(p / (1 - p))
+
+
+def _expit(z: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-z))
 
 
 def split_report(df: pd.DataFrame) -> dict[str, Any]:
