@@ -117,14 +117,15 @@ class Fold:
         fold = cls(frame, np.empty((len(frame), 0), dtype=np.float32), train_start)
         event_ids = frame["event_id"].to_numpy()
         (train_ids, x_train), (test_ids, x_test) = network_inputs(frame, fold.window, cache_dir, overrides or {})
-        for rows, ids, name in ((fold.train, train_ids, "training"), (fold.test, test_ids, "assessed")):
-            where = pd.Index(ids).get_indexer(event_ids[rows])
+
+        def rows_of(ids: np.ndarray, table: np.ndarray, wanted: np.ndarray, what: str) -> np.ndarray:
+            where = pd.Index(ids).get_indexer(wanted)
             if (where < 0).any():
-                raise RuntimeError(f"fold {train_start}: the replay lacks {int((where < 0).sum())} {name} rows")
-            if name == "training":
-                fold.x_train = x_train[where]
-            else:
-                fold.x_test = x_test[where]
+                raise RuntimeError(f"fold {train_start}: the replay lacks {int((where < 0).sum())} {what} rows")
+            return table[where]
+
+        fold.x_train = rows_of(train_ids, x_train, event_ids[fold.train], "training")
+        fold.x_test = rows_of(test_ids, x_test, event_ids[fold.test], "assessed")
         return fold
 
     def metrics(self, risk: np.ndarray) -> dict[str, float]:
@@ -237,9 +238,6 @@ def main() -> None:
     frame = read_handbook_frame(path)
     overrides = json.loads(a.variant)
     t0 = time.perf_counter()
-    table = book_features(frame)[BOOK_FEATURES]
-    if a.recency:
-        table = pd.concat([table, terminal_recency(frame)], axis=1)
     if a.inputs == "network":
         if a.recency:
             raise SystemExit("--recency adds to the book's features; the network's inputs carry their own")
@@ -248,6 +246,9 @@ def main() -> None:
         print(f"the decision model's inputs (overrides {overrides or 'none'}): {width} fields, "
               f"{time.perf_counter() - t0:.0f} s", flush=True)
     else:
+        table = book_features(frame)[BOOK_FEATURES]
+        if a.recency:
+            table = pd.concat([table, terminal_recency(frame)], axis=1)
         features = table.to_numpy()
         print(f"{table.shape[1]} features for {len(frame):,} rows in {time.perf_counter() - t0:.0f} s", flush=True)
         folds = {name: Fold(frame, features, name) for name in VALIDATION + (TEST,)}
