@@ -70,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trusted", default="", help="comma-separated trusted sources (default: settings')")
     ap.add_argument("--untrusted", action="store_true", help="hash-share held-out set, opted into explicitly")
     ap.add_argument("--flip", type=float, default=0.0, help="share of untrusted labels to flip (drill)")
+    ap.add_argument("--derived-inputs", action="store_true",
+                    help="the first model with the derived inputs trainers turn on by default (ModelConfig.default_for)")
     ap.add_argument("--json-out", type=Path, default=None)
     ap.add_argument("--redis-url", default=os.environ.get("TOLLGATE_REDIS_URL", "redis://127.0.0.1:6379/0"))
     args = ap.parse_args(argv)
@@ -121,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
                 "trust": settings.feedback.trust.model_copy(update=trust)})})
         registry = ModelRegistry(settings, client)
         if initial_dir is None:
-            train_initial(world, world.start_ms + args.initial_days * DAY, registry, encoder)
+            train_initial(world, world.start_ms + args.initial_days * DAY, registry, encoder,
+                          derived=args.derived_inputs)
             initial_dir = registry.path_of(registry.serving_version())
         else:
             registry.register(initial_dir, version="v0-initial", now_ms=world.start_ms)
