@@ -6,7 +6,8 @@ stream, for several fine-tune objectives side by side.
 
 The world: 1,200 cards over 16 days (~37,000 events), outcomes about 3 days late
 (``--delay-days``), good payments confirmed at ``--confirm-rate``. A deliberately weak
-first model (one epoch on days 0-5) serves from day 5; cycles run at days 10, 12 and 14
+first model (one epoch on days 0-5; ``--derived-inputs``: with the derived inputs trainers
+turn on by default, at the same size) serves from day 5; cycles run at days 10, 12 and 14
 through the real ``FineTuneScheduler`` (Redis lock and state, registry, fine-tune, gate
 on final verdicts), over the real stores, written in event time by
 ``feedback.learn.rehearse``. Each variant gets its own registry, stores and Redis prefix, and
