@@ -4,6 +4,7 @@ pass plus heads, on the same backbone.
 
     python ops/bench/model.py [--model-dir DIR] [--smollm2] [--quick] [--twin-ab | --only-twin-ab]
     python ops/bench/model.py --only-runtimes [--model-dir DIR] [--threads 1]   # PyTorch vs onnxruntime
+    python ops/bench/model.py --only-trees-beside [--threads 1]   # what a blend's trees would add
 
 Prints one table. Inputs are shaped like real batches of the default feature schema;
 ``text_fill`` 0 is a payment without memo (most of them), 1 a full memo. Without
@@ -324,6 +325,63 @@ def bench_runtimes(model_dir: Path | None, model, card, quick: bool, rounds: int
     print(f"fastest per batch size (CPU): {winners}")
 
 
+def bench_trees_beside(model, card, quick: bool, rounds: int = 3) -> None:
+    """What the tree half of a network + XGBoost blend would add per call (issue #15's
+    what-if, docs/decision-quality.md): the served graph (ONNX on NumPy arrays, the
+    default) against XGBoost with the configuration its validation grid chose on the
+    network's inputs, predicting from those inputs (the model's derivations, then
+    ``tree_features``) at batch 1, 32 and 512, in interleaved rounds, CPU time of this
+    thread. The trees are fitted on random labels, so every tree grows to its full depth:
+    an upper bound on what fitted trees cost. Building the trees' table is timed with the
+    trees (a served blend would take it from the graph)."""
+    import dataclasses
+    import tempfile
+
+    import numpy as np
+    import xgboost
+
+    from engine.model import save_model_dir
+    from engine.model.export import export_model_dir
+    from engine.offline.train.teacher import tree_features
+    from engine.stages.infer_arrays import OnnxArrayInference
+
+    xgb_net_in = {"max_depth": 9, "n_estimators": 100, "learning_rate": 0.03}  # = auc_split.XGB_NET_IN
+    work = Path(tempfile.mkdtemp(prefix="bench-trees-"))
+    graph = export_model_dir(save_model_dir(model, card, work / "source"), work / "onnx", "onnx", "fp32")
+    served = OnnxArrayInference.from_dir(graph.path, threads=1)
+    spec = model.config.inputs
+
+    def table(batch: ModelInputs) -> np.ndarray:
+        with torch.no_grad():
+            derived = batch if model.derive is None else dataclasses.replace(
+                batch, control_numeric=model.derive(batch.control_numeric))
+        return tree_features(derived)
+
+    train = memo_mix(spec, 20_000, seed=7)
+    labels = np.random.default_rng(0).random(20_000) < 0.05
+    trees = xgboost.XGBClassifier(n_jobs=1, verbosity=0, eval_metric="logloss", **xgb_net_in)
+    trees.fit(table(train), labels)
+    booster = trees.get_booster()
+
+    def tree_call(batch: ModelInputs) -> np.ndarray:
+        return booster.inplace_predict(table(batch))
+
+    print(f"\n== the tree half of a blend beside the served graph: XGBoost {xgb_net_in} on the network's "
+          f"{table(train).shape[1]} inputs, ~5 % memos; CPU µs per event (median of {rounds} interleaved rounds' medians)")
+    print(f"{'batch':>5s} {'graph':>9s} {'trees':>9s} {'trees/graph':>11s}")
+    for bs in (1, 32, 512):
+        batch = memo_mix(spec, bs, seed=bs)
+        arrays = {name: getattr(batch, name).numpy() for name in batch.__dataclass_fields__}
+        rep = max(3, (200 if bs == 1 else 40 if bs == 32 else 8) // (4 if quick else 1))
+        cpu: dict[str, list[float]] = {"graph": [], "trees": []}
+        for r in range(rounds):
+            for label in ("graph", "trees") if r % 2 == 0 else ("trees", "graph"):
+                fn, arg = (served, arrays) if label == "graph" else (tree_call, batch)
+                cpu[label].append(_cpu_and_wall_ms(fn, arg, rep)[0])
+        g, t = (statistics.median(cpu[k]) * 1000 / bs for k in ("graph", "trees"))
+        print(f"{bs:5d} {g:9.1f} {t:9.1f} {t / g:11.2f}")
+
+
 def _cpu_and_wall_ms(fn, batch, repeat: int, warmup: int = 2) -> tuple[float, float]:
     """Median CPU and wall milliseconds of ``fn(batch)`` over ``repeat`` calls."""
     for _ in range(warmup):
@@ -388,6 +446,8 @@ def main() -> None:
     ap.add_argument("--runtimes", action="store_true",
                     help="also compare PyTorch with onnxruntime (fp32/fp16/int8) and TorchScript at batch 1, 32, 512")
     ap.add_argument("--only-runtimes", action="store_true", help="run only the --runtimes comparison")
+    ap.add_argument("--only-trees-beside", action="store_true",
+                    help="run only the cost of a blend's tree half (XGBoost on the network's inputs) beside the graph")
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=JSON",
                     help="time these ModelConfig variants side by side (e.g. moe='{\"moe_experts\": 4}')")
     ap.add_argument("--quality", type=Path, help="model_quality.py --json-out file: show its figures per variant")
@@ -402,6 +462,9 @@ def main() -> None:
 
         spec = InputSpec.from_schema(FeatureSchema.default())
         model, card = fresh_model(spec, version="bench")
+    if args.only_trees_beside:
+        bench_trees_beside(model, card, args.quick)
+        return
     if args.runtimes or args.only_runtimes:
         bench_runtimes(args.model_dir, model, card, args.quick)
         if args.only_runtimes:
