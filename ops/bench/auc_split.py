@@ -94,6 +94,7 @@ def fold_scores(fold_name: str, seed: int, overrides: dict[str, Any], cache_dir:
     # The rows are the fold's assessed rows in its own order, so the book's metrics apply
     # as handbook_baselines.py computes them (AUC, AP, card precision@100).
     out.attrs["metrics"] = {model: fold.metrics(out[model].to_numpy()) for model in MODELS}
+    out["card"] = fold.cards
     return out
 
 
@@ -131,7 +132,8 @@ def split_report(df: pd.DataFrame) -> dict[str, Any]:
     kinds = {"all": bad, "amount": bad & (df["scenario"] == 1), "card": bad & (df["scenario"] == 3),
              "terminal visible": bad & (df["scenario"] == 2) & seen,
              "terminal invisible": bad & (df["scenario"] == 2) & ~seen}
-    report: dict[str, Any] = {"n": {k: int(m.sum()) for k, m in kinds.items()}, "metrics": df.attrs["metrics"]}
+    report: dict[str, Any] = {"n": {k: int(m.sum()) for k, m in kinds.items()}, "metrics": df.attrs["metrics"],
+                              "bootstrap": paired_bootstrap(df)}
     for model in MODELS:
         aucs = {}
         for kind, mask in kinds.items():
@@ -145,6 +147,31 @@ def split_report(df: pd.DataFrame) -> dict[str, Any]:
 
 
 _METRICS = ("auc", "ap", "cp100")
+#: Resamples of the paired bootstrap (``paired_bootstrap``).
+BOOTSTRAP = 400
+
+
+def paired_bootstrap(df: pd.DataFrame, n: int = BOOTSTRAP, seed: int = 0) -> dict[str, dict[str, list[float]]]:
+    """How sure a difference from the network is: the assessed rows resampled by card
+    (a card's rows stay together, as its frauds do), every model scored on the same
+    resample, and per model the 2.5 %, 50 % and 97.5 % points of (model − network) for AUC
+    ROC and AP. CP@100 is left out: a card drawn twice is not a card the book counts."""
+    from engine.offline.quality import auc_roc, average_precision
+
+    codes, cards = pd.factorize(df["card"])
+    order = np.argsort(codes, kind="stable")
+    rows_of = np.split(order, np.cumsum(np.bincount(codes, minlength=len(cards)))[:-1])
+    rng = np.random.default_rng(seed)
+    y = df["fraud"].to_numpy()
+    scores = {m: df[m].to_numpy() for m in MODELS}
+    diffs: dict[str, dict[str, list[float]]] = {m: {"auc": [], "ap": []} for m in MODELS if m != "net"}
+    for _ in range(n):
+        idx = np.concatenate([rows_of[c] for c in rng.integers(0, len(cards), len(cards))])
+        base = {"auc": auc_roc(y[idx], scores["net"][idx]), "ap": average_precision(y[idx], scores["net"][idx])}
+        for m in diffs:
+            diffs[m]["auc"].append(auc_roc(y[idx], scores[m][idx]) - base["auc"])
+            diffs[m]["ap"].append(average_precision(y[idx], scores[m][idx]) - base["ap"])
+    return {m: {k: np.percentile(v, [2.5, 50, 97.5]).tolist() for k, v in d.items()} for m, d in diffs.items()}
 
 
 def _fmt(metrics: dict[str, float]) -> str:
@@ -182,6 +209,12 @@ def main() -> None:
     print("\nThe book's metrics over the assessed rows, AUC ROC / AP / CP@100")
     for fold, rep in reports.items():
         print(f"{fold:11s} " + "  ".join(f"{m} {_fmt(rep['metrics'][m])}" for m in MODELS))
+    print(f"\nModel minus network, paired bootstrap by card ({BOOTSTRAP} resamples of the assessed rows): "
+          "median [2.5 %, 97.5 %]")
+    for fold, rep in reports.items():
+        for m, d in rep["bootstrap"].items():
+            print(f"{fold:11s} {m:10s} " + "  ".join(
+                f"{k.upper()} {d[k][1]:+.4f} [{d[k][0]:+.4f}, {d[k][2]:+.4f}]" for k in ("auc", "ap")))
     if len(reports) > 1:
         print(f"{'mean':11s} " + "  ".join(
             f"{m} {_fmt({k: statistics.fmean(r['metrics'][m][k] for r in reports.values()) for k in _METRICS})}"
