@@ -344,8 +344,7 @@ def bench_trees_beside(model, card, quick: bool, rounds: int = 3) -> None:
     from engine.model.export import export_model_dir
     from engine.offline.train.teacher import tree_features
     from engine.stages.infer_arrays import OnnxArrayInference
-
-    xgb_net_in = {"max_depth": 9, "n_estimators": 100, "learning_rate": 0.03}  # = auc_split.XGB_NET_IN
+    from ops.bench.auc_split import XGB_NET_IN as xgb_net_in
     work = Path(tempfile.mkdtemp(prefix="bench-trees-"))
     graph = export_model_dir(save_model_dir(model, card, work / "source"), work / "onnx", "onnx", "fp32")
     served = OnnxArrayInference.from_dir(graph.path, threads=1)
