@@ -125,6 +125,9 @@ def main() -> None:
     jobs.sort(key=lambda j: (j[0], j[1]))  # every configuration's first seed before any second seed
     rows: list[dict] = []
     pids = ctx.SimpleQueue()
+    # SIGTERM (``kill``, ``pkill``) ends the sweep through the ``finally`` below, which stops
+    # the pool's workers; by default it would end this process alone and leave them training.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     pool = ProcessPoolExecutor(a.jobs, mp_context=ctx, initializer=_announce, initargs=(pids,))
     pending: dict[Future, tuple] = {}
     queue = list(jobs)
