@@ -49,6 +49,7 @@ import pandas as pd
 from sklearn.metrics import roc_auc_score
 
 from ops.bench import handbook_baselines as hb  # noqa: E402
+from ops.bench.model_quality import logit  # noqa: E402
 
 #: What its validation grid chose for LightGBM on the book's features (docs/decision-quality.md).
 LGB_BOOK = {"num_leaves": 15, "n_estimators": 300, "learning_rate": 0.03}
@@ -88,7 +89,7 @@ def fold_scores(fold_name: str, seed: int, overrides: dict[str, Any], cache_dir:
     trees = _trees_on_network_inputs(frame, fold_name, seed, overrides, cache_dir)
     for column in ("lgb_net_in", "xgb_net_in"):
         out[column] = trees[column].loc[out.index]
-    out["blend"] = _expit((_logit(out["net"].to_numpy()) + _logit(out["xgb_net_in"].to_numpy())) / 2)
+    out["blend"] = _expit((logit(out["net"].to_numpy()) + logit(out["xgb_net_in"].to_numpy())) / 2)
     if out.isna().any().any():
         raise RuntimeError(f"fold {fold_name}: the models scored different assessed rows")
     # The rows are the fold's assessed rows in its own order, so the book's metrics apply
@@ -113,11 +114,6 @@ def _trees_on_network_inputs(frame: pd.DataFrame, fold_name: str, seed: int, ove
     for column, family, params in (("lgb_net_in", "lightgbm", LGB_BOOK), ("xgb_net_in", "xgboost", XGB_NET_IN)):
         out[column] = hb.make_model(family, params, seed).fit(x_train, y_train).predict_proba(x_test)[:, 1]
     return out
-
-
-def _logit(p: np.ndarray) -> np.ndarray:
-    p = np.clip(p, 1e-7, 1 - 1e-7)
-    return np.log(p / (1 - p))
 
 
 def _expit(z: np.ndarray) -> np.ndarray:

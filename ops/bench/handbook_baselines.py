@@ -141,14 +141,10 @@ def network_inputs(frame: pd.DataFrame, window: Window, cache_dir: str, override
     (``engine.model.derived``; the model ``overrides`` configure), laid out as the
     backtest's trees read fields (``tree_features``). Read from the replay ``tollgate
     backtest`` caches in ``cache_dir``, so the rows and fields are the network's own."""
-    import dataclasses
-
-    import torch
-
     from engine.model import DecisionModel, InputSpec, ModelConfig
     from engine.offline.backtest.families import schema_for
     from engine.offline.backtest.run import cached_encode_window
-    from engine.offline.train.teacher import tree_features
+    from engine.offline.train.teacher import derived_tree_features
     from engine.stages.encode import EncodedBatch
 
     frame = window.rows(frame)
@@ -157,16 +153,9 @@ def network_inputs(frame: pd.DataFrame, window: Window, cache_dir: str, override
     config = ModelConfig.default_for(InputSpec.from_schema(schema),
                                      **{k: v for k, v in overrides.items() if k in ModelConfig.model_fields})
     derive = DecisionModel(config).derive
-
-    def table(batch: Any) -> np.ndarray:
-        if derive is None:
-            return tree_features(batch)
-        with torch.no_grad():
-            return tree_features(dataclasses.replace(batch, control_numeric=derive(batch.control_numeric)))
-
     ids = frame["event_id"].to_numpy()
-    return ((ids[encoded.train_rows], table(encoded.train)),
-            (ids[encoded.test_rows], table(EncodedBatch.concat(encoded.test_batches))))
+    return ((ids[encoded.train_rows], derived_tree_features(encoded.train, derive)),
+            (ids[encoded.test_rows], derived_tree_features(EncodedBatch.concat(encoded.test_batches), derive)))
 
 
 def fit_and_score(family: str, params: dict[str, Any], seed: int, fold: Fold) -> dict[str, Any]:

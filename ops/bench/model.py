@@ -334,7 +334,6 @@ def bench_trees_beside(model, card, quick: bool, rounds: int = 3) -> None:
     thread. The trees are fitted on random labels, so every tree grows to its full depth:
     an upper bound on what fitted trees cost. Building the trees' table is timed with the
     trees (a served blend would take it from the graph)."""
-    import dataclasses
     import tempfile
 
     import numpy as np
@@ -342,19 +341,17 @@ def bench_trees_beside(model, card, quick: bool, rounds: int = 3) -> None:
 
     from engine.model import save_model_dir
     from engine.model.export import export_model_dir
-    from engine.offline.train.teacher import tree_features
+    from engine.offline.train.teacher import derived_tree_features
     from engine.stages.infer_arrays import OnnxArrayInference
     from ops.bench.auc_split import XGB_NET_IN as xgb_net_in
+
     work = Path(tempfile.mkdtemp(prefix="bench-trees-"))
     graph = export_model_dir(save_model_dir(model, card, work / "source"), work / "onnx", "onnx", "fp32")
     served = OnnxArrayInference.from_dir(graph.path, threads=1)
     spec = model.config.inputs
 
     def table(batch: ModelInputs) -> np.ndarray:
-        with torch.no_grad():
-            derived = batch if model.derive is None else dataclasses.replace(
-                batch, control_numeric=model.derive(batch.control_numeric))
-        return tree_features(derived)
+        return derived_tree_features(batch, model.derive)
 
     train = memo_mix(spec, 20_000, seed=7)
     labels = np.random.default_rng(0).random(20_000) < 0.05

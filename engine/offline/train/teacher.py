@@ -39,6 +39,17 @@ def tree_features(inputs: Any) -> np.ndarray:
     return np.concatenate([numeric, cats], axis=1)
 
 
+def derived_tree_features(inputs: Any, derive: torch.nn.Module | None) -> np.ndarray:
+    """``tree_features`` of what a decision model's layers read: its derivations
+    (``DecisionModel.derive``; None: none) applied to the numeric fields first."""
+    if derive is None:
+        return tree_features(inputs)
+    import dataclasses
+
+    with torch.no_grad():
+        return tree_features(dataclasses.replace(inputs, control_numeric=derive(inputs.control_numeric)))
+
+
 def out_of_fold_logits(inputs: Any, is_bad: Tensor, folds: int, seed: int) -> Tensor:
     """Per row, the log-odds of bad from a LightGBM fitted on the other ``folds - 1``
     folds' labelled rows (rows assigned to folds at random with ``seed``). Rows without a
