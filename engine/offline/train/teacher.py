@@ -18,6 +18,7 @@ point serves it unchanged, and nothing of the trees ships.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -44,8 +45,6 @@ def derived_tree_features(inputs: Any, derive: torch.nn.Module | None) -> np.nda
     (``DecisionModel.derive``; None: none) applied to the numeric fields first."""
     if derive is None:
         return tree_features(inputs)
-    import dataclasses
-
     with torch.no_grad():
         return tree_features(dataclasses.replace(inputs, control_numeric=derive(inputs.control_numeric)))
 
