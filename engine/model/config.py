@@ -117,6 +117,20 @@ class HeadSpec(_Frozen):
         return self
 
 
+class TreeShape(_Frozen):
+    """What ``DecisionModel`` needs to build the ensemble before its weights load: the
+    padded node arrays' sizes, the depth to walk, and the blend's weight."""
+
+    n_trees: int = Field(ge=1)
+    #: Nodes per tree, padded to the largest tree (padding nodes are never reached).
+    n_nodes: int = Field(ge=1)
+    #: Splits from root to the deepest leaf: the walk's number of steps.
+    depth: int = Field(ge=0)
+    n_features: int = Field(ge=1)
+    #: Weight of the trees' log-odds in the calibrated risk (0 < w <= 1).
+    weight: float = Field(gt=0, le=1)
+
+
 class ModelConfig(_Frozen):
     """The default backbone is a small transformer over field tokens, sized for one CPU core.
 
@@ -182,6 +196,10 @@ class ModelConfig(_Frozen):
     #: Layers (1-based, < n_layers) that carry an early-exit verdict/risk head.
     early_exit_layers: tuple[int, ...] = ()
     extra_heads: tuple[HeadSpec, ...] = ()
+    #: Gradient-boosted trees blended into every verdict and risk head (engine.model.trees).
+    #: Never set by hand: training fits them (``TrainConfig.tree_blend``) and records their
+    #: shape here, so the model directory loads with them. None: the network alone.
+    trees: TreeShape | None = None
     #: Only for ``backbone="hf"``: a local directory (or GGUF file) of a pretrained model.
     hf_path: str | None = None
     hf_gguf_file: str | None = None
@@ -222,6 +240,8 @@ class ModelConfig(_Frozen):
             raise ValueError(f"{', '.join(DERIVATIONS)} are implemented for the field transformer only")
         if self.backbone == "hf" and self.moe_experts:
             raise ValueError("moe_experts is implemented for the field transformer only")
+        if self.backbone == "hf" and self.trees is not None:
+            raise ValueError("the trees blend is implemented for the field transformer only")
         if self.backbone == "hf" and self.early_exit_layers:
             raise ValueError("early exit needs the field transformer's layer-by-layer stepping")
         return self

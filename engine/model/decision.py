@@ -30,6 +30,7 @@ from engine.model.heads import DecisionHeads, ExitHeads
 from engine.model.hf import HFBackbone
 from engine.model.inputs import as_inputs
 from engine.model.numeric import PiecewiseLinearEncoding
+from engine.model.trees import TreeEnsemble, tree_inputs
 
 
 class DecisionModel(nn.Module):
@@ -69,6 +70,27 @@ class DecisionModel(nn.Module):
         self.wide = nn.Sequential(nn.Linear(n_wide, d), nn.GELU(), nn.Linear(d, d))
         self.heads = DecisionHeads(d, config.extra_heads)
         self.exit_heads = nn.ModuleDict({str(k): ExitHeads(d) for k in config.early_exit_layers})
+        # The served blend with gradient-boosted trees (engine.model.trees): they read the
+        # numeric fields after the derivations, then hour and weekday.
+        self.trees = TreeEnsemble(config.trees) if config.trees is not None else None
+        if config.trees is not None and config.trees.n_features != spec.n_numeric + min(2, spec.n_categorical):
+            raise ValueError(f"the trees read {config.trees.n_features} fields; this model gives them "
+                             f"{spec.n_numeric + min(2, spec.n_categorical)}")
+
+    def with_trees(self, trees: TreeEnsemble) -> DecisionModel:
+        """This model with ``trees`` blended in: its config records their shape, so that the
+        model directory it is saved to builds them again when it loads."""
+        self.config = self.config.model_copy(update={"trees": trees.shape})
+        self.trees = trees
+        return self
+
+    def _blended(self, out: dict[str, Tensor], margin: Tensor | None, prefix: str = "") -> dict[str, Tensor]:
+        """``out``'s verdict and risk (keys ``prefix`` + name) with the trees' margin in."""
+        if self.trees is None or margin is None:
+            return out
+        out[prefix + "verdict"], out[prefix + "risk"] = self.trees.blend(
+            out[prefix + "verdict"], out[prefix + "risk"], margin)
+        return out
 
     def _inputs(self, batch: Any) -> Any:
         inputs = as_inputs(batch)
@@ -78,6 +100,7 @@ class DecisionModel(nn.Module):
 
     def forward(self, batch: Any) -> dict[str, Tensor]:
         inputs = self._inputs(batch)
+        margin = self._margin(inputs)
         h, pad = self.backbone.embed_inputs(inputs)
         out: dict[str, Tensor] = {}
         for i in range(self.backbone.n_layers):
@@ -86,8 +109,13 @@ class DecisionModel(nn.Module):
             if key in self.exit_heads:
                 for name, value in self.exit_heads[key](pool(h, pad, self.config.pooling)).items():
                     out[f"exit{key}.{name}"] = value
+                self._blended(out, margin, f"exit{key}.")
         out.update(self.heads(pool(self.backbone.finish(h), pad, self.config.pooling) + self._wide(inputs)))
-        return out
+        return self._blended(out, margin)
+
+    def _margin(self, inputs: Any) -> Tensor | None:
+        """The trees' log-odds per row (None: no trees)."""
+        return None if self.trees is None else self.trees.margin(tree_inputs(inputs))
 
     def _only_cls_read_after(self, i: int) -> bool:
         """Whether only position 0 of layer ``i``'s output is ever read: after the last
@@ -130,6 +158,7 @@ class DecisionModel(nn.Module):
         a row that exits early gets NaN for them.
         """
         inputs = self._inputs(batch)
+        margin = self._margin(inputs)
         h, pad = self.backbone.embed_inputs(inputs)
         B, n_layers = h.shape[0], self.backbone.n_layers
         verdict = torch.empty(B, 3, dtype=h.dtype, device=h.device)
@@ -140,7 +169,8 @@ class DecisionModel(nn.Module):
             h = self.backbone.run_layer(i, h, pad, first_only=self._only_cls_read_after(i))
             key = str(i + 1)
             if key in self.exit_heads and i + 1 < n_layers:
-                early = self.exit_heads[key](pool(h, pad, self.config.pooling))
+                early = self._blended(self.exit_heads[key](pool(h, pad, self.config.pooling)),
+                                      None if margin is None else margin[alive])
                 conf = torch.softmax(early["verdict"] / temperature, dim=-1).max(dim=-1).values
                 done = conf >= threshold
                 if done.any():
@@ -152,8 +182,9 @@ class DecisionModel(nn.Module):
                     alive, h, pad = alive[keep], h[keep], pad[keep]
                     if alive.numel() == 0:
                         return {"verdict": verdict, "risk": risk}, exit_layer
-        final = self.heads(pool(self.backbone.finish(h), pad, self.config.pooling)
-                           + self._wide(inputs)[alive])
+        final = self._blended(self.heads(pool(self.backbone.finish(h), pad, self.config.pooling)
+                                         + self._wide(inputs)[alive]),
+                              None if margin is None else margin[alive])
         verdict[alive] = final["verdict"]
         risk[alive] = final["risk"]
         out = {"verdict": verdict, "risk": risk}

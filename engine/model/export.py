@@ -17,6 +17,10 @@ dtypes:
 * ``int8``: dynamic quantisation of the linear layers' weights (onnxruntime's
   ``quantize_dynamic``; PyTorch's ``quantize_dynamic`` for TorchScript).
 
+A blend's trees (``engine.model.trees``) keep their exact thresholds in every dtype: in
+ONNX they are one ``ai.onnx.ml`` ``TreeEnsembleRegressor`` node, whose thresholds are
+attributes; in TorchScript they are buffers, which neither rounding touches.
+
 Before anything is written the export is scored side by side with the PyTorch model on
 random inputs of the model's shapes; it is refused when any deciding output (verdict
 probabilities, risk, the early-exit choice) differs by more than ``TOLERANCE[dtype]``.
@@ -212,7 +216,8 @@ def _export_onnx(loaded: LoadedModel, path: Path, dtype: ExportDtype) -> None:
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")  # tracer notes on shape reads; the graph is checked below
         torch.onnx.export(graph, _example(loaded), str(fp32), input_names=list(TENSOR_FIELDS), output_names=list(names),
-                          dynamic_axes=batch_axes, opset_version=17, dynamo=False, do_constant_folding=True)
+                          dynamic_axes=batch_axes, opset_version=17, dynamo=False, do_constant_folding=True,
+                          custom_opsets={"ai.onnx.ml": 3})  # the trees of a blend (engine.model.trees)
     if dtype == "fp32":
         fp32.replace(path)
     elif dtype == "int8":

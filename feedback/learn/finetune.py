@@ -45,6 +45,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from engine.model.inputs import take_rows
+from engine.model.trees import TreeEnsemble
 from feedback.learn.preference import (
     class_weights,
     kl_to_reference,
@@ -323,6 +324,11 @@ def match_risk_level(candidate: nn.Module, inputs: Any, target_mean: float, temp
         else:
             hi = mid
     shift = (lo + hi) / 2
+    trees = [m for m in candidate.modules() if isinstance(m, TreeEnsemble)]
+    if trees:  # a blend: the shift goes after the blend, where it moves the risk alone
+        for ensemble in trees:
+            ensemble.shift_risk(shift * temperature)
+        return shift
     with torch.no_grad():
         for name, module in candidate.named_modules():
             if name.split(".")[-1] == "risk" and isinstance(module, nn.Linear) and module.bias is not None:

@@ -87,18 +87,20 @@ def encode(world: World, idx: np.ndarray, encoder: Any) -> Any:
 
 
 def train_initial(world: World, until_ms: int, registry: Any, encoder: Any, *, epochs: int = 1,
-                  seed: int = 0, derived: bool = False) -> str:
+                  seed: int = 0, derived: bool = False, tree_blend: float = 0.0) -> str:
     """A weak first model on ground truth before ``until_ms``; registered and promoted.
     ``derived``: with the derivations a trainer turns on by default
-    (``ModelConfig.default_for``, as ``tollgate model train`` does), at the same small size."""
+    (``ModelConfig.default_for``, as ``tollgate model train`` does), at the same small size.
+    ``tree_blend``: with trees blended in at that weight (``TrainConfig.tree_blend``; 0, the
+    rehearsal's first model as docs/feedback.md measured it: the network alone)."""
     idx = np.array([i for i, e in enumerate(world.events) if e.event_time_ms < until_ms])
     data = LabelledSet(encode(world, idx, encoder), torch.tensor(world.fraud[idx], dtype=torch.float32),
                        torch.tensor([world.events[i].amount for i in idx], dtype=torch.float32),
                        torch.tensor([world.events[i].event_time_ms for i in idx], dtype=torch.int64))
     inputs, small = InputSpec.from_schema(FeatureSchema.default()), {"d_model": 32, "n_layers": 1, "n_heads": 2}
     cfg = ModelConfig.default_for(inputs, **small) if derived else ModelConfig(inputs=inputs, **small)
-    result = train_model(data, cfg, TrainConfig(epochs=epochs, threads=1, progress=False, seed=seed),
-                         version="initial")
+    training = TrainConfig(epochs=epochs, threads=1, progress=False, seed=seed, tree_blend=tree_blend)
+    result = train_model(data, cfg, training, version="initial")
     version = registry.register(result.model, result.card, version="v0-initial", now_ms=until_ms)
     registry.promote(version, who="rehearsal", why="weak initial model", now_ms=until_ms)
     return version

@@ -7,7 +7,8 @@ stream, for several fine-tune objectives side by side.
 The world: 1,200 cards over 16 days (~37,000 events), outcomes about 3 days late
 (``--delay-days``), good payments confirmed at ``--confirm-rate``. A deliberately weak
 first model (one epoch on days 0-5; ``--derived-inputs``: with the derived inputs trainers
-turn on by default, at the same size) serves from day 5; cycles run at days 10, 12 and 14
+turn on by default, at the same size; ``--tree-blend 0.5``: with trees blended in, as
+trainers do by default) serves from day 5; cycles run at days 10, 12 and 14
 through the real ``FineTuneScheduler`` (Redis lock and state, registry, fine-tune, gate
 on final verdicts), over the real stores, written in event time by
 ``feedback.learn.rehearse``. Each variant gets its own registry, stores and Redis prefix, and
@@ -73,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--flip", type=float, default=0.0, help="share of untrusted labels to flip (drill)")
     ap.add_argument("--derived-inputs", action="store_true",
                     help="the first model with the derived inputs trainers turn on by default (ModelConfig.default_for)")
+    ap.add_argument("--tree-blend", type=float, default=0.0,
+                    help="the first model with trees blended in at this weight (TrainConfig.tree_blend; "
+                         "trainers' default 0.5); 0: the network alone")
     ap.add_argument("--json-out", type=Path, default=None)
     ap.add_argument("--redis-url", default=os.environ.get("TOLLGATE_REDIS_URL", "redis://127.0.0.1:6379/0"))
     args = ap.parse_args(argv)
@@ -125,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         registry = ModelRegistry(settings, client)
         if initial_dir is None:
             train_initial(world, world.start_ms + args.initial_days * DAY, registry, encoder,
-                          derived=args.derived_inputs)
+                          derived=args.derived_inputs, tree_blend=args.tree_blend)
             initial_dir = registry.path_of(registry.serving_version())
         else:
             registry.register(initial_dir, version="v0-initial", now_ms=world.start_ms)

@@ -5,6 +5,7 @@ pass plus heads, on the same backbone.
     python ops/bench/model.py [--model-dir DIR] [--smollm2] [--quick] [--twin-ab | --only-twin-ab]
     python ops/bench/model.py --only-runtimes [--model-dir DIR] [--threads 1]   # PyTorch vs onnxruntime
     python ops/bench/model.py --only-trees-beside [--threads 1]   # what a blend's trees would add
+    python ops/bench/model.py --only-served-blend [--threads 1]   # what the served blend's trees add
 
 Prints one table. Inputs are shaped like real batches of the default feature schema;
 ``text_fill`` 0 is a payment without memo (most of them), 1 a full memo. Without
@@ -378,6 +379,59 @@ def bench_trees_beside(model, card, quick: bool, rounds: int = 3) -> None:
         print(f"{bs:5d} {g:9.1f} {t:9.1f} {t / g:11.2f}")
 
 
+def bench_served_blend(model, card, quick: bool, rounds: int = 3) -> None:
+    """What the served blend's trees (``TrainConfig.tree_blend``, engine.model.trees) cost
+    inside the graph the stream serves: the ONNX graph (on NumPy arrays, the default
+    runtime) of the network alone against the same network with the trees installed, at
+    batch 1, 32 and 512, in interleaved rounds, CPU time of this thread. The trees have the
+    configuration training fits (``engine.offline.train.trees.TREE_PARAMS``), fitted once
+    to random labels (every tree at its full depth: an upper bound) and once to a rule on
+    the inputs (trees shaped like fitted ones)."""
+    import copy
+    import tempfile
+
+    import torch
+
+    from engine.model import save_model_dir
+    from engine.model.export import export_model_dir
+    from engine.offline.train.trees import fit_trees
+    from engine.stages.infer_arrays import OnnxArrayInference
+
+    work = Path(tempfile.mkdtemp(prefix="bench-blend-"))
+    spec = model.config.inputs
+    train = memo_mix(spec, 20_000, seed=7)
+    random_labels = (torch.rand(20_000, generator=torch.Generator().manual_seed(0)) < 0.05).float()
+    rule_labels = (train.control_numeric[:, 0] > train.control_numeric[:, 0].quantile(0.95)).float()
+    served = {}
+    for name, labels in (("network", None), ("random-label trees", random_labels), ("rule trees", rule_labels)):
+        candidate, candidate_card = copy.deepcopy(model), card
+        if labels is not None:
+            trees = fit_trees(candidate, train, labels, weight=0.5, seed=0)
+            assert trees is not None
+            candidate = candidate.with_trees(trees)
+            candidate_card = card.model_copy(update={"architecture": candidate.config})
+        source = save_model_dir(candidate, candidate_card, work / f"source-{len(served)}")
+        graph = export_model_dir(source, work / f"onnx-{len(served)}", "onnx", "fp32")
+        served[name] = OnnxArrayInference.from_dir(graph.path, threads=1)
+        if labels is not None:
+            print(f"{name}: {candidate.config.trees}")
+    names = list(served)
+    print(f"\n== the served blend: the ONNX graph with the trees in it against the network alone, ~5 % memos; "
+          f"CPU µs per event (median of {rounds} interleaved rounds' medians)")
+    print(f"{'batch':>5s} " + " ".join(f"{n:>18s}" for n in names) + "  ratios to the network")
+    for bs in (1, 32, 512):
+        batch = memo_mix(spec, bs, seed=bs)
+        arrays = {name: getattr(batch, name).numpy() for name in batch.__dataclass_fields__}
+        rep = max(3, (200 if bs == 1 else 40 if bs == 32 else 8) // (4 if quick else 1))
+        cpu: dict[str, list[float]] = {n: [] for n in names}
+        for r in range(rounds):
+            for name in names if r % 2 == 0 else reversed(names):
+                cpu[name].append(_cpu_and_wall_ms(served[name], arrays, rep)[0])
+        us = {n: statistics.median(cpu[n]) * 1000 / bs for n in names}
+        print(f"{bs:5d} " + " ".join(f"{us[n]:18.1f}" for n in names) + "  "
+              + " ".join(f"{us[n] / us['network']:.2f}" for n in names[1:]))
+
+
 def _cpu_and_wall_ms(fn, batch, repeat: int, warmup: int = 2) -> tuple[float, float]:
     """Median CPU and wall milliseconds of ``fn(batch)`` over ``repeat`` calls."""
     for _ in range(warmup):
@@ -442,6 +496,8 @@ def main() -> None:
     ap.add_argument("--runtimes", action="store_true",
                     help="also compare PyTorch with onnxruntime (fp32/fp16/int8) and TorchScript at batch 1, 32, 512")
     ap.add_argument("--only-runtimes", action="store_true", help="run only the --runtimes comparison")
+    ap.add_argument("--only-served-blend", action="store_true",
+                    help="run only the cost of the served blend's trees inside the ONNX graph")
     ap.add_argument("--only-trees-beside", action="store_true",
                     help="run only the cost of a blend's tree half (XGBoost on the network's inputs) beside the graph")
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=JSON",
@@ -458,6 +514,9 @@ def main() -> None:
 
         spec = InputSpec.from_schema(FeatureSchema.default())
         model, card = fresh_model(spec, version="bench")
+    if args.only_served_blend:
+        bench_served_blend(model, card, args.quick)
+        return
     if args.only_trees_beside:
         bench_trees_beside(model, card, args.quick)
         return

@@ -20,17 +20,26 @@ from engine.model import (
 )
 from engine.model.config import HeadSpec
 from engine.model.export import EXIT_TOLERANCE, TOLERANCE, agreement, export_model_dir
+from engine.offline.train.trees import TREE_PARAMS, fit_trees
 from engine.stages.infer import Inference
 
 SPEC = InputSpec(n_numeric=9, n_categorical=3, categorical_buckets=64, history_len=6, history_numeric=3,
                  history_categorical=2, text_len=12, text_vocab=200, schema_hash="export-test")
 
 
-def _model_dir(root: Path, seed: int = 0) -> Path:
+def _model_dir(root: Path, seed: int = 0, trees: bool = False) -> Path:
     """A small model with an early-exit layer and an extra head; the threshold makes
-    part of the rows leave at layer 1 (an untrained model is about 0.4 sure)."""
+    part of the rows leave at layer 1 (an untrained model is about 0.4 sure). With
+    ``trees``, XGBoost trees blended in (engine.model.trees), fitted to random labels on
+    inputs like the test's, so that their thresholds sit among the values scored."""
     model, card = fresh_model(SPEC, version=f"m{seed}", seed=seed, n_layers=2, early_exit_layers=(1,),
                               extra_heads=(HeadSpec(name="channel", kind="single_label", labels=("web", "pos")),))
+    if trees:
+        labels = (torch.rand(2000, generator=torch.Generator().manual_seed(seed)) < 0.3).float()
+        ensemble = fit_trees(model, random_inputs(SPEC, 2000, seed=7), labels, weight=0.5, seed=seed)
+        assert ensemble is not None and ensemble.shape.depth == TREE_PARAMS["max_depth"]
+        model = model.with_trees(ensemble)
+        card = card.model_copy(update={"architecture": model.config})
     with torch.inference_mode():
         conf = torch.softmax(model(random_inputs(SPEC, 256, seed=3))["exit1.verdict"], -1).max(-1).values
     card = card.model_copy(update={"early_exit_threshold": float(conf.median())})
@@ -43,9 +52,17 @@ def source(tmp_path_factory) -> Path:
     return _model_dir(tmp_path_factory.mktemp("export"))
 
 
+@pytest.fixture(scope="module")
+def source_with_trees(tmp_path_factory) -> Path:
+    torch.set_num_threads(1)
+    return _model_dir(tmp_path_factory.mktemp("export-trees"), trees=True)
+
+
+@pytest.mark.parametrize("with_trees", [False, True], ids=["network", "with-trees"])
 @pytest.mark.parametrize("fmt,dtype", [("onnx", "fp32"), ("onnx", "fp16"), ("onnx", "int8"),
                                        ("torchscript", "fp32"), ("torchscript", "int8")])
-def test_an_export_agrees_with_pytorch_and_is_served_by_default(source, tmp_path, fmt, dtype):
+def test_an_export_agrees_with_pytorch_and_is_served_by_default(request, tmp_path, fmt, dtype, with_trees):
+    source = request.getfixturevalue("source_with_trees" if with_trees else "source")
     result = export_model_dir(source, tmp_path / "out", fmt, dtype, samples=128)
     card = read_card(result.path)
     assert card.serving is not None and card.serving.format == fmt and card.serving.dtype == dtype
@@ -53,6 +70,11 @@ def test_an_export_agrees_with_pytorch_and_is_served_by_default(source, tmp_path
 
     served = Inference.from_dir(result.path, runtime="auto")
     assert served.graph is not None  # the graph runs, not the module
+    if with_trees and fmt == "onnx":  # onnxruntime's own trees, not a walk in gathers
+        import onnx
+
+        ops = {node.op_type for node in onnx.load(str(result.path / card.serving.file)).graph.node}
+        assert "TreeEnsembleRegressor" in ops
     reference = Inference.from_dir(source, runtime="auto")
     assert reference.graph is None
     # inputs the export never saw: memos of every length and none, text-free twins of the

@@ -38,11 +38,13 @@ from tqdm.auto import tqdm
 from engine.model.card import ModelCard, Temperatures
 from engine.model.config import ModelConfig
 from engine.model.decision import DecisionModel
+from engine.model.inputs import concat_inputs
 from engine.model.losses import class_weights, collapse_penalty, focal_loss, pairwise_rank_loss, verdict_targets
 from engine.model.moe import moe_layers
 from engine.offline.train.evaluate import calibrate, val_scores, write_report
 from engine.offline.train.sets import LabelledSet, TrainConfig, rule_rows
 from engine.offline.train.teacher import out_of_fold_logits
+from engine.offline.train.trees import fit_trees
 from engine.stages.encode import TEXT_FIELDS
 
 
@@ -330,6 +332,24 @@ def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig =
     model.eval()
     has_val = validation is not None and len(validation) > 0
     temps, val_metrics = calibrate(model, validation, cfg) if has_val else (Temperatures(), {})
+    if cfg.tree_blend > 0:
+        # The network's own temperatures go into the blend (engine.model.trees); then the
+        # blended model is calibrated as any model is.
+        trees = fit_trees(model, data.inputs, data.is_bad, cfg.tree_blend, cfg.seed, cfg.threads,
+                          t_risk=temps.risk, t_verdict=temps.verdict)
+        if trees is not None:
+            model = model.with_trees(trees)
+            temps, val_metrics = calibrate(model, validation, cfg) if has_val else (Temperatures(), {})
+            if cfg.tree_refit and has_val:
+                # Calibrated on rows the trees never saw; served refitted on those rows too. The
+                # card's held-out metrics stay those of the calibration's blend.
+                assert validation is not None
+                refit = fit_trees(model, concat_inputs([data.inputs, validation.inputs]),
+                                  torch.cat([data.is_bad, validation.is_bad]), cfg.tree_blend, cfg.seed,
+                                  cfg.threads, t_risk=trees.t_risk.item(), t_verdict=trees.t_verdict.item())
+                if refit is not None:
+                    model = model.with_trees(refit)
+            model_config = model.config
     ruled = rule_rows(data)
     card = ModelCard(version=version, schema_hash=model_config.inputs.schema_hash, architecture=model_config,
                      temperature=temps, data_window=_window(data, validation), metrics=val_metrics,

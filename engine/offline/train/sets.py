@@ -115,6 +115,19 @@ class TrainConfig(BaseModel):
     #: ``python ops/bench/quality_sweep.py --variant distill='{"distill_weight": 0.5}'``.
     distill_weight: float = Field(default=0.0, ge=0)
     distill_folds: int = Field(default=4, ge=2)
+    #: Weight of gradient-boosted trees blended into the served model (engine.model.trees):
+    #: after the network is trained and calibrated, XGBoost is fitted on the same training
+    #: rows and the model serves, at 0.5, the mean of the two calibrated log-odds. 0: the
+    #: network alone (no trees are fitted). 0.5 won on the four validation folds, fixed
+    #: before any run (docs/decision-quality.md, "The served blend");
+    #: ``python ops/bench/quality_sweep.py --variant blend='{"tree_blend": 0.5}'``.
+    tree_blend: float = Field(default=0.5, ge=0, le=1)
+    #: Once the blend is calibrated, fit the trees again on every labelled row, the held-out
+    #: tail included (the same configuration; the temperatures stay), so that the served
+    #: trees know the latest day as the network's what-if trees did. False: the trees fitted
+    #: on the training part alone are served.
+    #: ``python ops/bench/quality_sweep.py --variant split='{"tree_refit": false}'``.
+    tree_refit: bool = True
     #: Weight of a pairwise ranking loss on the risk head (``losses.pairwise_rank_loss``,
     #: every bad row of a mini-batch against every good one), beside its BCE. 0: off.
     #: ``python ops/bench/quality_sweep.py --variant rank='{"rank_weight": 0.1}'``.

@@ -25,6 +25,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from engine.model.trees import tree_inputs
+
 #: The teacher's configuration: the LightGBM that the validation grid chose for the
 #: book's features (docs/decision-quality.md, 15 leaves, 300 trees, learning rate 0.03).
 TEACHER_PARAMS: dict[str, Any] = dict(n_estimators=300, learning_rate=0.03, num_leaves=15, min_child_samples=20,
@@ -35,9 +37,7 @@ def tree_features(inputs: Any) -> np.ndarray:
     """The control fields as a flat table: numeric fields, then hour and weekday ids
     (the last two categorical fields; ids of constant fields such as channel carry
     nothing to a tree, and terminal ids are hashed identities it would memorise)."""
-    numeric = inputs.control_numeric.numpy()
-    cats = inputs.control_categorical.numpy()[:, -2:].astype(np.float32)
-    return np.concatenate([numeric, cats], axis=1)
+    return tree_inputs(inputs).numpy()
 
 
 def derived_tree_features(inputs: Any, derive: torch.nn.Module | None) -> np.ndarray:
