@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import roc_auc_score
 
+from engine.offline.train.trees import TREE_PARAMS  # noqa: E402
 from ops.bench import handbook_baselines as hb  # noqa: E402
 from ops.bench.model_quality import logit  # noqa: E402
 
@@ -55,7 +56,7 @@ from ops.bench.model_quality import logit  # noqa: E402
 LGB_BOOK = {"num_leaves": 15, "n_estimators": 300, "learning_rate": 0.03}
 #: What the validation grid on the network's inputs chose for XGBoost
 #: (``handbook_baselines.py --inputs network``, docs/decision-quality.md).
-XGB_NET_IN = {"max_depth": 9, "n_estimators": 100, "learning_rate": 0.03}
+XGB_NET_IN = TREE_PARAMS  # the configuration the served blend's trees are fitted with
 MODELS = ("net", "lgb_enc", "lgb_net_in", "lgb_book", "xgb_net_in", "blend")
 KINDS = ("amount", "card", "terminal visible", "terminal invisible")
 #: Good rows this close (days) to a known fraud at their terminal count as "near".

@@ -1,12 +1,15 @@
 """Fitting the trees a model serves blended with its network (``TrainConfig.tree_blend``).
 
-XGBoost is fitted on the training part's labelled rows (never the held-out tail, which
-picks the epoch and fits the temperatures), on the table ``engine.model.trees.tree_inputs``
-builds from what the network's layers read. Its configuration is the one the XGBoost
-grid chose on the four validation folds for these inputs (``TREE_PARAMS``;
-``python ops/bench/handbook_baselines.py --inputs network --families xgboost``).
-The fitted booster becomes a ``TreeEnsemble`` inside the model; it is checked against
-XGBoost's own margins before it is installed.
+``train_model`` fits XGBoost twice:
+- first on the training part's labelled rows, so that the blend is calibrated on a
+  held-out tail that the trees never saw;
+- then, with ``tree_refit``, again on every labelled row, tail included, for serving.
+
+Both fits read the table ``engine.model.trees.tree_inputs`` builds from what the network's
+layers read (``teacher.derived_tree_features``). The configuration is the one the XGBoost
+grid chose on the four validation folds for these inputs (``TREE_PARAMS``; ``python
+ops/bench/handbook_baselines.py --inputs network --families xgboost``). A fitted booster
+becomes a ``TreeEnsemble`` inside the model, after a check against XGBoost's own margins.
 """
 
 from __future__ import annotations
@@ -17,19 +20,14 @@ import numpy as np
 import torch
 
 from engine.model.decision import DecisionModel
-from engine.model.trees import TreeEnsemble, tree_inputs
+from engine.model.trees import TreeEnsemble
+from engine.offline.train.teacher import derived_tree_features
 
 #: docs/decision-quality.md, "the trees tuned on the network's own inputs": the XGBoost
 #: grid's choice on the validation folds (mean AP), the same as ``auc_split.XGB_NET_IN``.
 TREE_PARAMS: dict[str, Any] = {"max_depth": 9, "n_estimators": 100, "learning_rate": 0.03}
 #: Largest allowed difference between the installed ensemble's log-odds and XGBoost's.
 AGREEMENT = 1e-3
-
-
-def layer_table(model: DecisionModel, inputs: Any) -> np.ndarray:
-    """``tree_inputs`` of what ``model``'s layers read (its derivations applied first)."""
-    with torch.no_grad():
-        return tree_inputs(model._inputs(inputs)).numpy()
 
 
 def fit_trees(model: DecisionModel, inputs: Any, is_bad: torch.Tensor, weight: float, seed: int,
@@ -39,7 +37,7 @@ def fit_trees(model: DecisionModel, inputs: Any, is_bad: torch.Tensor, weight: f
     there is nothing to blend, and the model is served as its network."""
     import xgboost  # local: only training with the blend fits trees
 
-    x = layer_table(model, inputs)
+    x = derived_tree_features(inputs, model.derive)
     y = is_bad.numpy()
     known = ~np.isnan(y)
     if len(np.unique(y[known])) < 2:
