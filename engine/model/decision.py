@@ -114,8 +114,10 @@ class DecisionModel(nn.Module):
         return self._blended(out, margin)
 
     def _margin(self, inputs: Any) -> Tensor | None:
-        """The trees' log-odds per row (None: no trees)."""
-        return None if self.trees is None else self.trees.margin(tree_inputs(inputs))
+        """The trees' log-odds per row (None: no trees, or ``network_alone``)."""
+        if self.trees is None or not self.trees.enabled:
+            return None
+        return self.trees.margin(tree_inputs(inputs))
 
     def _only_cls_read_after(self, i: int) -> bool:
         """Whether only position 0 of layer ``i``'s output is ever read: after the last

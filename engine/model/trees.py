@@ -16,9 +16,17 @@ The blend, per head pair (final and early exit), with the network's raw risk log
 
 * calibrated risk log-odds become ``(1 - w) * r / t_risk + w * m``: the mean of the two
   models' calibrated log-odds that the what-if measured, at ``w = 0.5``;
-* the verdict's review and reject logits move by the same change ``delta`` (scaled back
-  to the verdict head's temperature), so the odds of "not a clean pass" move with the
-  odds of a bad outcome and the policy's thresholds read the blended evidence.
+* the verdict's calibrated log-odds of "not a clean pass", ``g`` (review and reject
+  against pass), become ``(1 - w) * g + w * (m + verdict_offset)``: the same mean, read
+  from the verdict head's own logits (its review and reject logits move together, so
+  their ratio stays the network's). ``verdict_offset`` is the median of ``g - r / t_risk``
+  over the rows the trees were fitted on: the verdict head's cost-shaped level against
+  the risk's, so that the trees' log-odds enter at the verdict's scale.
+
+  The verdict reads ``g`` and not the risk head: a fine-tune moves the two heads apart,
+  and a verdict blended against the network's risk moved *against* what the fine-tune
+  taught it (tests/integration/test_feedback_e2e.py caught a candidate fine-tuned on
+  flipped labels stopping more fraud, and genuine ones less).
 
 Temperatures are then fitted again on the blended outputs (``calibrate``), as for any model.
 
@@ -39,7 +47,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -50,7 +59,7 @@ from engine.model.config import TreeShape
 
 #: The fields the trees read: ``tree_inputs``. Kept beside the ensemble so that the
 #: trainer, the teacher and the benchmarks' trees read the same table.
-__all__ = ["TreeEnsemble", "TreeShape", "tree_inputs"]
+__all__ = ["TreeEnsemble", "TreeShape", "network_alone", "tree_inputs"]
 
 
 def tree_inputs(inputs: Any) -> Tensor:
@@ -81,6 +90,7 @@ class TreeEnsemble(nn.Module):
     base_margin: Tensor
     t_risk: Tensor
     t_verdict: Tensor
+    verdict_offset: Tensor
     risk_offset: Tensor
 
     def __init__(self, shape: TreeShape):
@@ -97,16 +107,19 @@ class TreeEnsemble(nn.Module):
         # The network's own temperatures when the trees were installed (see the module doc).
         self.register_buffer("t_risk", torch.ones((), dtype=torch.float32))
         self.register_buffer("t_verdict", torch.ones((), dtype=torch.float32))
+        self.register_buffer("verdict_offset", torch.zeros((), dtype=torch.float32))
         # A shift of the blended risk logit alone (``shift_risk``): the fine-tune's level match.
         self.register_buffer("risk_offset", torch.zeros((), dtype=torch.float32))
         self.register_buffer("roots", torch.arange(shape.n_trees, dtype=torch.long) * shape.n_nodes,
                              persistent=False)
+        #: False inside ``network_alone``: the model answers as its network, unblended.
+        self.enabled = True
 
     def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> TreeEnsemble:
         # ``model.half()`` (a GPU run) would round the thresholds and leaf values, and a
         # rounded threshold sends rows down other branches: they stay fp32, only moving device.
         kept = {name: self._buffers[name] for name in ("threshold", "leaf_value", "base_margin", "t_risk",
-                                                        "t_verdict", "risk_offset")}
+                                                        "t_verdict", "verdict_offset", "risk_offset")}
         super()._apply(fn, recurse)
         for name, value in kept.items():
             moved = self._buffers[name]
@@ -130,7 +143,9 @@ class TreeEnsemble(nn.Module):
         """The verdict logits and risk logit of one head pair, with the trees' evidence in."""
         w = self.shape.weight
         delta = w * (margin - risk.float() / self.t_risk)  # change of the calibrated risk log-odds
-        shift = torch.stack([torch.zeros_like(delta), delta, delta], dim=-1) * self.t_verdict
+        stop = not_pass_log_odds(verdict.float() / self.t_verdict)
+        moved = w * (margin + self.verdict_offset - stop)  # change of the verdict's, the same mean
+        shift = torch.stack([torch.zeros_like(moved), moved, moved], dim=-1) * self.t_verdict
         return (verdict + shift.to(verdict.dtype)), (risk + (delta * self.t_risk + self.risk_offset).to(risk.dtype))
 
     @torch.no_grad()
@@ -169,7 +184,7 @@ class TreeEnsemble(nn.Module):
 
     @classmethod
     def from_xgboost(cls, booster: Any, weight: float, n_features: int, t_risk: float = 1.0,
-                     t_verdict: float = 1.0) -> TreeEnsemble:
+                     t_verdict: float = 1.0, verdict_offset: float = 0.0) -> TreeEnsemble:
         """The ensemble of a fitted binary-logistic ``xgboost.Booster`` (its JSON model)."""
         model = json.loads(bytes(booster.save_raw("json")))["learner"]
         objective = model["objective"]["name"]
@@ -207,7 +222,34 @@ class TreeEnsemble(nn.Module):
             ensemble.base_margin.fill_(_base_margin(model["learner_model_param"]["base_score"]))
             ensemble.t_risk.fill_(t_risk)
             ensemble.t_verdict.fill_(t_verdict)
+            ensemble.verdict_offset.fill_(verdict_offset)
         return ensemble
+
+
+def not_pass_log_odds(verdict: Tensor) -> Tensor:
+    """[N] log-odds of review or reject against pass, from verdict logits in ``DECISIONS``
+    order (pass, review, reject)."""
+    return torch.logsumexp(verdict[..., 1:], dim=-1) - verdict[..., 0]
+
+
+@contextmanager
+def network_alone(*models: nn.Module) -> Iterator[None]:
+    """Within the block, every model given answers as its network alone (no blend).
+
+    The fine-tune trains the network this way (``feedback.learn.finetune``). Trained
+    through the blend, its preference loss on the verdict could raise a row's stop logits
+    by *lowering* the network's risk, since the blend moves the verdict by the trees'
+    margin minus that risk; such a candidate learns the inverse of its labels.
+    """
+    ensembles = [m for model in models for m in model.modules() if isinstance(m, TreeEnsemble)]
+    before = [e.enabled for e in ensembles]
+    for e in ensembles:
+        e.enabled = False
+    try:
+        yield
+    finally:
+        for e, was in zip(ensembles, before):
+            e.enabled = was
 
 
 def _walk(x: Tensor, depth: int, roots: Tensor, feature: Tensor, threshold: Tensor, default_left: Tensor, left: Tensor,

@@ -45,7 +45,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from engine.model.inputs import take_rows
-from engine.model.trees import TreeEnsemble
+from engine.model.trees import TreeEnsemble, network_alone
 from feedback.learn.preference import (
     class_weights,
     kl_to_reference,
@@ -217,9 +217,12 @@ def fine_tune(reference: nn.Module, inputs: Any, is_bad: Tensor, config: FineTun
         idx = order[pos:pos + config.batch_size]
         batch = wrap(take(inputs, idx))
         y, w = is_bad[idx].float(), weights_all[idx]
-        with torch.no_grad():
-            ref_out = reference(batch)
-        out = candidate(batch)
+        # A blend's network learns alone; the trees stay as training fitted them and the
+        # gate judges the pair (engine.model.trees.network_alone says why).
+        with network_alone(reference, candidate):
+            with torch.no_grad():
+                ref_out = reference(batch)
+            out = candidate(batch)
         loss, acc, r_loss = _objective(out, ref_out, y, w, config, None if example_weights is None else influence[idx],
                                        risk_offset)
         opt.zero_grad(set_to_none=True)

@@ -14,7 +14,7 @@ import xgboost
 from engine.model import load_model_dir, random_inputs, save_model_dir
 from engine.model.config import TreeShape
 from engine.model.decision import DecisionModel
-from engine.model.trees import TreeEnsemble, tree_inputs
+from engine.model.trees import TreeEnsemble, network_alone, not_pass_log_odds, tree_inputs
 from engine.offline.train import fit
 from engine.offline.train.trees import fit_trees
 from tests.unit.test_train import CFG, SPEC, fast, tiny_set
@@ -58,11 +58,12 @@ def test_other_objectives_and_too_few_fields_are_refused():
         TreeEnsemble.from_xgboost(regressor, weight=0.5, n_features=4)
 
 
-def test_the_blend_is_the_mean_of_calibrated_log_odds_and_moves_not_pass_with_risk():
+def test_the_blend_is_the_mean_of_calibrated_log_odds_in_both_heads():
     data = tiny_set(n=600)
     network = DecisionModel(CFG).eval()
     trees = fit_trees(network, data.inputs, data.is_bad, weight=0.5, seed=0, t_risk=2.0, t_verdict=1.5)
     assert trees is not None
+    offset = float(trees.verdict_offset)
     x = random_inputs(SPEC, 64, seed=3)
     with torch.no_grad():
         alone = network(x)
@@ -70,12 +71,47 @@ def test_the_blend_is_the_mean_of_calibrated_log_odds_and_moves_not_pass_with_ri
         blended = network.with_trees(trees)(x)
     # calibrated at the network's own temperatures, risk is the mean of the two log-odds
     assert torch.allclose(blended["risk"] / 2.0, 0.5 * alone["risk"] / 2.0 + 0.5 * margin, atol=1e-5)
-    # review and reject move together by the risk's change; pass does not move
+    # the verdict's not-pass log-odds too, the trees' brought to the verdict head's level;
+    # pass does not move, and review and reject move together
+    g_alone, g_blend = (not_pass_log_odds(out["verdict"] / 1.5) for out in (alone, blended))
+    assert torch.allclose(g_blend, 0.5 * g_alone + 0.5 * (margin + offset), atol=1e-5)
     moved = blended["verdict"] - alone["verdict"]
-    assert torch.equal(moved[:, 0], torch.zeros(64))
-    assert torch.allclose(moved[:, 1], moved[:, 2])
-    delta = 0.5 * (margin - alone["risk"] / 2.0)
-    assert torch.allclose(moved[:, 1], delta * 1.5, atol=1e-5)
+    assert torch.equal(moved[:, 0], torch.zeros(64)) and torch.allclose(moved[:, 1], moved[:, 2])
+    # the offset is where the network's verdict level sits against its risk level
+    with torch.no_grad():
+        fitted = network_alone(network)
+        with fitted:
+            out = network(data.inputs)
+    gap = not_pass_log_odds(out["verdict"] / 1.5) - out["risk"] / 2.0
+    assert abs(float(gap.median()) - offset) < 1e-4
+
+
+def test_the_fine_tune_teaches_the_network_alone_and_keeps_the_trees(monkeypatch):
+    """A blend's fine-tune trains the network on its own outputs (``network_alone``): the
+    verdict is blended against the network's own not-pass odds, so what the fine-tune
+    teaches reaches the served verdict in the direction it was taught."""
+    from feedback.learn.finetune import FineTuneConfig, fine_tune
+
+    data = tiny_set(n=600)
+    network = DecisionModel(CFG).eval()
+    trees = fit_trees(network, data.inputs, data.is_bad, weight=0.5, seed=0)
+    assert trees is not None
+    model = network.with_trees(trees)
+    walks: list[int] = []
+    margin = TreeEnsemble.margin
+    monkeypatch.setattr(TreeEnsemble, "margin", lambda self, x: walks.append(len(x)) or margin(self, x))
+    candidate, report = fine_tune(model, data.inputs, data.is_bad, FineTuneConfig(max_steps=20, epochs=4),
+                                  progress=False)
+    assert report.steps == 20 and walks == []  # the trees were never walked while training
+    assert candidate.trees is not None and candidate.trees.enabled and model.trees.enabled
+    for name in ("feature", "threshold", "leaf_value", "verdict_offset", "t_risk"):
+        assert torch.equal(getattr(candidate.trees, name), getattr(model.trees, name)), name
+    assert report.weight_drift > 0
+    with torch.no_grad():
+        served = candidate(random_inputs(SPEC, 32, seed=1))
+        again = model(random_inputs(SPEC, 32, seed=1))
+    assert not torch.equal(served["verdict"], again["verdict"])  # the network half moved
+    assert walks == [32, 32]  # and served, both walk their trees
 
 
 def test_half_precision_keeps_the_thresholds_exact():

@@ -20,7 +20,8 @@ import numpy as np
 import torch
 
 from engine.model.decision import DecisionModel
-from engine.model.trees import TreeEnsemble
+from engine.model.inputs import take_rows
+from engine.model.trees import TreeEnsemble, network_alone, not_pass_log_odds
 from engine.offline.train.teacher import derived_tree_features
 
 #: docs/decision-quality.md, "the trees tuned on the network's own inputs": the XGBoost
@@ -28,6 +29,19 @@ from engine.offline.train.teacher import derived_tree_features
 TREE_PARAMS: dict[str, Any] = {"max_depth": 9, "n_estimators": 100, "learning_rate": 0.03}
 #: Largest allowed difference between the installed ensemble's log-odds and XGBoost's.
 AGREEMENT = 1e-3
+
+
+def verdict_offset(model: DecisionModel, inputs: Any, t_risk: float, t_verdict: float,
+                   rows: int = 20_000) -> float:
+    """The median, over (up to ``rows`` evenly spaced) rows, of the network's calibrated
+    not-pass log-odds minus its calibrated risk log-odds: where the verdict head's level
+    sits against the risk head's (``TreeEnsemble.verdict_offset``)."""
+    n = int(inputs.control_numeric.shape[0])
+    idx = torch.linspace(0, n - 1, steps=min(n, rows)).long()
+    with torch.no_grad(), network_alone(model):
+        out = model.eval()(take_rows(inputs, idx))
+    gap = not_pass_log_odds(out["verdict"].float() / t_verdict) - out["risk"].float() / t_risk
+    return float(gap.median())
 
 
 def fit_trees(model: DecisionModel, inputs: Any, is_bad: torch.Tensor, weight: float, seed: int,
@@ -46,7 +60,8 @@ def fit_trees(model: DecisionModel, inputs: Any, is_bad: torch.Tensor, weight: f
                                 **TREE_PARAMS)
     clf.fit(x[known], y[known].astype(int))
     booster = clf.get_booster()
-    ensemble = TreeEnsemble.from_xgboost(booster, weight, x.shape[1], t_risk=t_risk, t_verdict=t_verdict)
+    ensemble = TreeEnsemble.from_xgboost(booster, weight, x.shape[1], t_risk=t_risk, t_verdict=t_verdict,
+                                         verdict_offset=verdict_offset(model, inputs, t_risk, t_verdict))
     sample = x[: min(len(x), 4096)]
     with torch.no_grad():
         ours = ensemble.margin(torch.from_numpy(sample)).numpy()
