@@ -42,31 +42,67 @@ class Stack:
                               capture_output=True, text=True, timeout=300, check=True)
 
 
-def _free_ports(count: int, highest: int | None = None) -> list[int]:
-    """``count`` distinct loopback ports that are free at this moment (all held open
-    together while choosing, so the kernel cannot hand out the same one twice).
-    ``highest``: none above it (a Redis Cluster node also listens on its port + 10000,
-    so its port must be 55535 or less)."""
+#: The lowest port ``_free_ports`` hands out.
+PORTS_FROM = 20_000
+#: A Redis Cluster node's bus listens on its port + 10000.
+REDIS_CLUSTER_BUS_OFFSET = 10_000
+
+
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (Linux's default when unreadable)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768
+
+
+def _free_ports(count: int, bus_offset: int = 0, avoid: tuple[int, ...] | list[int] = ()) -> list[int]:
+    """``count`` distinct loopback ports that are free at this moment, held open together
+    while choosing, none in ``avoid``.
+
+    They are drawn below the kernel's ephemeral range where it leaves room: a port the kernel
+    may hand to any outgoing connection as its source port (a Kafka client's, a broker's
+    own) can be taken between this choice and the stack binding it, and a broker that cannot
+    bind fails its start. ``bus_offset``: each port + offset must be free too (a Redis Cluster
+    node's bus, ``REDIS_CLUSTER_BUS_OFFSET``)."""
     import random
 
+    top = _ephemeral_low() - 1 - bus_offset
+    if top - PORTS_FROM < 1_000:  # an ephemeral range starting low: draw from above it instead
+        top = 65_535 - bus_offset
     with contextlib.ExitStack() as held:
         ports: list[int] = []
         for _ in range(count * 200):
             if len(ports) == count:
                 break
-            s = held.enter_context(socket.socket())
+            port = random.randint(PORTS_FROM, top)
+            if port in ports or port in avoid or (bus_offset and port + bus_offset in avoid):
+                continue
             try:
-                s.bind(("127.0.0.1", 0 if highest is None else random.randint(20_000, highest)))
+                for p in (port, port + bus_offset) if bus_offset else (port,):
+                    s = held.enter_context(socket.socket())
+                    s.bind(("127.0.0.1", p))
             except OSError:
                 continue
-            ports.append(s.getsockname()[1])
+            ports.append(port)
         if len(ports) < count:
             raise RuntimeError(f"could not find {count} free loopback ports")
         return ports
 
 
-#: A Redis Cluster node's bus listens on port + 10000.
-REDIS_CLUSTER_MAX_PORT = 55_535
+def stack_up(args: list[str], env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess:
+    """``ops/stack ARGS`` (an ``up``), its exports on stdout. When it fails, the error holds
+    its stderr and the tail of every node's log: the fixtures remove the state directory
+    afterwards, and a failed start is otherwise unreadable."""
+    up = subprocess.run([str(REPO / "ops" / "stack"), *args], env=env, timeout=timeout, capture_output=True,
+                        text=True, check=False)
+    if up.returncode != 0:
+        logs = Path(env["TOLLGATE_STATE_DIR"]) / "logs"
+        tails = [f"--- {log.name} (last 40 lines)\n" + "\n".join(log.read_text(errors="replace").splitlines()[-40:])
+                 for log in sorted(logs.glob("*.log"))] if logs.is_dir() else []
+        raise RuntimeError(f"ops/stack {' '.join(args)} exited {up.returncode}:\n{up.stderr[-4000:]}\n"
+                           + "\n".join(tails))
+    return up
 
 
 @pytest.fixture(scope="session")
@@ -84,8 +120,8 @@ def stack() -> Iterator[Stack]:
                TOLLGATE_STATE_DIR=str(state_dir),
                TOLLGATE_KAFKA_PORT=str(kafka_port), TOLLGATE_KAFKA_CONTROLLER_PORT=str(controller_port),
                TOLLGATE_REDIS_PORT=str(redis_port))
-    subprocess.run([str(REPO / "ops" / "stack"), "up"], env=env, check=True, timeout=600)
-    try:
+    try:  # `down` even when `up` fails half-way: no node is left running
+        stack_up(["up"], env)
         yield Stack(f"127.0.0.1:{kafka_port}", f"redis://127.0.0.1:{redis_port}/0", state_dir, env)
     finally:
         subprocess.run([str(REPO / "ops" / "stack"), "down"], env=env, timeout=120)
@@ -103,10 +139,9 @@ def redis_cluster_url() -> Iterator[str]:
         return
     state_dir = Path(tempfile.mkdtemp(prefix="tollgate-test-rcluster-"))
     env = dict(os.environ, TOLLGATE_STATE_DIR=str(state_dir),
-               TOLLGATE_REDIS_PORTS=",".join(map(str, _free_ports(3, REDIS_CLUSTER_MAX_PORT))))
+               TOLLGATE_REDIS_PORTS=",".join(map(str, _free_ports(3, REDIS_CLUSTER_BUS_OFFSET))))
     try:  # `down` even when `up` fails half-way: no shard is left running
-        up = subprocess.run([str(REPO / "ops" / "stack"), "up", "--brokers", "0", "--redis-shards", "3"],
-                            env=env, check=True, timeout=300, capture_output=True, text=True)
+        up = stack_up(["up", "--brokers", "0", "--redis-shards", "3"], env, timeout=300)
         yield up.stdout.split("TOLLGATE_REDIS_URL=", 1)[1].split()[0]
     finally:
         subprocess.run([str(REPO / "ops" / "stack"), "down"], env=env, timeout=120, check=False)

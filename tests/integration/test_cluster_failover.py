@@ -29,7 +29,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from engine.wire.codec import Codec
 from engine.wire.redisconn import connect
 from engine.worker.watchdog import EXIT_FATAL_KAFKA, EXIT_STALLED
-from tests.conftest import REDIS_CLUSTER_MAX_PORT, REPO, _free_ports
+from tests.conftest import REDIS_CLUSTER_BUS_OFFSET, REPO, _free_ports, stack_up
 from tests.support.worker_support import (
     TOLLGATE,
     EventStream,
@@ -96,13 +96,14 @@ def kafka_cluster() -> Iterator[KafkaCluster]:
     env["TOLLGATE_STATE_DIR"] = str(state_dir)
     args = ["up"]
     if not given:
-        ports = _free_ports(6) + _free_ports(3, REDIS_CLUSTER_MAX_PORT)
+        kafka_ports = _free_ports(6)
+        ports = kafka_ports + _free_ports(3, REDIS_CLUSTER_BUS_OFFSET, avoid=kafka_ports)
         env.update(TOLLGATE_KAFKA_PORTS=",".join(map(str, ports[0:3])),
                    TOLLGATE_KAFKA_CONTROLLER_PORTS=",".join(map(str, ports[3:6])),
                    TOLLGATE_REDIS_PORTS=",".join(map(str, ports[6:9])))
         args += ["--brokers", "3", "--redis-shards", "3"]
     try:  # `down` even when `up` fails half-way: no node is left running
-        up = subprocess.run([STACK, *args], env=env, check=True, timeout=600, capture_output=True, text=True)
+        up = stack_up(args, env)
         exported = _exports(up.stdout)
         assert exported["TOLLGATE_TOPICS__REPLICATION_FACTOR"] == "3", "TOLLGATE_TEST_CLUSTER_STATE_DIR: not 3 brokers"
         yield KafkaCluster(exported["TOLLGATE_KAFKA_BOOTSTRAP"], exported["TOLLGATE_REDIS_URL"], state_dir, env)

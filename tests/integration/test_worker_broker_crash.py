@@ -26,7 +26,7 @@ import pytest
 import redis
 
 from engine.wire.codec import Codec
-from tests.conftest import _free_ports
+from tests.conftest import _free_ports, stack_up
 from tests.support.worker_support import (
     REPO,
     WorkerEnv,
@@ -58,8 +58,7 @@ class PrivateStack:
         self.redis_url = f"redis://127.0.0.1:{redis_port}/0"
 
     def up(self) -> None:
-        subprocess.run([str(REPO / "ops" / "stack"), "up"], env=self.env, check=True, timeout=600,
-                       capture_output=True)
+        stack_up(["up"], self.env)
 
     def down(self) -> None:
         subprocess.run([str(REPO / "ops" / "stack"), "down"], env=self.env, timeout=180, capture_output=True)
