@@ -119,6 +119,12 @@ def test_user_text_changes_no_control_tensor_and_no_rule_input(events, memo, fie
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(events=trusted_events(), memo=forged_text)
 def test_forged_text_never_turns_a_verdict_into_pass(events, memo):
+    """Forged text written into the memo never turns the memo-free event's review or reject
+    into a pass. The comparison is with the event *without* a memo: where the drawn event
+    already had one, the attack replaces it, and swapping one text for another may lower a
+    verdict that the first text had raised (text may only add suspicion, so taking it away
+    may take that suspicion away; ``test_unflagged_text_never_moves_a_verdict_to_pass``)."""
+    events = [dataclasses.replace(e, memo=None) for e in events]
     attacked = [dataclasses.replace(e, memo=memo) for e in events]
     before = _pipeline().decide_batch(events)
     after = _pipeline().decide_batch(attacked)
