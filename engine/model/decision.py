@@ -73,9 +73,9 @@ class DecisionModel(nn.Module):
         # The served blend with gradient-boosted trees (engine.model.trees): they read the
         # numeric fields after the derivations, then hour and weekday.
         self.trees = TreeEnsemble(config.trees) if config.trees is not None else None
-        if config.trees is not None and config.trees.n_features != spec.n_numeric + min(2, spec.n_categorical):
-            raise ValueError(f"the trees read {config.trees.n_features} fields; this model gives them "
-                             f"{spec.n_numeric + min(2, spec.n_categorical)}")
+        tree_fields = spec.n_numeric + min(2, spec.n_categorical)  # tree_inputs' width
+        if config.trees is not None and config.trees.n_features != tree_fields:
+            raise ValueError(f"the trees read {config.trees.n_features} fields; this model gives them {tree_fields}")
 
     def with_trees(self, trees: TreeEnsemble) -> DecisionModel:
         """This model with ``trees`` blended in: its config records their shape, so that the
