@@ -29,6 +29,7 @@ from typing import Any
 
 import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
 import numpy as np
+import pandas as pd
 
 from ops.bench import model_quality  # noqa: E402
 
@@ -95,6 +96,36 @@ def one(args: tuple[str, int, str, str | None]) -> dict[str, Any]:
     # longer outweighs the other's suspicion.
     out["p-mean net xgb"] = score(_expit(a) + _expit(m))
     out["p-mean net xgb lgb"] = score(_expit(a) + _expit(m) + _expit(g))
+    out["kinds"] = _auc_by_kind(assessed, {"network": a[rows], "xgboost (served trees)": m[rows],
+                                           "lightgbm": g[rows], "served blend": (a + m)[rows]})
+    return out
+
+
+#: The kinds of fraud ``_auc_by_kind`` splits, in print order.
+KINDS = ("all", "amount", "card", "terminal visible", "terminal invisible", "all but invisible")
+
+
+def _auc_by_kind(assessed: Any, scores: dict[str, np.ndarray]) -> dict[str, dict[str, float]]:
+    """AUC ROC of each kind of fraud against every assessed good row (the kinds of
+    ``auc_split.py``: an invisible fraud is at a terminal with no fraud known, at least 7
+    days old, in the 30 days before), plus every fraud but the invisible ones."""
+    from sklearn.metrics import roc_auc_score
+
+    from ops.bench import handbook_baselines as hb
+
+    frame = hb.read_handbook_frame(hb.handbook_file())
+    recency = pd.Series(hb.terminal_recency(frame)[hb.RECENCY_FEATURES[0]].to_numpy(),
+                        index=frame["event_id"].to_numpy())
+    seen = recency.loc[assessed["event_id"].to_numpy()].to_numpy() < hb.RECENCY_CAP_DAYS
+    scenario, bad = assessed["tx_fraud_scenario"].to_numpy(), assessed["tx_fraud"].to_numpy() == 1
+    invisible = (scenario == 2) & ~seen
+    masks = dict(zip(KINDS, (bad, scenario == 1, scenario == 3, (scenario == 2) & seen, invisible,
+                             bad & ~invisible)))
+    out: dict[str, dict[str, float]] = {}
+    for kind, mask in masks.items():
+        y = np.r_[np.ones(mask.sum()), np.zeros((~bad).sum())]
+        out[kind] = {"n": float(mask.sum()), **{
+            name: float(roc_auc_score(y, np.r_[z[mask], z[~bad]])) for name, z in scores.items()}}
     return out
 
 
@@ -116,15 +147,27 @@ def main() -> None:
     jobs = [(f, s, a.cache_dir, a.keep_scores) for s in a.seeds for f in a.folds]
     with ProcessPoolExecutor(max_workers=a.jobs) as pool:
         rows = list(pool.map(one, jobs))
-    names = [k for k in rows[0] if k not in ("fold", "seed")]
-    print(f"AUC ROC / AP / CP@100 on the assessed rows; folds {' '.join(a.folds)}; seeds {a.seeds}")
+    print_report(rows, a.folds, a.seeds)
+
+
+def print_report(rows: list[dict[str, Any]], folds: list[str], seeds: list[int]) -> None:
+    names = [k for k in rows[0] if k not in ("fold", "seed", "kinds")]
+    print(f"AUC ROC / AP / CP@100 on the assessed rows; folds {' '.join(folds)}; seeds {seeds}")
     for r in rows:
         print(f"{r['fold']} s{r['seed']}: " + "  ".join(f"{n} {'/'.join(f'{v:.4f}' for v in r[n])}" for n in names))
     print("\nmean over folds of the seed means (sd over seeds of the fold means)")
     for n in names:
-        per_seed = [[statistics.fmean(r[n][k] for r in rows if r["seed"] == s) for s in a.seeds] for k in range(3)]
+        per_seed = [[statistics.fmean(r[n][k] for r in rows if r["seed"] == s) for s in seeds] for k in range(3)]
         print(f"{n:28s} " + " / ".join(
             f"{statistics.fmean(v):.4f} ({statistics.pstdev(v):.4f})" for v in per_seed))
+    models = [m for m in rows[0]["kinds"]["all"] if m != "n"]
+    print("\nAUC ROC of each kind of fraud against every assessed good row, mean of the runs (sd over runs)")
+    print(f"{'kind':19s} {'frauds':>6s}  " + "  ".join(f"{m:>24s}" for m in models))
+    for kind in KINDS:
+        frauds = sum(int(r["kinds"][kind]["n"]) for r in rows if r["seed"] == seeds[0])
+        print(f"{kind:19s} {frauds:6d}  " + "  ".join(
+            f"{statistics.fmean(v):15.4f} ({statistics.pstdev(v):.3f})"
+            for v in ([r["kinds"][kind][m] for r in rows] for m in models)))
 
 
 if __name__ == "__main__":
