@@ -165,6 +165,29 @@ def test_a_model_trained_with_the_blend_carries_its_trees_through_its_directory(
     assert fast().tree_blend == 0.5
 
 
+def test_the_refit_keeps_the_verdict_offset_the_blend_was_calibrated_with(monkeypatch):
+    """The blend's temperatures are fitted with the first fit's verdict offset; the refit
+    installs that offset, not one recomputed over its own rows."""
+    torch.set_num_threads(1)
+    calls: list[tuple[float | None, TreeEnsemble | None]] = []
+
+    def recording(*args, **kwargs):
+        trees = fit_trees(*args, **kwargs)
+        calls.append((kwargs.get("offset"), trees))
+        return trees
+
+    monkeypatch.setattr(fit, "fit_trees", recording)
+    result = fit.train_model(tiny_set(n=1200), CFG, fast(tree_blend=0.5))
+    (first_offset, first), (refit_offset, served) = calls
+    assert first_offset is None and first is not None and served is not None
+    assert refit_offset == float(first.verdict_offset) == float(served.verdict_offset)
+    assert result.model.trees is served
+    # the parameter itself: an offset given is the one installed
+    x = tiny_set(n=300)
+    given = fit_trees(result.model, x.inputs, x.is_bad, weight=0.5, seed=0, offset=1.25)
+    assert given is not None and float(given.verdict_offset) == 1.25
+
+
 def test_the_fine_tunes_level_match_moves_a_blends_risk_and_not_its_verdicts():
     from feedback.learn.finetune import match_risk_level
 

@@ -342,11 +342,13 @@ def train_model(data: LabelledSet, model_config: ModelConfig, cfg: TrainConfig =
             temps, val_metrics = calibrate(model, validation, cfg) if has_val else (Temperatures(), {})
             if cfg.tree_refit and has_val:
                 # Calibrated on rows the trees never saw; served refitted on those rows too. The
-                # card's held-out metrics stay those of the calibration's blend.
+                # card's held-out metrics stay those of the calibration's blend, and the refit
+                # keeps its verdict offset: the level the temperatures were fitted at.
                 assert validation is not None
                 refit = fit_trees(model, concat_inputs([data.inputs, validation.inputs]),
                                   torch.cat([data.is_bad, validation.is_bad]), cfg.tree_blend, cfg.seed,
-                                  cfg.threads, t_risk=trees.t_risk.item(), t_verdict=trees.t_verdict.item())
+                                  cfg.threads, t_risk=trees.t_risk.item(), t_verdict=trees.t_verdict.item(),
+                                  offset=trees.verdict_offset.item())
                 if refit is not None:
                     model = model.with_trees(refit)
             model_config = model.config

@@ -45,10 +45,14 @@ def verdict_offset(model: DecisionModel, inputs: Any, t_risk: float, t_verdict: 
 
 
 def fit_trees(model: DecisionModel, inputs: Any, is_bad: torch.Tensor, weight: float, seed: int,
-              threads: int = 1, t_risk: float = 1.0, t_verdict: float = 1.0) -> TreeEnsemble | None:
+              threads: int = 1, t_risk: float = 1.0, t_verdict: float = 1.0,
+              offset: float | None = None) -> TreeEnsemble | None:
     """The ensemble for ``model``, fitted on the rows of ``inputs`` with a known outcome
     (``is_bad`` 1 or 0; NaN rows are left out). None when those rows hold one class only:
-    there is nothing to blend, and the model is served as its network."""
+    there is nothing to blend, and the model is served as its network.
+
+    ``offset``: the verdict offset to install (default: ``verdict_offset`` over ``inputs``).
+    The refit passes the first fit's, which the blend's temperatures were calibrated with."""
     import xgboost  # local: only training with the blend fits trees
 
     x = derived_tree_features(inputs, model.derive)
@@ -61,7 +65,8 @@ def fit_trees(model: DecisionModel, inputs: Any, is_bad: torch.Tensor, weight: f
     clf.fit(x[known], y[known].astype(int))
     booster = clf.get_booster()
     ensemble = TreeEnsemble.from_xgboost(booster, weight, x.shape[1], t_risk=t_risk, t_verdict=t_verdict,
-                                         verdict_offset=verdict_offset(model, inputs, t_risk, t_verdict))
+                                         verdict_offset=(verdict_offset(model, inputs, t_risk, t_verdict)
+                                                         if offset is None else offset))
     sample = x[: min(len(x), 4096)]
     with torch.no_grad():
         ours = ensemble.margin(torch.from_numpy(sample)).numpy()
