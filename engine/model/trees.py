@@ -20,8 +20,9 @@ The blend, per head pair (final and early exit), with the network's raw risk log
   against pass), become ``(1 - w) * g + w * (m + verdict_offset)``: the same mean, read
   from the verdict head's own logits (its review and reject logits move together, so
   their ratio stays the network's). ``verdict_offset`` is the median of ``g - r / t_risk``
-  over the rows the trees were fitted on: the verdict head's cost-shaped level against
-  the risk's, so that the trees' log-odds enter at the verdict's scale.
+  over the rows the trees were first fitted on (a refit keeps it: the blend was calibrated
+  with it): the verdict head's cost-shaped level against the risk's, so that the trees'
+  log-odds enter at the verdict's scale.
 
   The verdict reads ``g`` and not the risk head: a fine-tune moves the two heads apart,
   and a verdict blended against the network's risk moved *against* what the fine-tune
