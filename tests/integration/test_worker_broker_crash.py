@@ -112,9 +112,9 @@ def _topics(bootstrap: str, unique: str) -> tuple[str, str, str]:
 
 def test_broker_sigkill_mid_backlog_never_hangs_the_worker_and_loses_or_doubles_nothing(tmp_path, unique):
     stack = PrivateStack()
-    stack.up()
     supervisor = None
-    try:
+    try:  # `down` even when the first `up` fails half-way: no node is left running
+        stack.up()
         events_topic, verdicts_topic, dlq_topic = _topics(stack.bootstrap, unique)
         wenv = WorkerEnv(stack.bootstrap, stack.redis_url, unique, events_topic, verdicts_topic, dlq_topic,
                          models_dir=tmp_path / "models")
