@@ -14,6 +14,7 @@ layers get their own verdict + risk pair.
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor, nn
 
 from engine.model.config import HeadSpec
@@ -50,3 +51,11 @@ class ExitHeads(nn.Module):
     def forward(self, pooled: Tensor) -> dict[str, Tensor]:
         z = self.norm(pooled)
         return {"verdict": self.verdict(z), "risk": self.risk(z).squeeze(-1)}
+
+
+def not_pass_log_odds(verdict: Tensor) -> Tensor:
+    """[N] log-odds of review or reject against pass, from verdict logits in ``DECISIONS``
+    order (pass, review, reject): what the policy's review threshold reads (it escalates on
+    p(review) + p(reject)). The served blend moves it (``engine.model.trees``) and the
+    fine-tune's preference losses reward it (``feedback.learn.preference``)."""
+    return torch.logsumexp(verdict[..., 1:], dim=-1) - verdict[..., 0]

@@ -57,6 +57,7 @@ import torch
 from torch import Tensor, nn
 
 from engine.model.config import TreeShape
+from engine.model.heads import not_pass_log_odds
 
 __all__ = ["TreeEnsemble", "TreeShape", "network_alone", "tree_inputs"]
 
@@ -224,12 +225,6 @@ class TreeEnsemble(nn.Module):
             ensemble.t_verdict.fill_(t_verdict)
             ensemble.verdict_offset.fill_(verdict_offset)
         return ensemble
-
-
-def not_pass_log_odds(verdict: Tensor) -> Tensor:
-    """[N] log-odds of review or reject against pass, from verdict logits in ``DECISIONS``
-    order (pass, review, reject)."""
-    return torch.logsumexp(verdict[..., 1:], dim=-1) - verdict[..., 0]
 
 
 @contextmanager

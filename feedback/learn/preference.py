@@ -55,6 +55,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from engine.model.heads import not_pass_log_odds
+
 PASS, REVIEW, REJECT = 0, 1, 2  # DECISIONS order
 
 
@@ -102,13 +104,6 @@ def preference_loss(policy_logits: Tensor, ref_logits: Tensor, is_bad: Tensor, *
     )
 
 
-def stop_log_odds(logits: Tensor) -> Tensor:
-    """[B] log-odds that the verdict is not ``pass``: what the policy's review threshold
-    reads (it escalates on p(review) + p(reject))."""
-    logp = F.log_softmax(logits, dim=-1)
-    return torch.logsumexp(logp[:, REVIEW:], dim=-1) - logp[:, PASS]
-
-
 def ranked_pair_loss(policy_logits: Tensor, ref_logits: Tensor, is_bad: Tensor, *, beta: float,
                      max_pairs: int = 4096, generator: torch.Generator | None = None) -> PreferenceLoss:
     """DPO over pairs of *decisions* ranked by their outcomes: for every (bad, good) pair
@@ -121,7 +116,7 @@ def ranked_pair_loss(policy_logits: Tensor, ref_logits: Tensor, is_bad: Tensor, 
     >>> bool(ranked_pair_loss(good_order, ref, bad, beta=1.0).loss < ranked_pair_loss(-good_order, ref, bad, beta=1.0).loss)
     True
     """
-    reward = beta * (stop_log_odds(policy_logits) - stop_log_odds(ref_logits.detach()))
+    reward = beta * (not_pass_log_odds(policy_logits) - not_pass_log_odds(ref_logits.detach()))
     bad = is_bad.bool()
     rb, rg = reward[bad], reward[~bad]
     if rb.numel() == 0 or rg.numel() == 0:
@@ -152,8 +147,8 @@ def stop_budget_penalty(policy_logits: Tensor, ref_logits: Tensor, is_bad: Tenso
     good = ~is_bad.bool()
     if not good.any():
         return policy_logits.sum() * 0.0
-    share = torch.sigmoid(stop_log_odds(policy_logits[good]) / temperature).mean()
-    share_ref = torch.sigmoid(stop_log_odds(ref_logits[good].detach()) / temperature).mean()
+    share = torch.sigmoid(not_pass_log_odds(policy_logits[good]) / temperature).mean()
+    share_ref = torch.sigmoid(not_pass_log_odds(ref_logits[good].detach()) / temperature).mean()
     return F.relu(share - share_ref - budget)
 
 

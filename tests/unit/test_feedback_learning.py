@@ -152,13 +152,14 @@ def test_gate_margins_are_settings_overridable_from_the_environment(monkeypatch)
 
 
 def test_ranked_pairs_are_balanced_and_move_the_order_not_the_level():
-    from feedback.learn.preference import ranked_pair_loss, stop_log_odds
+    from engine.model.heads import not_pass_log_odds
+    from feedback.learn.preference import ranked_pair_loss
 
     ref = torch.zeros(4, 3)
     logits = torch.zeros(4, 3, requires_grad=True)
     is_bad = torch.tensor([1.0, 0.0, 0.0, 0.0])  # one-sided: 1 bad, 3 good
     ranked_pair_loss(logits, ref, is_bad, beta=1.0).loss.backward()
-    step = -stop_log_odds(logits - 0.1 * logits.grad) + stop_log_odds(logits)
+    step = -not_pass_log_odds(logits - 0.1 * logits.grad) + not_pass_log_odds(logits)
     assert step[0] < 0 and (step[1:] > 0).all()  # bad towards stop, goods away from it
     total = float(logits.grad.sum())
     assert abs(total) < 1e-6  # logits shift symmetric: the bad gains what the goods lose

@@ -14,7 +14,8 @@ import xgboost
 from engine.model import load_model_dir, random_inputs, save_model_dir
 from engine.model.config import TreeShape
 from engine.model.decision import DecisionModel
-from engine.model.trees import TreeEnsemble, network_alone, not_pass_log_odds, tree_inputs
+from engine.model.heads import not_pass_log_odds
+from engine.model.trees import TreeEnsemble, network_alone, tree_inputs
 from engine.offline.train import fit
 from engine.offline.train.trees import fit_trees
 from tests.unit.test_train import CFG, SPEC, fast, tiny_set

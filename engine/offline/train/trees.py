@@ -20,8 +20,9 @@ import numpy as np
 import torch
 
 from engine.model.decision import DecisionModel
+from engine.model.heads import not_pass_log_odds
 from engine.model.inputs import take_rows
-from engine.model.trees import TreeEnsemble, network_alone, not_pass_log_odds
+from engine.model.trees import TreeEnsemble, network_alone
 from engine.offline.train.teacher import derived_tree_features
 
 #: docs/decision-quality.md, "the trees tuned on the network's own inputs": the XGBoost
