@@ -5,8 +5,9 @@ the network rank frauds about equally well, and the mean of their log-odds ranks
 than either (docs/decision-quality.md, "the served blend"). So a model may carry the
 trees: an XGBoost ensemble, fitted by the trainer on the same training rows
 (``engine.offline.train.trees``), evaluated inside ``DecisionModel.forward`` (as tensor
-operations; in an ONNX export as onnxruntime's own tree ensemble). Being part of the forward pass is what makes the blend the
-model every entry point serves: the worker, the Python API, HTTP and the batch CLI, the
+operations; in an ONNX export as onnxruntime's own tree ensemble). Being part of the
+forward pass is what makes the blend the model every entry point serves: the worker, the
+Python API, HTTP and the batch CLI, the
 ONNX and TorchScript graphs, int8 and fp16 (the trees' thresholds stay fp32), early exit,
 the fine-tune and its gate all see one model.
 
@@ -64,8 +65,8 @@ __all__ = ["TreeEnsemble", "TreeShape", "network_alone", "tree_inputs"]
 
 def tree_inputs(inputs: Any) -> Tensor:
     """The table the trees read, [N, n_numeric + 2] float32 (here, beside the ensemble, so
-    that the trainer, the teacher and the benchmarks' trees read one table): the numeric control fields
-    (after the model's derivations, when ``inputs`` are the layers' inputs), then the hour
+    that the trainer, the teacher and the benchmarks' trees read one table): the numeric
+    control fields (after the model's derivations, when ``inputs`` are the layers' inputs), then the hour
     and weekday ids (the last two categorical fields; other ids are constant, such as the
     channel, or hashed identities such as the terminal that a tree would memorise)."""
     return torch.cat([inputs.control_numeric.float(), inputs.control_categorical[:, -2:].float()], dim=1)

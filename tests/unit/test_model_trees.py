@@ -79,10 +79,8 @@ def test_the_blend_is_the_mean_of_calibrated_log_odds_in_both_heads():
     moved = blended["verdict"] - alone["verdict"]
     assert torch.equal(moved[:, 0], torch.zeros(64)) and torch.allclose(moved[:, 1], moved[:, 2])
     # the offset is where the network's verdict level sits against its risk level
-    with torch.no_grad():
-        fitted = network_alone(network)
-        with fitted:
-            out = network(data.inputs)
+    with torch.no_grad(), network_alone(network):
+        out = network(data.inputs)
     gap = not_pass_log_odds(out["verdict"] / 1.5) - out["risk"] / 2.0
     assert abs(float(gap.median()) - offset) < 1e-4
 
