@@ -95,8 +95,9 @@ def train_initial(world: World, until_ms: int, settings: Settings, registry: Any
     cycle's candidate clears the gate by a wide margin (AP about 0.41), not by noise —
     with six epochs it lands within the 0.01 AP margin, a coin flip on ~100 outcomes.
     The network alone, for the same reason: a blend's trees (``TrainConfig.tree_blend``)
-    take the same two-epoch model to a held-out AP of 0.85-0.90 (the gate's reports), and the cycles then have
-    nothing to gain (the blend's fine-tune: tests/unit/test_model_trees.py)."""
+    make the same two-epoch model strong from the start, and the cycles then have nothing
+    to gain (figures: docs/feedback.md, "The loop with the served blend"; the blend's fine-tune is
+    tested in tests/unit/test_model_trees.py)."""
     from engine.features.memory import MemoryFeatureStore
     from engine.model import InputSpec, ModelConfig
     from engine.offline.train.fit import train_model
