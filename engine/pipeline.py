@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 from engine.features.store import ContextUnavailable, FeatureStore
 from engine.records import SEVERITY, Decision, Reason, TransactionEvent, Verdict
 from engine.stages.contracts import Detector, Encoder, RuleGuard, Scorer
-from engine.stages.decide import Policy, PolicyDecision, ScoreRow, decide
+from engine.stages.decide import Policy, PolicyDecision, ScoreColumns, decide_columns
 from engine.stages.detect import DetectorResult, event_input_reasons
 from engine.stages.enrich import EnrichStage
 from engine.text_twins import text_cannot_lower, text_twins
@@ -119,10 +119,11 @@ class PreparedBatch:
 
 @dataclass(slots=True)
 class ScoredBatch:
-    """A prepared batch and one ``ScoreRow`` per encoded row (events, then twins)."""
+    """A prepared batch and the model's outputs as columns, one row per encoded row
+    (events, then twins)."""
 
     prepared: PreparedBatch
-    rows: list[ScoreRow]
+    scores: ScoreColumns
 
 
 class DecisionPipeline:
@@ -226,10 +227,10 @@ class DecisionPipeline:
         ``prepare`` or ``finish`` of another batch writes, so it may run concurrently
         with them."""
         if prepared.encoded is None:
-            return ScoredBatch(prepared, [])
+            return ScoredBatch(prepared, ScoreColumns.from_rows([]))
         with _StageClock(prepared.timings, self._clock)("infer"):
-            rows = _infer(prepared.components, prepared.encoded, len(prepared.events) + len(prepared.text_rows))
-        return ScoredBatch(prepared, rows)
+            scores = _infer(prepared.components, prepared.encoded, len(prepared.events) + len(prepared.text_rows))
+        return ScoredBatch(prepared, scores)
 
     def finish(self, scored: ScoredBatch) -> list[Verdict]:
         """detect → decide → guard → one ``Verdict`` per event, in input order."""
@@ -237,7 +238,7 @@ class DecisionPipeline:
         if not p.events:
             return []
         c, events = p.components, p.events
-        detections, proposals, finals = _decide_and_guard(c, events, p.snapshots, p.degraded, scored.rows,
+        detections, proposals, finals = _decide_and_guard(c, events, p.snapshots, p.degraded, scored.scores,
                                                           p.text_rows, p.twins, _StageClock(p.timings, self._clock))
         self.last_timings = p.timings
         decided_at = time.time() * 1000.0
@@ -277,8 +278,8 @@ class DecisionPipeline:
                 raise RuntimeError("warmup needs Components.empty_context")
             snapshots = [c.empty_context(e) for e in events]
             encoded, text_rows, twins = _encode(c, events, snapshots)
-            rows = _infer(c, encoded, n + len(text_rows))
-            _decide_and_guard(c, events, snapshots, False, rows, text_rows, twins, _StageClock(BatchTimings()))
+            scores = _infer(c, encoded, n + len(text_rows))
+            _decide_and_guard(c, events, snapshots, False, scores, text_rows, twins, _StageClock(BatchTimings()))
         return time.perf_counter() - t0
 
 
@@ -312,11 +313,11 @@ def _encode(c: Components, events: Sequence[TransactionEvent], snapshots: Sequen
     return encoded, owners, twins
 
 
-def _infer(c: Components, encoded: EncodedBatch | ArrayBatch, n_rows: int) -> list[ScoreRow]:
-    rows = c.inference(encoded).score_rows()
-    if len(rows) != n_rows:
-        raise RuntimeError(f"model returned {len(rows)} rows for {n_rows} events")
-    return rows
+def _infer(c: Components, encoded: EncodedBatch | ArrayBatch, n_rows: int) -> ScoreColumns:
+    scores = c.inference(encoded).score_columns()
+    if len(scores) != n_rows:
+        raise RuntimeError(f"model returned {len(scores)} rows for {n_rows} events")
+    return scores
 
 
 @dataclass(slots=True, frozen=True)
@@ -346,13 +347,21 @@ def rule_contexts(guard: RuleGuard | None, snapshots: Sequence[ContextSnapshot])
 
 
 def guard_batch(guard: RuleGuard | None, events: Sequence[TransactionEvent],
-                contexts: Sequence[Mapping[str, float]], proposals: Sequence[PolicyDecision]) -> list[GuardOutcome]:
-    """Hard rules last: they always win. ``contexts`` from ``rule_contexts``."""
+                contexts: Sequence[Mapping[str, float]], proposals: Sequence[PolicyDecision],
+                views: Sequence[Mapping[str, Any]] | None = None) -> list[GuardOutcome]:
+    """Hard rules last: they always win. ``contexts`` from ``rule_contexts``; ``views``
+    the proposals' model views (``PolicyViews`` from ``decide_columns``: columns the rules
+    read without a dict per event), else built from the proposals."""
     if guard is None:
         return [GuardOutcome(p.verdict) for p in proposals]
-    guarded = guard.apply_batch(events, contexts, [p.model_view() for p in proposals], proposals)
+    if views is None:
+        views = [p.model_view() for p in proposals]
+    guarded = guard.apply_batch(events, contexts, views, proposals)
     out = []
     for g, p in zip(guarded, proposals, strict=True):
+        if g.reasons is p.reasons:  # no rule fired (``Guard`` hands the proposal's tuple back)
+            out.append(GuardOutcome(g.verdict, (), g.rules_version or None))
+            continue
         n = len(p.reasons)
         if g.reasons[:n] != p.reasons:  # the RuleGuard contract: the proposal's reasons first
             raise ValueError(f"guard {type(guard).__name__} did not keep the proposal's reasons first")
@@ -361,7 +370,7 @@ def guard_batch(guard: RuleGuard | None, events: Sequence[TransactionEvent],
 
 
 def _decide_and_guard(c: Components, events: Sequence[TransactionEvent], snapshots: Sequence[ContextSnapshot],
-                      degraded: bool, all_rows: Sequence[ScoreRow], owners: Sequence[int],
+                      degraded: bool, scores: ScoreColumns, owners: Sequence[int],
                       twins: Sequence[TransactionEvent], clock: _StageClock
                       ) -> tuple[list[DetectorResult | None], list[PolicyDecision], list[GuardOutcome]]:
     """detect → decide → guard, each timed; then the same for the text-free twins, and
@@ -369,32 +378,32 @@ def _decide_and_guard(c: Components, events: Sequence[TransactionEvent], snapsho
     row already at the most severe verdict with its text cannot be raised by a twin, so
     those twins are not decided at all (their risk scores still count)."""
     n = len(events)
-    rows, twin_rows = all_rows[:n], all_rows[n:]
     with clock("detect"):
         detections = detect_events(c.detector, events)
     with clock("decide"):
-        proposals = [decide(r, d, c.policy, degraded) for r, d in zip(rows, detections, strict=True)]
+        policy = decide_columns(scores.take(slice(0, n)), detections, c.policy, degraded)
+        proposals = policy.decisions
     with clock("guard"):
         contexts = rule_contexts(c.guard, snapshots)
-        finals = guard_batch(c.guard, events, contexts, proposals)
+        finals = guard_batch(c.guard, events, contexts, proposals, policy.views)
     if not owners:
         return detections, proposals, finals
+    twin_scores = scores.take(slice(n, None))
     deciders = list(proposals)
     risks = [p.risk_score for p in proposals]
-    for i, row in zip(owners, twin_rows, strict=True):
-        risks[i] = max(risks[i], row.risk)
+    for i, risk in zip(owners, twin_scores.risk.tolist(), strict=True):
+        risks[i] = max(risks[i], risk)
     open_twins = [k for k, i in enumerate(owners) if SEVERITY[finals[i].verdict] < _MOST_SEVERE]
     if open_twins:
         open_events = [twins[k] for k in open_twins]
         with clock("detect"):
             twin_detections = _detect_twins(c, open_events)
         with clock("decide"):
-            twin_proposals = [decide(twin_rows[k], d, c.policy, degraded)
-                              for k, d in zip(open_twins, twin_detections, strict=True)]
+            twin_policy = decide_columns(twin_scores.take(open_twins), twin_detections, c.policy, degraded)
         with clock("guard"):
             twin_finals = guard_batch(c.guard, open_events, [contexts[owners[k]] for k in open_twins],
-                                      twin_proposals)
-        for k, proposal, final in zip(open_twins, twin_proposals, twin_finals, strict=True):
+                                      twin_policy.decisions, twin_policy.views)
+        for k, proposal, final in zip(open_twins, twin_policy.decisions, twin_finals, strict=True):
             i = owners[k]
             if SEVERITY[final.verdict] > SEVERITY[finals[i].verdict]:
                 deciders[i], finals[i] = proposal, final

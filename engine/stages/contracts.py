@@ -19,7 +19,7 @@ from engine.records import TransactionEvent
 
 if TYPE_CHECKING:
     from engine.features.snapshot import ContextSnapshot
-    from engine.stages.decide import PolicyDecision, ScoreRow
+    from engine.stages.decide import PolicyDecision, ScoreColumns, ScoreRow
     from engine.stages.detect import DetectorResult
     from engine.stages.encode import ArrayBatch, EncodedBatch
     from engine.stages.guard import GuardedDecision
@@ -38,7 +38,8 @@ class Encoder(Protocol):
 
 class Scores(Protocol):
     """A batch's calibrated outputs (``ModelOutputs``, or ``ArrayOutputs`` from a model
-    process): what the policy reads is one ``ScoreRow`` per row."""
+    process): the policy reads them as columns (``score_columns``); ``score_rows`` gives
+    one ``ScoreRow`` per row, for the offline tools."""
 
     @property
     def model_version(self) -> str: ...
@@ -46,6 +47,8 @@ class Scores(Protocol):
     def __len__(self) -> int: ...
 
     def score_rows(self) -> list[ScoreRow]: ...
+
+    def score_columns(self) -> ScoreColumns: ...
 
 
 class Scorer(Protocol):

@@ -38,9 +38,11 @@ reason to let something through nor to decline a customer outright.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal, Protocol
+
+import numpy as np
 
 from engine.records import DECISIONS, SEVERITY, Decision, Reason, ReasonKind
 
@@ -74,6 +76,48 @@ class ScoreRow:
 
     def probabilities(self) -> dict[str, float]:
         return dict(zip(_DECISION_VALUES, map(float, self.probs)))
+
+
+@dataclass(slots=True, frozen=True)
+class ScoreColumns:
+    """A batch's model outputs as columns: what the policy reads, row i = event i.
+
+    ``probs`` is ``[n, 3]`` in ``DECISIONS`` order, ``risk`` and ``exit_layer`` ``[n]``.
+    Built with ``of``, which holds them as float64 (the float32 outputs widened exactly,
+    as ``float()`` does for a ``ScoreRow``), so a column's arithmetic gives what the
+    row's Python floats give.
+    """
+
+    probs: np.ndarray
+    risk: np.ndarray
+    exit_layer: np.ndarray
+
+    @classmethod
+    def of(cls, probs: Any, risk: Any, exit_layer: Any) -> ScoreColumns:
+        p = np.ascontiguousarray(probs, dtype=np.float64).reshape(-1, len(DECISIONS))
+        r = np.ascontiguousarray(risk, dtype=np.float64).reshape(-1)
+        e = np.ascontiguousarray(exit_layer, dtype=np.int64).reshape(-1)
+        if not len(p) == len(r) == len(e):
+            raise ValueError(f"score columns differ in length: {len(p)} probability rows, {len(r)} risks, "
+                             f"{len(e)} exit layers")
+        return cls(p, r, e)
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[ScoreRow]) -> ScoreColumns:
+        return cls.of(np.array([r.probs for r in rows], dtype=np.float64).reshape(-1, len(DECISIONS)),
+                      [r.risk for r in rows], [r.exit_layer for r in rows])
+
+    def __len__(self) -> int:
+        return int(self.probs.shape[0])
+
+    def take(self, index: Sequence[int] | np.ndarray | slice) -> ScoreColumns:
+        """The rows ``index`` names (or a slice of them), as columns."""
+        if not isinstance(index, slice):
+            index = np.asarray(index, dtype=np.intp)
+        return ScoreColumns(self.probs[index], self.risk[index], self.exit_layer[index])
+
+    def rows(self) -> list[ScoreRow]:
+        return score_rows(self.probs.tolist(), self.risk.tolist(), self.exit_layer.tolist())
 
 
 def score_rows(probs: list[list[float]], risk: list[float], exit_layer: list[int]) -> list[ScoreRow]:
@@ -251,21 +295,10 @@ def decide(row: ScoreRow, detector: DetectorLike | None, policy: Policy, degrade
 
     # 5. detector floor
     flagged = bool(detector is not None and detector.flagged)
-    if detector is not None and not flagged:
-        threshold = getattr(detector, "threshold", None)
-        below = f" < threshold {float(threshold):.3f}" if threshold is not None else ""
-        reasons.append(Reason(ReasonKind.DETECTOR, "injection_screened",
-                              f"user text score {float(detector.score):.3f}{below}: not flagged"))
-    if detector is not None and flagged:
-        floor = policy.detector_floor
-        action = f"verdict at least {floor.value}"
-        signals = [r for r in (detector.reasons or ()) if isinstance(r, Reason) and r.kind is ReasonKind.DETECTOR]
-        others = [str(r) for r in (detector.reasons or ()) if not isinstance(r, Reason)]
-        why = f" ({', '.join(others)})" if others else ""
-        reasons.append(Reason(ReasonKind.DETECTOR, "injection_flagged",
-                              f"user text score {float(detector.score):.3f}{why}: {action}"))
-        reasons.extend(signals)
-        verdict = _at_least(verdict, floor)
+    if detector is not None:
+        reasons.extend(_detector_reasons(detector, flagged, policy))
+        if flagged:
+            verdict = _at_least(verdict, policy.detector_floor)
 
     return PolicyDecision(
         verdict=verdict,
@@ -281,6 +314,22 @@ def decide(row: ScoreRow, detector: DetectorLike | None, policy: Policy, degrade
     )
 
 
+def _detector_reasons(detector: DetectorLike, flagged: bool, policy: Policy) -> list[Reason]:
+    """What the policy writes about a screened text: its score, and when it is flagged,
+    the floor it sets and the detector's signals."""
+    if not flagged:
+        threshold = getattr(detector, "threshold", None)
+        below = f" < threshold {float(threshold):.3f}" if threshold is not None else ""
+        return [Reason(ReasonKind.DETECTOR, "injection_screened",
+                       f"user text score {float(detector.score):.3f}{below}: not flagged")]
+    action = f"verdict at least {policy.detector_floor.value}"
+    signals = [r for r in (detector.reasons or ()) if isinstance(r, Reason) and r.kind is ReasonKind.DETECTOR]
+    others = [str(r) for r in (detector.reasons or ()) if not isinstance(r, Reason)]
+    why = f" ({', '.join(others)})" if others else ""
+    return [Reason(ReasonKind.DETECTOR, "injection_flagged",
+                   f"user text score {float(detector.score):.3f}{why}: {action}"), *signals]
+
+
 def decide_rows(rows: Sequence[ScoreRow], detector_results: Sequence[DetectorLike | None] | None,
                 policy: Policy, degraded: bool | Sequence[bool] = False) -> list[PolicyDecision]:
     """``decide`` over a batch; ``degraded`` may be one flag or one per row."""
@@ -290,3 +339,141 @@ def decide_rows(rows: Sequence[ScoreRow], detector_results: Sequence[DetectorLik
     if len(dets) != n or len(flags) != n:
         raise ValueError(f"batch length mismatch: {n} rows, {len(dets)} detector results, {len(flags)} degraded flags")
     return [decide(r, d, policy, f) for r, d, f in zip(rows, dets, flags)]
+
+
+#: ``PolicyDecision.model_view``'s keys, in its order: the columns ``PolicyViews`` holds.
+MODEL_VIEW_KEYS: tuple[str, ...] = ("verdict", "model_verdict", "confidence", "p_pass", "p_review", "p_reject",
+                                    "risk", "detector_score", "detector_flagged", "degraded")
+_THRESHOLD_CODES = tuple(f"threshold_{name}" for name in _DECISION_VALUES)
+
+
+class PolicyViews(Sequence[Mapping[str, Any]]):
+    """A batch's ``[d.model_view() for d in decisions]``, held as columns.
+
+    ``column(key)`` is one key over the batch, without a dict per row: what a rule in
+    column form reads (``engine.stages.guard.BatchInputs``). ``views[i]`` builds row i's
+    view, equal to its decision's ``model_view()`` (``tests/unit/test_decide_columns.py``).
+    """
+
+    __slots__ = ("_columns", "_n")
+
+    def __init__(self, columns: Mapping[str, list[Any]]):
+        if set(columns) != set(MODEL_VIEW_KEYS):
+            raise ValueError(f"policy view columns must be {MODEL_VIEW_KEYS}, got {tuple(columns)}")
+        lengths = {len(v) for v in columns.values()}
+        if len(lengths) > 1:
+            raise ValueError(f"policy view columns differ in length: {sorted(lengths)}")
+        self._columns = {key: columns[key] for key in MODEL_VIEW_KEYS}
+        self._n = lengths.pop() if lengths else 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i: int) -> dict[str, Any]:  # type: ignore[override]  # no slices
+        if not -self._n <= i < self._n:
+            raise IndexError(i)
+        return {key: values[i] for key, values in self._columns.items()}
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return (self[i] for i in range(self._n))
+
+    def column(self, key: str) -> list[Any]:
+        """``[view[key] for view in self]`` (``KeyError`` for a key a view lacks)."""
+        return self._columns[key]
+
+
+@dataclass(slots=True, frozen=True)
+class PolicyBatch:
+    """The policy over a batch (``decide_columns``): one decision per row, and the same
+    decisions' model views as columns for the rules."""
+
+    decisions: list[PolicyDecision]
+    views: PolicyViews
+
+
+def decide_columns(scores: ScoreColumns, detector_results: Sequence[DetectorLike | None], policy: Policy,
+                   degraded: bool = False) -> PolicyBatch:
+    """``decide`` over a batch, row for row the same decisions (the tests hold them equal).
+
+    Thresholds, the ranking of the probabilities, abstain and the tie margin are
+    computed over the columns at once; the per-row work left is the reasons' text and
+    the detector's floor on the rows that carry user text. ``python ops/bench/stage_ab.py``
+    (phase "finish") measures it against the row-by-row policy.
+    """
+    n = len(scores)
+    if len(detector_results) != n:
+        raise ValueError(f"batch length mismatch: {n} score rows, {len(detector_results)} detector results")
+    p = scores.probs
+    not_pass = p[:, 1] + p[:, 2]
+    model_code = np.where(p[:, 2] >= policy.reject_threshold, 2, np.where(not_pass >= policy.review_threshold, 1, 0))
+    ranked = np.sort(p, axis=1)
+    top, second = ranked[:, 2], ranked[:, 1]
+    abstain = top < policy.abstain_threshold
+    tie = (top - second) < policy.tie_margin
+    unsure = abstain | tie
+    code = np.where(unsure, 1, model_code)
+    if degraded and policy.degraded_mode == "review":
+        code[:] = 1
+
+    probs, risks, exits = p.tolist(), scores.risk.tolist(), scores.exit_layer.tolist()
+    tops, seconds, masses = top.tolist(), second.tolist(), not_pass.tolist()
+    model_codes, codes, unsure_rows = model_code.tolist(), code.tolist(), unsure.tolist()
+    at_reject = f" >= {policy.reject_threshold:g}"
+    at_review, below_review = f" >= {policy.review_threshold:g}", f" < {policy.review_threshold:g}"
+    degraded_reason = None
+    if degraded:
+        degraded_reason = Reason(ReasonKind.POLICY, "context_unavailable",
+                                 "feature store unreachable: held for review, rules still applied"
+                                 if policy.degraded_mode == "review" else
+                                 "feature store unreachable: model decided on an empty context")
+    floor = SEVERITY[policy.detector_floor]
+    decisions: list[PolicyDecision] = []
+    final_codes: list[int] = []
+    scores_seen: list[float] = []
+    flags: list[bool] = []
+    for i in range(n):
+        row = probs[i]
+        m = model_codes[i]
+        if m == 2:
+            detail = f"p(reject)={row[2]:.3f}{at_reject}"
+        else:
+            detail = f"p(review)+p(reject)={masses[i]:.3f}{at_review if m == 1 else below_review}"
+        reasons = [Reason(ReasonKind.MODEL, _THRESHOLD_CODES[m], f"{detail} ({_PROBS_FORMAT % tuple(row)})")]
+        if unsure_rows[i]:
+            t = tops[i]
+            if t < policy.abstain_threshold:
+                reasons.append(Reason(ReasonKind.POLICY, "abstain",
+                                      f"top probability {t:.3f} < abstain threshold {policy.abstain_threshold:g}"))
+            if t - seconds[i] < policy.tie_margin:
+                reasons.append(Reason(ReasonKind.POLICY, "tie_margin",
+                                      f"top two probabilities {t:.3f} and {seconds[i]:.3f} within "
+                                      f"{policy.tie_margin:g}"))
+        if degraded_reason is not None:
+            reasons.append(degraded_reason)
+        c = codes[i]
+        detector = detector_results[i]
+        flagged = False
+        if detector is not None:
+            flagged = bool(detector.flagged)
+            reasons.extend(_detector_reasons(detector, flagged, policy))
+            if flagged and c < floor:
+                c = floor
+        decisions.append(PolicyDecision(
+            verdict=DECISIONS[c], model_verdict=DECISIONS[m], confidence=tops[i],
+            probabilities=dict(zip(_DECISION_VALUES, row)), risk_score=risks[i], reasons=tuple(reasons),
+            detector_score=None if detector is None else float(detector.score), detector_flagged=flagged,
+            degraded=degraded, exit_layer=exits[i]))
+        final_codes.append(c)
+        scores_seen.append(0.0 if detector is None else float(detector.score or 0.0))
+        flags.append(flagged)
+    views = PolicyViews({
+        "verdict": [_DECISION_VALUES[c] for c in final_codes],
+        "model_verdict": [_DECISION_VALUES[m] for m in model_codes],
+        "confidence": tops,
+        "p_pass": p[:, 0].tolist(), "p_review": p[:, 1].tolist(), "p_reject": p[:, 2].tolist(),
+        "risk": risks,
+        "detector_score": scores_seen,
+        "detector_flagged": flags,
+        "degraded": [degraded] * n,
+    })
+    return PolicyBatch(decisions, views)

@@ -151,6 +151,9 @@ class Guard:
 
     def _conclude(self, ruleset: RuleSet, event: TransactionEvent, proposed: Proposal,
                   result: Evaluation) -> GuardedDecision:
+        if not (result.fired or result.shadow or result.errors):  # most events: nothing to add or record
+            return GuardedDecision(verdict=proposed.verdict, reasons=tuple(proposed.reasons),
+                                   rules_version=ruleset.version, proposed=proposed.verdict)
         verdict = arbitrate(proposed.verdict, (r.action for r in result.fired)) if result.fired else proposed.verdict
         self._record(event, result)
         return GuardedDecision(
@@ -227,6 +230,12 @@ class BatchInputs(Sequence[Mapping[str, Any]]):
             return [from_event(e) for e in self._events]
         if root == "ctx":
             return [c[field] for c in self._contexts]
+        view_column = getattr(self._views, "column", None)  # engine.stages.decide.PolicyViews
+        if view_column is not None and root in _VIEW_KEYS:
+            key = _VIEW_KEYS[root].get(field)
+            if key is None:
+                raise KeyError(field)
+            return list(view_column(key))
         from_view = (_MODEL_FIELDS if root == "model" else _DETECTOR_FIELDS if root == "detector" else {}).get(field)
         if from_view is not None:  # the policy's own view: no per-event dicts
             return [from_view(v) for v in self._views]
@@ -279,6 +288,14 @@ _MODEL_FIELDS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
 _DETECTOR_FIELDS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "score": lambda v: float(v.get("detector_score") or 0.0),
     "flagged": lambda v: bool(v.get("detector_flagged", False)),
+}
+
+#: ``model.*`` and ``detector.*`` by the ``PolicyDecision.model_view`` key each is read
+#: from (what ``model_inputs`` gives for such a view), for views held as columns.
+_VIEW_KEYS: dict[str, dict[str, str]] = {
+    "model": {name: name for name in ("verdict", "model_verdict", "confidence", "risk", "degraded",
+                                      "p_pass", "p_review", "p_reject")},
+    "detector": {"score": "detector_score", "flagged": "detector_flagged"},
 }
 
 _VERDICTS = ("pass", "review", "reject")

@@ -30,7 +30,7 @@ from engine.model.card import ModelCard, ModelLoadError, check_schema, read_card
 from engine.model.config import ModelConfig, output_names
 
 if TYPE_CHECKING:
-    from engine.stages.decide import ScoreRow
+    from engine.stages.decide import ScoreColumns, ScoreRow
 
 #: Rows per model call on the CPU. A worker batch (events plus the text-blind twins of
 #: those with a memo, ~45 tokens each) has activations of several MB per layer, more than
@@ -71,6 +71,13 @@ class ArrayOutputs:
         from engine.stages.decide import score_rows
 
         return score_rows(self.probs.tolist(), self.risk.tolist(), self.exit_layer.tolist())
+
+    def score_columns(self) -> ScoreColumns:
+        """The same outputs as columns: what the pipeline's policy reads."""
+        # local: the model process imports this module before anything else it needs
+        from engine.stages.decide import ScoreColumns
+
+        return ScoreColumns.of(self.probs, self.risk, self.exit_layer)
 
 
 class OnnxArrayInference:

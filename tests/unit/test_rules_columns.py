@@ -173,11 +173,14 @@ def test_every_comparison_at_and_around_its_threshold(op: str, literal: str) -> 
         [op in ("<=", ">=", "==")]
 
 
-def _guard_batch_inputs(n: int):
+def _guard_batch_inputs(n: int, views: str = "dicts"):
     """A real batch through the guard's own input builder: events with and without a
-    device, IP and attributes, contexts from snapshots, proposals from the policy."""
+    device, IP and attributes, contexts from snapshots, proposals from the policy (some
+    with screened text). ``views``: the proposals' model views as one dict each
+    (``model_view()``) or as the pipeline's columns (``decide_columns``)."""
     from engine.features.snapshot import ContextSnapshot
-    from engine.stages.decide import Policy, ScoreRow, decide
+    from engine.stages.decide import Policy, ScoreColumns, ScoreRow, decide, decide_columns
+    from engine.stages.detect import DetectorResult
     from engine.stages.guard import BatchInputs
     from tests.support.events import event
 
@@ -186,19 +189,26 @@ def _guard_batch_inputs(n: int):
                     event_time_ms=1_750_000_000_000 + i * 3_599_000) for i in range(n)]
     contexts = [ContextSnapshot.empty(e).as_rule_inputs() for e in events]
     policy = Policy()
-    proposals = [decide(ScoreRow((0.8 - 0.1 * (i % 5), 0.1, 0.1 + 0.1 * (i % 5)), 0.05 * (i % 7)), None, policy)
-                 for i in range(n)]
+    rows = [ScoreRow((0.8 - 0.1 * (i % 5), 0.1, 0.1 + 0.1 * (i % 5)), 0.05 * (i % 7)) for i in range(n)]
+    detections = [None if i % 3 else DetectorResult(0.3 * (i % 4), i % 4 == 3, 0.8, field="memo") for i in range(n)]
+    proposals = [decide(r, d, policy) for r, d in zip(rows, detections, strict=True)]
+    if views == "columns":
+        batch = decide_columns(ScoreColumns.from_rows(rows), detections, policy)
+        assert batch.decisions == proposals
+        return BatchInputs(events, contexts, batch.views, proposals)
     return BatchInputs(events, contexts, [p.model_view() for p in proposals], proposals)
 
 
-def test_batch_inputs_give_each_variable_as_the_envs_do() -> None:
+@pytest.mark.parametrize("views", ["dicts", "columns"])
+def test_batch_inputs_give_each_variable_as_the_envs_do(views: str) -> None:
     """``BatchInputs.values_of`` (what column rules read) equals the per-event activation
     (what row rules read) for every variable of every root, and names a missing one as
-    the envs would (KeyError)."""
+    the envs would (KeyError), whether the policy's views come as dicts or as columns."""
     from engine.stages.guard import event_inputs
 
-    inputs = _guard_batch_inputs(40)
-    envs = [dict(env) for env in inputs]
+    inputs = _guard_batch_inputs(40, views)
+    envs = [dict(env) for env in _guard_batch_inputs(40)]  # every activation built from dict views
+    assert [dict(env) for env in inputs] == envs
     assert len(envs) == 40 and inputs[3] is inputs[3]  # built once, on first use
     assert set(envs[0]["event"]) == set(event_inputs(inputs._events[0]))
     for root in ("event", "ctx", "model", "detector"):
@@ -215,7 +225,7 @@ def test_shipped_rules_decide_the_same_from_batch_inputs_as_from_envs() -> None:
     from engine.rules.loader import load_ruleset
 
     ruleset = load_ruleset(REPO / "rules")
-    lazy = ruleset.evaluate_batch(_guard_batch_inputs(64), min_column_rows=1)
+    lazy = ruleset.evaluate_batch(_guard_batch_inputs(64, "columns"), min_column_rows=1)
     built = ruleset.evaluate_batch([dict(env) for env in _guard_batch_inputs(64)], min_column_rows=1)
     assert [[r.id for r in e.fired] for e in lazy] == [[r.id for r in e.fired] for e in built]
     assert any(e.fired for e in lazy)  # the batch exercises at least one rule

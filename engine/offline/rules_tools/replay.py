@@ -208,10 +208,11 @@ def _pipeline_batches(frame: pd.DataFrame, model_dir: Path, ruleset: Any):
             p, n = scored.prepared, len(events)
             detections = detect_events(p.components.detector, events)
             contexts = rule_contexts(p.components.guard, p.snapshots)
+            rows = scored.scores.rows()
             twins: dict[int, ScoreRow] = {}
-            for i, row in zip(p.text_rows, scored.rows[n:]):
+            for i, row in zip(p.text_rows, rows[n:]):
                 twins.setdefault(i, row)  # an event's first twin is the one without any user text
             yield start, [ReplayInput(e, ctx, row, det, p.degraded, twins.get(i))
-                          for i, (e, ctx, row, det) in enumerate(zip(events, contexts, scored.rows[:n], detections))]
+                          for i, (e, ctx, row, det) in enumerate(zip(events, contexts, rows[:n], detections))]
 
     return gen
