@@ -391,33 +391,34 @@ class PolicyBatch:
     views: PolicyViews
 
 
+#: Below this many rows ``decide_columns`` ranks in Python: NumPy's fixed cost per call
+#: (about 25 µs a batch) is more than the rows save (``python ops/bench/rules.py``
+#: measures the same trade-off for the rules; the policy's: docs/performance.md, "The
+#: policy over columns").
+COLUMN_MIN_ROWS = 16
+
+
 def decide_columns(scores: ScoreColumns, detector_results: Sequence[DetectorLike | None], policy: Policy,
-                   degraded: bool = False) -> PolicyBatch:
+                   degraded: bool = False, *, min_column_rows: int = COLUMN_MIN_ROWS) -> PolicyBatch:
     """``decide`` over a batch, row for row the same decisions (the tests hold them equal).
 
-    Thresholds, the ranking of the probabilities, abstain and the tie margin are
-    computed over the columns at once; the per-row work left is the reasons' text and
-    the detector's floor on the rows that carry user text. ``python ops/bench/stage_ab.py``
-    (phase "finish") measures it against the row-by-row policy.
+    From ``min_column_rows`` rows on, thresholds, the ranking of the probabilities,
+    abstain and the tie margin are computed over the columns at once; the per-row work
+    left is the reasons' text and the detector's floor on the rows that carry user text.
+    ``python ops/bench/stage_ab.py`` (phase "finish") measures it against the row-by-row
+    policy.
     """
     n = len(scores)
     if len(detector_results) != n:
         raise ValueError(f"batch length mismatch: {n} score rows, {len(detector_results)} detector results")
-    p = scores.probs
-    not_pass = p[:, 1] + p[:, 2]
-    model_code = np.where(p[:, 2] >= policy.reject_threshold, 2, np.where(not_pass >= policy.review_threshold, 1, 0))
-    ranked = np.sort(p, axis=1)
-    top, second = ranked[:, 2], ranked[:, 1]
-    abstain = top < policy.abstain_threshold
-    tie = (top - second) < policy.tie_margin
-    unsure = abstain | tie
-    code = np.where(unsure, 1, model_code)
+    probs = scores.probs.tolist()
+    if n >= min_column_rows:
+        model_codes, codes, unsure_rows, tops, seconds, masses = _rank_columns(scores.probs, policy)
+    else:
+        model_codes, codes, unsure_rows, tops, seconds, masses = _rank_rows(probs, policy)
     if degraded and policy.degraded_mode == "review":
-        code[:] = 1
-
-    probs, risks, exits = p.tolist(), scores.risk.tolist(), scores.exit_layer.tolist()
-    tops, seconds, masses = top.tolist(), second.tolist(), not_pass.tolist()
-    model_codes, codes, unsure_rows = model_code.tolist(), code.tolist(), unsure.tolist()
+        codes = [1] * n
+    risks, exits = scores.risk.tolist(), scores.exit_layer.tolist()
     at_reject = f" >= {policy.reject_threshold:g}"
     at_review, below_review = f" >= {policy.review_threshold:g}", f" < {policy.review_threshold:g}"
     degraded_reason = None
@@ -470,10 +471,46 @@ def decide_columns(scores: ScoreColumns, detector_results: Sequence[DetectorLike
         "verdict": [_DECISION_VALUES[c] for c in final_codes],
         "model_verdict": [_DECISION_VALUES[m] for m in model_codes],
         "confidence": tops,
-        "p_pass": p[:, 0].tolist(), "p_review": p[:, 1].tolist(), "p_reject": p[:, 2].tolist(),
+        "p_pass": [row[0] for row in probs], "p_review": [row[1] for row in probs],
+        "p_reject": [row[2] for row in probs],
         "risk": risks,
         "detector_score": scores_seen,
         "detector_flagged": flags,
         "degraded": [degraded] * n,
     })
     return PolicyBatch(decisions, views)
+
+
+_Ranked = tuple[list[int], list[int], list[bool], list[float], list[float], list[float]]
+
+
+def _rank_columns(p: np.ndarray, policy: Policy) -> _Ranked:
+    """Per row: the thresholds' verdict code, the code after abstain and tie, whether
+    either fired, the top and second probability, and p(review) + p(reject)."""
+    not_pass = p[:, 1] + p[:, 2]
+    model_code = np.where(p[:, 2] >= policy.reject_threshold, 2, np.where(not_pass >= policy.review_threshold, 1, 0))
+    ranked = np.sort(p, axis=1)
+    top, second = ranked[:, 2], ranked[:, 1]
+    unsure = (top < policy.abstain_threshold) | ((top - second) < policy.tie_margin)
+    code = np.where(unsure, 1, model_code)
+    return (model_code.tolist(), code.tolist(), unsure.tolist(), top.tolist(), second.tolist(),
+            not_pass.tolist())
+
+
+def _rank_rows(probs: list[list[float]], policy: Policy) -> _Ranked:
+    """``_rank_columns`` on Python floats, row by row, for small batches."""
+    out: _Ranked = ([], [], [], [], [], [])
+    model_codes, codes, unsure_rows, tops, seconds, masses = out
+    for p_pass, p_review, p_reject in probs:
+        mass = p_review + p_reject
+        m = 2 if p_reject >= policy.reject_threshold else 1 if mass >= policy.review_threshold else 0
+        ranked = sorted((p_pass, p_review, p_reject), reverse=True)
+        top, second = ranked[0], ranked[1]
+        unsure = top < policy.abstain_threshold or top - second < policy.tie_margin
+        model_codes.append(m)
+        codes.append(1 if unsure else m)
+        unsure_rows.append(unsure)
+        tops.append(top)
+        seconds.append(second)
+        masses.append(mass)
+    return out

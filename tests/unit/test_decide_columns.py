@@ -68,12 +68,14 @@ def batches(draw):
 
 
 @settings(max_examples=300, deadline=None)
-@given(batch=batches(), policy=policies, degraded=st.booleans())
-def test_columns_decide_as_rows(batch, policy, degraded):
+@given(batch=batches(), policy=policies, degraded=st.booleans(), min_column_rows=st.sampled_from([0, 8, 10_000]))
+def test_columns_decide_as_rows(batch, policy, degraded, min_column_rows):
+    """Both ways ``decide_columns`` ranks (NumPy from ``min_column_rows`` rows on, Python
+    below) give ``decide``'s decisions and views."""
     probs, risk, exits, dets = batch
-    # The rows as the model outputs reach the policy today: float32 widened by .tolist().
+    # The rows as the model outputs reached the policy before: float32 widened by .tolist().
     rows = score_rows(probs.tolist(), risk.tolist(), exits.tolist())
-    out = decide_columns(ScoreColumns.of(probs, risk, exits), dets, policy, degraded)
+    out = decide_columns(ScoreColumns.of(probs, risk, exits), dets, policy, degraded, min_column_rows=min_column_rows)
     expected = [decide(r, d, policy, degraded) for r, d in zip(rows, dets, strict=True)]
     assert out.decisions == expected
     assert [out.views[i] for i in range(len(expected))] == [d.model_view() for d in expected]
@@ -86,7 +88,7 @@ def test_a_batch_of_every_case_in_one():
     rows = [ScoreRow((0.90, 0.07, 0.03), 0.01), ScoreRow((0.46, 0.08, 0.46), 0.5),
             ScoreRow((0.02, 0.08, 0.90), 0.95, 3), ScoreRow((0.60, 0.30, 0.10), 0.2)]
     dets = [None, Det(0.2, False, 0.9), None, Det(0.97, True, 0.9, (signal,))]
-    out = decide_columns(ScoreColumns.from_rows(rows), dets, Policy())
+    out = decide_columns(ScoreColumns.from_rows(rows), dets, Policy(), min_column_rows=1)
     assert [d.verdict for d in out.decisions] == [Decision.PASS, Decision.REVIEW, Decision.REJECT, Decision.REVIEW]
     assert out.decisions == [decide(r, d, Policy()) for r, d in zip(rows, dets, strict=True)]
     assert out.views.column("verdict") == ["pass", "review", "reject", "review"]
@@ -109,3 +111,21 @@ def test_lengths_are_checked():
     with pytest.raises(ValueError, match="differ in length"):
         PolicyViews({key: [] for key in MODEL_VIEW_KEYS} | {"risk": [0.1]})
     assert len(decide_columns(ScoreColumns.from_rows([]), [], Policy()).decisions) == 0
+
+
+@pytest.mark.parametrize("min_column_rows", [0, 10_000])
+@pytest.mark.parametrize("policy", [
+    Policy(), Policy(reject_threshold=0.75, review_threshold=0.25, tie_margin=0.0, abstain_threshold=0.625),
+    Policy(reject_threshold=0.375, review_threshold=0.625, tie_margin=0.25, abstain_threshold=0.0,
+           degraded_mode="model"),
+])
+def test_every_boundary_of_a_dyadic_grid(policy, min_column_rows):
+    """Every row of eighths (exact in float32 and float64), so each threshold, abstain
+    level and tie margin is met exactly by some row: ``>=`` against ``>`` and ``<``
+    against ``<=`` differ here, on both ranking paths."""
+    eighths = [k / 8 for k in range(9)]
+    rows = [ScoreRow((a, b, c), risk=a) for a in eighths for b in eighths for c in eighths]
+    dets = [None if i % 5 else Det(0.5, i % 10 == 0, 0.5) for i in range(len(rows))]
+    for degraded in (False, True):
+        out = decide_columns(ScoreColumns.from_rows(rows), dets, policy, degraded, min_column_rows=min_column_rows)
+        assert out.decisions == [decide(r, d, policy, degraded) for r, d in zip(rows, dets, strict=True)]
