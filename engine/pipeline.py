@@ -47,6 +47,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from engine.features.snapshot import RuleContexts
 from engine.features.store import ContextUnavailable, FeatureStore
 from engine.records import SEVERITY, Decision, Reason, TransactionEvent, Verdict
 from engine.stages.contracts import Detector, Encoder, RuleGuard, Scorer
@@ -338,12 +339,12 @@ def detect_events(detector: Detector | None, events: Sequence[TransactionEvent])
     return [r if r.field is not None else None for r in detector.screen_events(events)]
 
 
-def rule_contexts(guard: RuleGuard | None, snapshots: Sequence[ContextSnapshot]) -> list[dict[str, float]]:
-    """What rules read as ``ctx.*``, one mapping per snapshot (empty without a guard).
-    Built once per batch: an event and its text-free twins share it (read-only)."""
-    if guard is None:
-        return [{} for _ in snapshots]
-    return [dict(s.as_rule_inputs()) for s in snapshots]
+def rule_contexts(guard: RuleGuard | None, snapshots: Sequence[ContextSnapshot]) -> RuleContexts:
+    """What rules read as ``ctx.*``, one mapping per snapshot, held as the snapshots (the
+    rules read each variable over the batch as a column, ``RuleContexts``). Built once per
+    batch: an event and its text-free twins share it (read-only). ``guard`` is not read:
+    nothing is built until a rule asks."""
+    return RuleContexts(snapshots)
 
 
 def guard_batch(guard: RuleGuard | None, events: Sequence[TransactionEvent],
@@ -401,7 +402,7 @@ def _decide_and_guard(c: Components, events: Sequence[TransactionEvent], snapsho
         with clock("decide"):
             twin_policy = decide_columns(twin_scores.take(open_twins), twin_detections, c.policy, degraded)
         with clock("guard"):
-            twin_finals = guard_batch(c.guard, open_events, [contexts[owners[k]] for k in open_twins],
+            twin_finals = guard_batch(c.guard, open_events, contexts.take([owners[k] for k in open_twins]),
                                       twin_policy.decisions, twin_policy.views)
         for k, proposal, final in zip(open_twins, twin_policy.decisions, twin_finals, strict=True):
             i = owners[k]

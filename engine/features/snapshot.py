@@ -17,7 +17,7 @@ stored per event in Redis — the decision log the feedback worker joins outcome
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,3 +112,46 @@ class ContextSnapshot:
             available=bool(data.get("available", True)),
             event=None if event is None else TransactionEvent.from_dict(event),
         )
+
+
+class RuleContexts(Sequence[Mapping[str, float]]):
+    """What rules read as ``ctx.*`` for a batch of snapshots, held as the snapshots.
+
+    ``column(name)`` is one variable over the batch, read from the snapshots without a
+    dict per event (what a rule in column form reads, ``engine.stages.guard.BatchInputs``);
+    ``contexts[i]`` is event i's ``as_rule_inputs()``, built on first use (for a rule
+    evaluated row by row). Both give the same values (``tests/unit/test_rules_columns.py``).
+    """
+
+    __slots__ = ("_dicts", "_snapshots")
+
+    def __init__(self, snapshots: Sequence[ContextSnapshot]):
+        self._snapshots = snapshots
+        self._dicts: list[dict[str, float] | None] = [None] * len(snapshots)
+
+    def __len__(self) -> int:
+        return len(self._snapshots)
+
+    def __getitem__(self, i: int) -> dict[str, float]:  # type: ignore[override]  # no slices
+        found = self._dicts[i]
+        if found is None:
+            found = self._dicts[i] = self._snapshots[i].as_rule_inputs()
+        return found
+
+    def __iter__(self) -> Iterator[dict[str, float]]:
+        return (self[i] for i in range(len(self._snapshots)))
+
+    def column(self, name: str) -> list[float]:
+        """``[ctx[name] for ctx in self]``; ``KeyError`` for a name rules cannot read."""
+        at = _INDEX.get(name)
+        if at is not None:
+            return [s.values[at] for s in self._snapshots]
+        if name == "context_available":
+            return [1.0 if s.available else 0.0 for s in self._snapshots]
+        if name == "history_length":
+            return [float(len(s.history_amounts)) for s in self._snapshots]
+        raise KeyError(name)
+
+    def take(self, index: Sequence[int]) -> RuleContexts:
+        """The contexts of the events ``index`` names (an event's text-free twins share its)."""
+        return RuleContexts([self._snapshots[i] for i in index])

@@ -229,7 +229,8 @@ class BatchInputs(Sequence[Mapping[str, Any]]):
                 raise KeyError(field)
             return [from_event(e) for e in self._events]
         if root == "ctx":
-            return [c[field] for c in self._contexts]
+            ctx_column = getattr(self._contexts, "column", None)  # engine.features.snapshot.RuleContexts
+            return ctx_column(field) if ctx_column is not None else [c[field] for c in self._contexts]
         view_column = getattr(self._views, "column", None)  # engine.stages.decide.PolicyViews
         if view_column is not None and root in _VIEW_KEYS:
             key = _VIEW_KEYS[root].get(field)

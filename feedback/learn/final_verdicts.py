@@ -21,7 +21,7 @@ only add suspicion" step) and degraded mode; both are rare and model-independent
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -33,7 +33,7 @@ from engine.pipeline import detect_events, guard_batch, rule_contexts
 from engine.records import DECISIONS, TransactionEvent
 from engine.stages.contracts import Detector
 from engine.stages.contracts import RuleGuard as GuardStage
-from engine.stages.decide import Policy, ScoreRow, decide
+from engine.stages.decide import Policy, ScoreColumns, decide_columns
 from feedback.learn.gate import Scores
 
 _INDEX = {d: i for i, d in enumerate(DECISIONS)}
@@ -52,7 +52,7 @@ class ReplayRows:
     """Decoded inputs of stored rows (model-independent, so decoded and screened once)."""
 
     events: list[TransactionEvent]
-    contexts: list[dict[str, float]]
+    contexts: Sequence[Mapping[str, float]]
     rules_versions: list[str]
     detections: list[Any]
 
@@ -83,7 +83,7 @@ class FinalReplay:
         ``snapshot_json``, ``rules_version`` columns, as the stores keep them)."""
         events = [TransactionEvent.from_dict(json.loads(s)) for s in rows["event_json"]]
         snaps = [ContextSnapshot.from_dict(json.loads(s)) for s in rows["snapshot_json"]]
-        contexts = rule_contexts(self.current, snaps) if self.current is not None else [{} for _ in snaps]
+        contexts = rule_contexts(self.current, snaps)
         return ReplayRows(events, contexts, [str(v) for v in rows["rules_version"]],
                           detect_events(self.detector, events))
 
@@ -100,10 +100,10 @@ class FinalReplay:
         for version, idx in groups.items():
             guard = self.guards.get(version)
             policy = self.policy_for(guard)
-            proposals = [decide(ScoreRow(tuple(float(p) for p in scores.probs[i]), float(scores.risk[i])),
-                                prepared.detections[i], policy) for i in idx]
+            rows = ScoreColumns.of(scores.probs[idx], scores.risk[idx], np.full(len(idx), -1))
+            proposed = decide_columns(rows, [prepared.detections[i] for i in idx], policy)
             finals = guard_batch(guard, [prepared.events[i] for i in idx], [prepared.contexts[i] for i in idx],
-                                 proposals)
+                                 proposed.decisions, proposed.views)
             for i, final in zip(idx, finals):
                 out[i] = _INDEX[final.verdict]
         return FinalVerdicts(out, missing)

@@ -178,7 +178,7 @@ def _guard_batch_inputs(n: int, views: str = "dicts"):
     device, IP and attributes, contexts from snapshots, proposals from the policy (some
     with screened text). ``views``: the proposals' model views as one dict each
     (``model_view()``) or as the pipeline's columns (``decide_columns``)."""
-    from engine.features.snapshot import ContextSnapshot
+    from engine.features.snapshot import EMPTY_VALUES, ContextSnapshot, RuleContexts
     from engine.stages.decide import Policy, ScoreColumns, ScoreRow, decide, decide_columns
     from engine.stages.detect import DetectorResult
     from engine.stages.guard import BatchInputs
@@ -187,7 +187,11 @@ def _guard_batch_inputs(n: int, views: str = "dicts"):
     events = [event(i, amount=300.0 * i + 0.5, channel=("card_present", "ecommerce")[i % 2], device_id=None if i % 3 == 0 else f"d{i}",
                     ip=None if i % 4 == 0 else "10.0.0.9", attributes={"k": str(i)} if i % 2 else {},
                     event_time_ms=1_750_000_000_000 + i * 3_599_000) for i in range(n)]
-    contexts = [ContextSnapshot.empty(e).as_rule_inputs() for e in events]
+    snapshots = [ContextSnapshot.empty(e) if i % 4 == 0 else
+                 ContextSnapshot(e.event_id, e.event_time_ms, e.customer_id, e.terminal_id,
+                                 tuple(0.5 * i + k for k in range(len(EMPTY_VALUES))), (10.0,) * (i % 3))
+                 for i, e in enumerate(events)]
+    contexts = RuleContexts(snapshots) if views == "columns" else [s.as_rule_inputs() for s in snapshots]
     policy = Policy()
     rows = [ScoreRow((0.8 - 0.1 * (i % 5), 0.1, 0.1 + 0.1 * (i % 5)), 0.05 * (i % 7)) for i in range(n)]
     detections = [None if i % 3 else DetectorResult(0.3 * (i % 4), i % 4 == 3, 0.8, field="memo") for i in range(n)]
@@ -214,7 +218,8 @@ def test_batch_inputs_give_each_variable_as_the_envs_do(views: str) -> None:
     for root in ("event", "ctx", "model", "detector"):
         for name in envs[0][root]:
             assert inputs.values_of(root, name) == [env[root][name] for env in envs], (root, name)
-    for root, name in (("event", "memo"), ("ctx", "no_such_feature"), ("model", "nope"), ("nowhere", "x")):
+    for root, name in (("event", "memo"), ("ctx", "no_such_feature"), ("model", "nope"), ("detector", "nope"),
+                       ("nowhere", "x")):
         with pytest.raises(KeyError):
             inputs.values_of(root, name)
 
