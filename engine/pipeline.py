@@ -333,10 +333,17 @@ class GuardOutcome:
 
 def detect_events(detector: Detector | None, events: Sequence[TransactionEvent]) -> list[DetectorResult | None]:
     """One result per event over its untrusted text fields; None where there is no text
-    (or no detector)."""
+    (or no detector). Only the events that carry a text field are handed to the detector
+    (most carry none; the detector would answer "no text" for each)."""
+    out: list[DetectorResult | None] = [None] * len(events)
     if detector is None:
-        return [None] * len(events)
-    return [r if r.field is not None else None for r in detector.screen_events(events)]
+        return out
+    texted = [j for j, e in enumerate(events) if e.memo is not None or e.merchant_descriptor is not None]
+    if texted:
+        screened = detector.screen_events(events if len(texted) == len(events) else [events[j] for j in texted])
+        for j, r in zip(texted, screened, strict=True):
+            out[j] = r if r.field is not None else None
+    return out
 
 
 def rule_contexts(guard: RuleGuard | None, snapshots: Sequence[ContextSnapshot]) -> RuleContexts:
@@ -398,7 +405,7 @@ def _decide_and_guard(c: Components, events: Sequence[TransactionEvent], snapsho
     if open_twins:
         open_events = [twins[k] for k in open_twins]
         with clock("detect"):
-            twin_detections = _detect_twins(c, open_events)
+            twin_detections = detect_events(c.detector, open_events)
         with clock("decide"):
             twin_policy = decide_columns(twin_scores.take(open_twins), twin_detections, c.policy, degraded)
         with clock("guard"):
@@ -411,17 +418,6 @@ def _decide_and_guard(c: Components, events: Sequence[TransactionEvent], snapsho
     for i in sorted(set(owners)):
         proposals[i] = text_cannot_lower(deciders[i], proposals[i], risks[i])
     return detections, proposals, finals
-
-
-def _detect_twins(c: Components, twins: Sequence[TransactionEvent]) -> list[DetectorResult | None]:
-    """``detect_events`` over the twins; a twin without any text gets None, which is what
-    ``detect_events`` gives such an event, without a detector call."""
-    texted = [j for j, e in enumerate(twins) if e.memo is not None or e.merchant_descriptor is not None]
-    out: list[DetectorResult | None] = [None] * len(twins)
-    if texted:
-        for j, detection in zip(texted, detect_events(c.detector, [twins[j] for j in texted]), strict=True):
-            out[j] = detection
-    return out
 
 
 def _warmup_event(i: int) -> TransactionEvent:
