@@ -392,10 +392,9 @@ class PolicyBatch:
 
 
 #: Below this many rows ``decide_columns`` ranks in Python: NumPy's fixed cost per call
-#: (about 25 µs a batch) is more than the rows save (``python ops/bench/rules.py``
-#: measures the same trade-off for the rules; the policy's: docs/performance.md, "The
-#: policy over columns").
-COLUMN_MIN_ROWS = 16
+#: is more than the rows save. ``python ops/bench/policy.py`` measures where NumPy
+#: overtakes (figures: docs/performance.md, "The policy and the rules' inputs as columns").
+COLUMN_MIN_ROWS = 32
 
 
 def decide_columns(scores: ScoreColumns, detector_results: Sequence[DetectorLike | None], policy: Policy,
