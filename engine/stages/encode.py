@@ -353,21 +353,30 @@ class FieldIsolatedEncoder:
                              f"engine/assets has {self.tokenizer.sha256}")
         self._offset = dict(zip(self.schema.categorical_fields, self.schema.categorical_offsets))
         self._size = dict(zip(self.schema.categorical_fields, self.schema.categorical_sizes))
-        self._cache: dict[tuple[str, str], int] = {}
+        #: Per field, the ids of the values seen: a column's ids are one dict lookup each.
+        self._ids: dict[str, dict[str | None, int]] = {name: {} for name in self.schema.categorical_fields}
         self._text_cache: dict[str | bytes, np.ndarray] = {}
 
     def category_id(self, field_name: str, value: str | None) -> int:
         """Global id of a categorical value: crc32 into the field's own range (slot 0 =
         missing). crc32, not ``hash()``, so ids are identical in every process."""
-        key = (field_name, value or "")
-        got = self._cache.get(key)
-        if got is None:
+        return self.category_ids(field_name, [value])[0]
+
+    def category_ids(self, field_name: str, values: Sequence[str | None]) -> list[int]:
+        """``category_id`` of each value of a column, computed once per distinct value."""
+        ids = self._ids[field_name]
+        get = ids.get
+        out = [get(v) for v in values]
+        if None in out:
+            if len(ids) > 200_000:  # unbounded ids (terminals) must not grow memory
+                ids.clear()
             size, offset = self._size[field_name], self._offset[field_name]
-            got = offset if not value else offset + 1 + zlib.crc32(value.encode("utf-8")) % (size - 1)
-            if len(self._cache) > 200_000:  # unbounded ids (terminals) must not grow memory
-                self._cache.clear()
-            self._cache[key] = got
-        return got
+            for i, got in enumerate(out):
+                if got is None:
+                    value = values[i]
+                    got = offset if not value else offset + 1 + zlib.crc32(value.encode("utf-8")) % (size - 1)
+                    ids[value] = out[i] = got
+        return out  # type: ignore[return-value]  # every None was filled above
 
     def encode(self, events: Sequence[TransactionEvent],
                snapshots: Sequence[ContextSnapshot]) -> EncodedBatch:
@@ -391,11 +400,12 @@ class FieldIsolatedEncoder:
         numeric[:, 0] = np.log1p(amounts)
         numeric[:, 1:] = scale_context(values)
 
-        cid = self.category_id
+        ids = self.category_ids
         categorical = np.array([
-            (cid("channel", e.channel), cid("currency", e.currency), cid("country", e.country),
-             cid("merchant_category", e.merchant_category), cid("terminal", e.terminal_id))
-            for e in events], dtype=np.int64).reshape(B, 5)
+            ids("channel", [e.channel for e in events]), ids("currency", [e.currency for e in events]),
+            ids("country", [e.country for e in events]),
+            ids("merchant_category", [e.merchant_category for e in events]),
+            ids("terminal", [e.terminal_id for e in events])], dtype=np.int64).reshape(5, B).T
         hours = (times // _HOUR_MS) % 24
         weekdays = (times // _DAY_MS + 3) % 7  # 1970-01-01 was a Thursday; Monday = 0
         categorical = np.concatenate([
@@ -416,9 +426,8 @@ class FieldIsolatedEncoder:
         amts: list[float] = []
         ts: list[int] = []
         same: list[float] = []
-        terms: list[int] = []
+        terms: list[str] = []
         prev: list[int] = []
-        category_id = self.category_id
         time_ordered = self.schema.history_order == "recent"
         for i, (e, s) in enumerate(zip(events, snapshots)):
             k = min(N, len(s.history_amounts))
@@ -436,7 +445,7 @@ class FieldIsolatedEncoder:
                 prev.extend(_older_neighbours(ht))
             terminals, own = s.history_terminals[:k], e.terminal_id
             same.extend([1.0 if terminal == own else 0.0 for terminal in terminals])
-            terms.extend([category_id("terminal", terminal) for terminal in terminals])
+            terms.extend(terminals)
         h_num = np.zeros((B, N, self.schema.n_history_numeric), dtype=np.float32)
         h_cat = np.zeros((B, N, self.schema.n_history_categorical), dtype=np.int64)
         h_mask = np.zeros((B, N), dtype=bool)
@@ -447,7 +456,7 @@ class FieldIsolatedEncoder:
             h_num[r, c, 1] = np.log1p(np.maximum(t - np.asarray(prev, dtype=np.int64), 0) / 1000.0)
             h_num[r, c, 2] = np.log1p(np.maximum(times[r] - t, 0) / 1000.0)
             h_num[r, c, 3] = np.asarray(same, dtype=np.float32)
-            h_cat[r, c, 0] = np.asarray(terms, dtype=np.int64)
+            h_cat[r, c, 0] = np.asarray(self.category_ids("terminal", terms), dtype=np.int64)
             h_cat[r, c, 1] = self._offset["hour"] + 1 + (t // _HOUR_MS) % 24
             h_cat[r, c, 2] = self._offset["weekday"] + 1 + (t // _DAY_MS + 3) % 7
             h_mask[r, c] = True

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import zlib
 
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.features.memory import MemoryFeatureStore
 from engine.features.snapshot import ContextSnapshot
@@ -181,3 +184,21 @@ def test_tokenizer_training_is_reproducible(tmp_path):
     again = train_text_tokenizer(tmp_path / "tok2.json", vocab_size=400, n_synthetic=2000)
     assert out.read_bytes() == again.read_bytes()
     assert TextTokenizer(out).vocab_size == 400
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.one_of(st.none(), st.sampled_from(["", "t7", "ecommerce", "BE", "5411"]),
+                                  st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)), max_size=40),
+       field=st.sampled_from(["channel", "currency", "country", "merchant_category", "terminal"]))
+def test_category_ids_are_crc32_into_the_fields_range(values, field):
+    """A column's ids, cached or not, are the definition's: slot 0 of the field's range for
+    a missing value, else crc32 of the UTF-8 into the rest of it (what served models were
+    trained on)."""
+    encoder = FieldIsolatedEncoder()
+    schema = encoder.schema
+    offset = dict(zip(schema.categorical_fields, schema.categorical_offsets))[field]
+    size = dict(zip(schema.categorical_fields, schema.categorical_sizes))[field]
+    expected = [offset if not v else offset + 1 + zlib.crc32(v.encode("utf-8")) % (size - 1) for v in values]
+    assert encoder.category_ids(field, values) == expected  # cold
+    assert encoder.category_ids(field, values) == expected  # every value cached
+    assert [encoder.category_id(field, v) for v in values] == expected
