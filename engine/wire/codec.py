@@ -64,6 +64,7 @@ from engine.wire.schema_catalog import (
     load_schema_file,
     parse_plain,
 )
+from engine.wire.verdict_avro import WRITES_SCHEMA, schema_fingerprint, write_verdict
 
 MAGIC_BYTE = 0
 CONTENT_TYPE = "content-type"
@@ -291,6 +292,21 @@ class EventCodec(RecordCodec[TransactionEvent]):
 
 class VerdictCodec(RecordCodec[Verdict]):
     kind = "verdict"
+
+    def __init__(self, catalog: SchemaCatalog, topic: str):
+        super().__init__(catalog, topic)
+        #: The body written directly (``engine.wire.verdict_avro``) while the bundled
+        #: schema is the one that writer was written for; fastavro otherwise.
+        self.writes_directly = schema_fingerprint(self.reader_schema) == WRITES_SCHEMA
+
+    def encode(self, record: Verdict, topic: str | None = None) -> bytes:
+        if not self.writes_directly:
+            return super().encode(record, topic)
+        try:
+            body = write_verdict(self.to_avro(record))
+        except Exception:  # noqa: BLE001 - a value the schema refuses: let fastavro raise its own error
+            return super().encode(record, topic)
+        return self.frame(topic) + body
 
     def from_avro(self, data: dict[str, Any], source: SourcePosition | None) -> Verdict:
         return Verdict.from_dict(data)

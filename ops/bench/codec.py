@@ -11,7 +11,11 @@ resolves each writer id once. This prints, in one run, µs per message for:
                   record or validation): the part the codec cannot remove;
 * ``naive``     — fastavro handed the *unparsed* schema dict each message, as code
                   that skips precompilation would do;
-* ``encode``    — ``Codec.encode_event`` (validate + frame + fastavro).
+* ``encode``    — ``Codec.encode_event`` (validate + frame + fastavro);
+* ``verdict``   — ``Codec.encode_verdict``, the worker's emit: the body written directly
+                  (``engine.wire.verdict_avro``) against fastavro's generic writer on the
+                  same records (verdicts shaped as the pipeline makes them: the threshold
+                  reason on every one, detector and rule reasons on a few).
 
 Run:  nice python ops/bench/codec.py [--n 20000] [--rounds 5]
 """
@@ -29,6 +33,7 @@ from fastavro import schemaless_reader, schemaless_writer
 
 from engine.offline.simulate.frames import events_from_frame
 from engine.offline.simulate.simulator import SimConfig, Simulator
+from engine.records import Decision, Reason, ReasonKind, Verdict
 from engine.settings import Settings
 from engine.wire.codec import JSON_HEADERS, Codec
 from engine.wire.schema_catalog import SCHEMA_DIR, load_schema_file, parse_plain, strip_timestamp_types
@@ -41,6 +46,28 @@ def timed_us(fn, items) -> float:
     return (time.perf_counter() - t0) / len(items) * 1e6
 
 
+def verdicts_for(events: list) -> list[Verdict]:
+    """One verdict per event, with the reasons the pipeline gives such an event."""
+    out = []
+    for i, e in enumerate(events):
+        p_reject = 0.6 if i % 50 == 0 else 0.02
+        probs = {"pass": 0.95 - p_reject, "review": 0.03 + p_reject / 2, "reject": p_reject}
+        mass = probs["review"] + probs["reject"]
+        reasons = [Reason(ReasonKind.MODEL, "threshold_pass" if mass < 0.5 else "threshold_review",
+                          f"p(review)+p(reject)={mass:.3f} < 0.5 (pass={probs['pass']:.3f} "
+                          f"review={probs['review']:.3f} reject={probs['reject']:.3f})")]
+        if i % 20 == 0:
+            reasons.append(Reason(ReasonKind.DETECTOR, "injection_screened", "user text score 0.012 < threshold "
+                                  "0.954: not flagged"))
+        if i % 50 == 0:
+            reasons.append(Reason(ReasonKind.RULE, "velocity_burst", "review: more than 8 payments in an hour"))
+        out.append(Verdict(e.event_id, e.customer_id, Decision.PASS if mass < 0.5 else Decision.REVIEW,
+                           max(probs.values()), probs, p_reject, tuple(reasons), "bootstrap-20261206-201820",
+                           "rules-3f9a1c2b", 7.5 + i % 13, 1_765_000_000_000 + i, e.event_time_ms,
+                           0.012 if i % 20 == 0 else None))
+    return out
+
+
 def interleaved_best(cases: dict, rounds: int) -> dict[str, float]:
     """Best µs/msg per case over ``rounds``, the cases taking turns within each round, so
     a burst of load on a shared machine hits every case alike and ratios stay fair."""
@@ -49,6 +76,14 @@ def interleaved_best(cases: dict, rounds: int) -> dict[str, float]:
         for name, (fn, items) in cases.items():
             best[name] = min(best[name], timed_us(fn, items))
     return best
+
+
+def fastavro_verdict(codec: Codec, verdict: Verdict) -> bytes:
+    """What ``Codec.encode_verdict`` did before the body was written directly."""
+    buffer = io.BytesIO()
+    buffer.write(codec.verdicts.frame())
+    schemaless_writer(buffer, codec.verdicts.reader_schema, verdict.to_dict())
+    return buffer.getvalue()
 
 
 def main() -> None:
@@ -77,6 +112,9 @@ def main() -> None:
     parsed = codec.events.reader_schema
     unparsed = strip_timestamp_types(load_schema_file("event"))
     headers = list(JSON_HEADERS)
+    verdicts = verdicts_for(events)
+    assert codec.verdicts.writes_directly and all(
+        codec.encode_verdict(v) == fastavro_verdict(codec, v) for v in verdicts[:500])
 
     cases = interleaved_best({
         "avro (worker path)": (codec.decode_event, avro),
@@ -85,6 +123,8 @@ def main() -> None:
         "floor: fastavro only": (lambda raw: schemaless_reader(io.BytesIO(raw[5:]), parsed), avro),
         "naive: unparsed schema": (lambda raw: schemaless_reader(io.BytesIO(raw[5:]), unparsed), avro),
         "encode avro": (codec.encode_event, events),
+        "verdict: written directly": (codec.encode_verdict, verdicts),
+        "verdict: fastavro": (lambda v: fastavro_verdict(codec, v), verdicts),
     }, args.rounds)
     base = cases["avro (worker path)"]
     print(f"codec benchmark: {len(events)} simulated events, mean Avro size "
