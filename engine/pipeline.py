@@ -346,11 +346,11 @@ def detect_events(detector: Detector | None, events: Sequence[TransactionEvent])
     return out
 
 
-def rule_contexts(guard: RuleGuard | None, snapshots: Sequence[ContextSnapshot]) -> RuleContexts:
+def rule_contexts(snapshots: Sequence[ContextSnapshot]) -> RuleContexts:
     """What rules read as ``ctx.*``, one mapping per snapshot, held as the snapshots (the
-    rules read each variable over the batch as a column, ``RuleContexts``). Built once per
-    batch: an event and its text-free twins share it (read-only). ``guard`` is not read:
-    nothing is built until a rule asks."""
+    rules read each variable over the batch as a column, ``RuleContexts``): nothing is
+    built until a rule asks. Built once per batch: an event and its text-free twins share
+    it (read-only)."""
     return RuleContexts(snapshots)
 
 
@@ -392,7 +392,7 @@ def _decide_and_guard(c: Components, events: Sequence[TransactionEvent], snapsho
         policy = decide_columns(scores.take(slice(0, n)), detections, c.policy, degraded)
         proposals = policy.decisions
     with clock("guard"):
-        contexts = rule_contexts(c.guard, snapshots)
+        contexts = rule_contexts(snapshots)
         finals = guard_batch(c.guard, events, contexts, proposals, policy.views)
     if not owners:
         return detections, proposals, finals

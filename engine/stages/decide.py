@@ -28,6 +28,12 @@ The steps, in order, each leaving a ``Reason`` on the decision:
 Abstain and tie send a pass *or* a reject to review: an unsure model is neither a
 reason to let something through nor to decline a customer outright.
 
+Two forms, the same decisions: ``decide`` takes one event's ``ScoreRow`` (the
+reference, and what the offline tools call); ``decide_columns`` takes a batch's
+``ScoreColumns`` and also gives the decisions' model views as columns for the rules
+(``PolicyViews``): what the pipeline runs (``tests/unit/test_decide_columns.py`` holds
+the two equal, reason for reason).
+
 >>> p = Policy()
 >>> decide(ScoreRow((0.92, 0.05, 0.03), risk=0.02), None, p).verdict
 <Decision.PASS: 'pass'>
@@ -328,17 +334,6 @@ def _detector_reasons(detector: DetectorLike, flagged: bool, policy: Policy) -> 
     why = f" ({', '.join(others)})" if others else ""
     return [Reason(ReasonKind.DETECTOR, "injection_flagged",
                    f"user text score {float(detector.score):.3f}{why}: {action}"), *signals]
-
-
-def decide_rows(rows: Sequence[ScoreRow], detector_results: Sequence[DetectorLike | None] | None,
-                policy: Policy, degraded: bool | Sequence[bool] = False) -> list[PolicyDecision]:
-    """``decide`` over a batch; ``degraded`` may be one flag or one per row."""
-    n = len(rows)
-    dets = list(detector_results) if detector_results is not None else [None] * n
-    flags = [bool(degraded)] * n if isinstance(degraded, bool) else [bool(x) for x in degraded]
-    if len(dets) != n or len(flags) != n:
-        raise ValueError(f"batch length mismatch: {n} rows, {len(dets)} detector results, {len(flags)} degraded flags")
-    return [decide(r, d, policy, f) for r, d, f in zip(rows, dets, flags)]
 
 
 #: ``PolicyDecision.model_view``'s keys, in its order: the columns ``PolicyViews`` holds.

@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from struct import Struct
 from typing import Any
 
+from fastavro.schema import to_parsing_canonical_form
+
 #: SHA-256 of the parsing canonical form of the verdict schema this module writes.
 WRITES_SCHEMA = "5486f4c794c6f3ee0b50d77d777594e74b83acdb4d964821eeb72656a7ed837f"
 
@@ -35,8 +37,6 @@ _SYMBOLS = {"pass": b"\x00", "review": b"\x02", "reject": b"\x04"}  # enum index
 
 def schema_fingerprint(parsed_schema: Mapping[str, Any]) -> str:
     """SHA-256 of a parsed schema's parsing canonical form (what ``WRITES_SCHEMA`` pins)."""
-    from fastavro.schema import to_parsing_canonical_form  # only when a codec is built
-
     return hashlib.sha256(to_parsing_canonical_form(parsed_schema).encode()).hexdigest()
 
 

@@ -83,7 +83,7 @@ class FinalReplay:
         ``snapshot_json``, ``rules_version`` columns, as the stores keep them)."""
         events = [TransactionEvent.from_dict(json.loads(s)) for s in rows["event_json"]]
         snaps = [ContextSnapshot.from_dict(json.loads(s)) for s in rows["snapshot_json"]]
-        contexts = rule_contexts(self.current, snaps)
+        contexts = rule_contexts(snaps)
         return ReplayRows(events, contexts, [str(v) for v in rows["rules_version"]],
                           detect_events(self.detector, events))
 

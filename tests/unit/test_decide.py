@@ -8,7 +8,7 @@ import pytest
 
 from engine.records import Decision, Reason, ReasonKind
 from engine.settings import PolicySettings
-from engine.stages.decide import Policy, PolicyDecision, ScoreRow, decide, decide_rows
+from engine.stages.decide import Policy, PolicyDecision, ScoreRow, decide
 
 
 @dataclass
@@ -166,15 +166,6 @@ def test_model_view_names_for_rules():
     view = decide(CLEAR_REJECT, Det(0.3, False), Policy()).model_view()
     assert view["p_reject"] == pytest.approx(0.90) and view["risk"] == pytest.approx(0.95)
     assert view["verdict"] == "reject" and view["detector_score"] == pytest.approx(0.3)
-
-
-def test_decide_rows_matches_decide_and_checks_lengths():
-    rows = [CLEAR_PASS, CLEAR_REVIEW, CLEAR_REJECT]
-    dets = [None, Det(0.9, True), None]
-    out = decide_rows(rows, dets, Policy(), [False, False, True])
-    assert out == [decide(r, d, Policy(), f) for r, d, f in zip(rows, dets, [False, False, True])]
-    with pytest.raises(ValueError, match="length mismatch"):
-        decide_rows(rows, [None], Policy())
 
 
 def test_decide_is_pure():

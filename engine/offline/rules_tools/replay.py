@@ -207,7 +207,7 @@ def _pipeline_batches(frame: pd.DataFrame, model_dir: Path, ruleset: Any):
             scored = pipeline.score(pipeline.prepare(events))
             p, n = scored.prepared, len(events)
             detections = detect_events(p.components.detector, events)
-            contexts = rule_contexts(p.components.guard, p.snapshots)
+            contexts = rule_contexts(p.snapshots)
             rows = scored.scores.rows()
             twins: dict[int, ScoreRow] = {}
             for i, row in zip(p.text_rows, rows[n:]):
