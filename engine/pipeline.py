@@ -51,7 +51,7 @@ from engine.features.snapshot import RuleContexts
 from engine.features.store import ContextUnavailable, FeatureStore
 from engine.records import SEVERITY, Decision, Reason, TransactionEvent, Verdict
 from engine.stages.contracts import Detector, Encoder, RuleGuard, Scorer
-from engine.stages.decide import Policy, PolicyDecision, ScoreColumns, decide_columns
+from engine.stages.decide import Policy, PolicyBatch, PolicyDecision, ScoreColumns, decide_columns
 from engine.stages.detect import DetectorResult, event_input_reasons
 from engine.stages.enrich import EnrichStage
 from engine.text_twins import text_cannot_lower, text_twins
@@ -355,16 +355,14 @@ def rule_contexts(snapshots: Sequence[ContextSnapshot]) -> RuleContexts:
 
 
 def guard_batch(guard: RuleGuard | None, events: Sequence[TransactionEvent],
-                contexts: Sequence[Mapping[str, float]], proposals: Sequence[PolicyDecision],
-                views: Sequence[Mapping[str, Any]] | None = None) -> list[GuardOutcome]:
-    """Hard rules last: they always win. ``contexts`` from ``rule_contexts``; ``views``
-    the proposals' model views (``PolicyViews`` from ``decide_columns``: columns the rules
-    read without a dict per event), else built from the proposals."""
+                contexts: Sequence[Mapping[str, float]], proposed: PolicyBatch) -> list[GuardOutcome]:
+    """Hard rules last: they always win. ``contexts`` from ``rule_contexts``; ``proposed``
+    from ``decide_columns``: its decisions, and their model views as the columns the rules
+    read."""
+    proposals = proposed.decisions
     if guard is None:
         return [GuardOutcome(p.verdict) for p in proposals]
-    if views is None:
-        views = [p.model_view() for p in proposals]
-    guarded = guard.apply_batch(events, contexts, views, proposals)
+    guarded = guard.apply_batch(events, contexts, proposed.views, proposals)
     out = []
     for g, p in zip(guarded, proposals, strict=True):
         if g.reasons is p.reasons:  # no rule fired (``Guard`` hands the proposal's tuple back)
@@ -393,7 +391,7 @@ def _decide_and_guard(c: Components, events: Sequence[TransactionEvent], snapsho
         proposals = policy.decisions
     with clock("guard"):
         contexts = rule_contexts(snapshots)
-        finals = guard_batch(c.guard, events, contexts, proposals, policy.views)
+        finals = guard_batch(c.guard, events, contexts, policy)
     if not owners:
         return detections, proposals, finals
     twin_scores = scores.take(slice(n, None))
@@ -410,7 +408,7 @@ def _decide_and_guard(c: Components, events: Sequence[TransactionEvent], snapsho
             twin_policy = decide_columns(twin_scores.take(open_twins), twin_detections, c.policy, degraded)
         with clock("guard"):
             twin_finals = guard_batch(c.guard, open_events, contexts.take([owners[k] for k in open_twins]),
-                                      twin_policy.decisions, twin_policy.views)
+                                      twin_policy)
         for k, proposal, final in zip(open_twins, twin_policy.decisions, twin_finals, strict=True):
             i = owners[k]
             if SEVERITY[final.verdict] > SEVERITY[finals[i].verdict]:

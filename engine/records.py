@@ -155,14 +155,13 @@ class TransactionEvent:
     def _validate(self, each_id: bool) -> TransactionEvent:
         """``validate``; ``each_id``: apply ``check_identifier`` to each trusted string (else
         the caller's one scan found no bad character in any of them)."""
-        each = each_id
         for name in ("event_id", "customer_id", "account_id", "terminal_id"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value:
                 raise EventValidationError(name, "must be a non-empty string")
             if len(value) > MAX_ID_LENGTH:
                 raise EventValidationError(name, f"longer than {MAX_ID_LENGTH} characters")
-            if each:
+            if each_id:
                 check_identifier(name, value)
         if not isinstance(self.event_time_ms, int) or isinstance(self.event_time_ms, bool):
             raise EventValidationError("event_time_ms", "must be an integer (epoch milliseconds)")
@@ -186,7 +185,7 @@ class TransactionEvent:
             raise EventValidationError("attributes", f"more than {MAX_ATTRIBUTES} entries")
         # Trusted string fields end up in Redis keys, Avro and Kafka headers, none of which
         # can carry a lone surrogate. (Untrusted text is cleaned instead: engine/text/textproc.py.)
-        if each:
+        if each_id:
             for name in ("channel", "merchant_category", "device_id", "ip"):
                 value = getattr(self, name)
                 if value is not None:

@@ -264,40 +264,32 @@ def decide(row: ScoreRow, detector: DetectorLike | None, policy: Policy, degrade
     reasons: list[Reason] = []
 
     # 1. thresholds
+    mass = p_review + p_reject
     if p_reject >= policy.reject_threshold:
         model_verdict = Decision.REJECT
-        detail = f"p(reject)={p_reject:.3f} >= {policy.reject_threshold:g}"
-    elif p_review + p_reject >= policy.review_threshold:
+    elif mass >= policy.review_threshold:
         model_verdict = Decision.REVIEW
-        detail = f"p(review)+p(reject)={p_review + p_reject:.3f} >= {policy.review_threshold:g}"
     else:
         model_verdict = Decision.PASS
-        detail = f"p(review)+p(reject)={p_review + p_reject:.3f} < {policy.review_threshold:g}"
-    reasons.append(Reason(ReasonKind.MODEL, f"threshold_{model_verdict.value}", f"{detail} ({_fmt(probs)})"))
+    reasons.append(_threshold_reason(SEVERITY[model_verdict], probs, mass, policy))
     verdict = model_verdict
 
     ranked = sorted(probs, reverse=True)
     top, second = ranked[0], ranked[1]
     # 2. abstain
     if top < policy.abstain_threshold:
-        reasons.append(Reason(ReasonKind.POLICY, "abstain",
-                              f"top probability {top:.3f} < abstain threshold {policy.abstain_threshold:g}"))
+        reasons.append(_abstain_reason(top, policy))
         verdict = Decision.REVIEW
     # 3. tie margin
     if top - second < policy.tie_margin:
-        reasons.append(Reason(ReasonKind.POLICY, "tie_margin",
-                              f"top two probabilities {top:.3f} and {second:.3f} within {policy.tie_margin:g}"))
+        reasons.append(_tie_reason(top, second, policy))
         verdict = Decision.REVIEW
 
     # 4. degraded mode (before the detector so that a reject floor still holds)
     if degraded:
+        reasons.append(_degraded_reason(policy))
         if policy.degraded_mode == "review":
-            reasons.append(Reason(ReasonKind.POLICY, "context_unavailable",
-                                  "feature store unreachable: held for review, rules still applied"))
             verdict = Decision.REVIEW
-        else:
-            reasons.append(Reason(ReasonKind.POLICY, "context_unavailable",
-                                  "feature store unreachable: model decided on an empty context"))
 
     # 5. detector floor
     flagged = bool(detector is not None and detector.flagged)
@@ -318,6 +310,34 @@ def decide(row: ScoreRow, detector: DetectorLike | None, policy: Policy, degrade
         degraded=degraded,
         exit_layer=int(row.exit_layer),
     )
+
+
+def _threshold_reason(code: int, probs: Sequence[float], mass: float, policy: Policy) -> Reason:
+    """Step 1's reason: which threshold the model's probabilities met (``code``: the
+    verdict's index in ``DECISIONS``); ``mass`` is p(review) + p(reject)."""
+    if code == 2:
+        detail = f"p(reject)={probs[2]:.3f} >= {policy.reject_threshold:g}"
+    else:
+        relation = ">=" if code == 1 else "<"
+        detail = f"p(review)+p(reject)={mass:.3f} {relation} {policy.review_threshold:g}"
+    return Reason(ReasonKind.MODEL, _THRESHOLD_CODES[code], f"{detail} ({_fmt(probs)})")
+
+
+def _abstain_reason(top: float, policy: Policy) -> Reason:
+    return Reason(ReasonKind.POLICY, "abstain",
+                  f"top probability {top:.3f} < abstain threshold {policy.abstain_threshold:g}")
+
+
+def _tie_reason(top: float, second: float, policy: Policy) -> Reason:
+    return Reason(ReasonKind.POLICY, "tie_margin",
+                  f"top two probabilities {top:.3f} and {second:.3f} within {policy.tie_margin:g}")
+
+
+def _degraded_reason(policy: Policy) -> Reason:
+    return Reason(ReasonKind.POLICY, "context_unavailable",
+                  "feature store unreachable: held for review, rules still applied"
+                  if policy.degraded_mode == "review" else
+                  "feature store unreachable: model decided on an empty context")
 
 
 def _detector_reasons(detector: DetectorLike, flagged: bool, policy: Policy) -> list[Reason]:
@@ -413,14 +433,7 @@ def decide_columns(scores: ScoreColumns, detector_results: Sequence[DetectorLike
     if degraded and policy.degraded_mode == "review":
         codes = [1] * n
     risks, exits = scores.risk.tolist(), scores.exit_layer.tolist()
-    at_reject = f" >= {policy.reject_threshold:g}"
-    at_review, below_review = f" >= {policy.review_threshold:g}", f" < {policy.review_threshold:g}"
-    degraded_reason = None
-    if degraded:
-        degraded_reason = Reason(ReasonKind.POLICY, "context_unavailable",
-                                 "feature store unreachable: held for review, rules still applied"
-                                 if policy.degraded_mode == "review" else
-                                 "feature store unreachable: model decided on an empty context")
+    degraded_reason = _degraded_reason(policy) if degraded else None
     floor = SEVERITY[policy.detector_floor]
     decisions: list[PolicyDecision] = []
     final_codes: list[int] = []
@@ -429,20 +442,13 @@ def decide_columns(scores: ScoreColumns, detector_results: Sequence[DetectorLike
     for i in range(n):
         row = probs[i]
         m = model_codes[i]
-        if m == 2:
-            detail = f"p(reject)={row[2]:.3f}{at_reject}"
-        else:
-            detail = f"p(review)+p(reject)={masses[i]:.3f}{at_review if m == 1 else below_review}"
-        reasons = [Reason(ReasonKind.MODEL, _THRESHOLD_CODES[m], f"{detail} ({_PROBS_FORMAT % tuple(row)})")]
+        reasons = [_threshold_reason(m, row, masses[i], policy)]
         if unsure_rows[i]:
             t = tops[i]
             if t < policy.abstain_threshold:
-                reasons.append(Reason(ReasonKind.POLICY, "abstain",
-                                      f"top probability {t:.3f} < abstain threshold {policy.abstain_threshold:g}"))
+                reasons.append(_abstain_reason(t, policy))
             if t - seconds[i] < policy.tie_margin:
-                reasons.append(Reason(ReasonKind.POLICY, "tie_margin",
-                                      f"top two probabilities {t:.3f} and {seconds[i]:.3f} within "
-                                      f"{policy.tie_margin:g}"))
+                reasons.append(_tie_reason(t, seconds[i], policy))
         if degraded_reason is not None:
             reasons.append(degraded_reason)
         c = codes[i]

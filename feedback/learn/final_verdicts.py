@@ -21,14 +21,14 @@ only add suspicion" step) and degraded mode; both are rare and model-independent
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
-from engine.features.snapshot import ContextSnapshot
+from engine.features.snapshot import ContextSnapshot, RuleContexts
 from engine.pipeline import detect_events, guard_batch, rule_contexts
 from engine.records import DECISIONS, TransactionEvent
 from engine.stages.contracts import Detector
@@ -52,7 +52,7 @@ class ReplayRows:
     """Decoded inputs of stored rows (model-independent, so decoded and screened once)."""
 
     events: list[TransactionEvent]
-    contexts: Sequence[Mapping[str, float]]
+    contexts: RuleContexts
     rules_versions: list[str]
     detections: list[Any]
 
@@ -102,8 +102,7 @@ class FinalReplay:
             policy = self.policy_for(guard)
             rows = ScoreColumns.of(scores.probs[idx], scores.risk[idx], np.full(len(idx), -1))
             proposed = decide_columns(rows, [prepared.detections[i] for i in idx], policy)
-            finals = guard_batch(guard, [prepared.events[i] for i in idx], [prepared.contexts[i] for i in idx],
-                                 proposed.decisions, proposed.views)
+            finals = guard_batch(guard, [prepared.events[i] for i in idx], prepared.contexts.take(idx), proposed)
             for i, final in zip(idx, finals):
                 out[i] = _INDEX[final.verdict]
         return FinalVerdicts(out, missing)
