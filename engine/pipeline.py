@@ -387,11 +387,11 @@ def _decide_and_guard(c: Components, events: Sequence[TransactionEvent], snapsho
     with clock("detect"):
         detections = detect_events(c.detector, events)
     with clock("decide"):
-        policy = decide_columns(scores.take(slice(0, n)), detections, c.policy, degraded)
-        proposals = policy.decisions
+        proposed = decide_columns(scores.take(slice(0, n)), detections, c.policy, degraded)
+        proposals = proposed.decisions
     with clock("guard"):
         contexts = rule_contexts(snapshots)
-        finals = guard_batch(c.guard, events, contexts, policy)
+        finals = guard_batch(c.guard, events, contexts, proposed)
     if not owners:
         return detections, proposals, finals
     twin_scores = scores.take(slice(n, None))
@@ -405,11 +405,11 @@ def _decide_and_guard(c: Components, events: Sequence[TransactionEvent], snapsho
         with clock("detect"):
             twin_detections = detect_events(c.detector, open_events)
         with clock("decide"):
-            twin_policy = decide_columns(twin_scores.take(open_twins), twin_detections, c.policy, degraded)
+            twin_proposed = decide_columns(twin_scores.take(open_twins), twin_detections, c.policy, degraded)
         with clock("guard"):
             twin_finals = guard_batch(c.guard, open_events, contexts.take([owners[k] for k in open_twins]),
-                                      twin_policy)
-        for k, proposal, final in zip(open_twins, twin_policy.decisions, twin_finals, strict=True):
+                                      twin_proposed)
+        for k, proposal, final in zip(open_twins, twin_proposed.decisions, twin_finals, strict=True):
             i = owners[k]
             if SEVERITY[final.verdict] > SEVERITY[finals[i].verdict]:
                 deciders[i], finals[i] = proposal, final

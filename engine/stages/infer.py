@@ -33,7 +33,7 @@ from engine.model.inputs import ModelInputs, as_inputs, inputs_to, take_rows
 from engine.model.portable import GraphRunner, load_runner, select_early_exit
 from engine.model.quantize import quantize_int8
 from engine.model.serving_layers import with_serving_layers
-from engine.stages.decide import ScoreColumns, ScoreRow, score_rows
+from engine.stages.decide import ScoreColumns, ScoreRow
 from engine.stages.infer_arrays import CPU_CHUNK_ROWS, Runtime
 
 
@@ -57,8 +57,7 @@ class ModelOutputs:
 
     def score_rows(self) -> list[ScoreRow]:
         """One ``ScoreRow`` per row (the offline tools; the pipeline reads ``score_columns``)."""
-        probs, risk, exits = self.probs.detach().cpu(), self.risk.detach().cpu(), self.exit_layer.detach().cpu()
-        return score_rows(probs.tolist(), risk.tolist(), exits.tolist())
+        return self.score_columns().rows()
 
     def score_columns(self) -> ScoreColumns:
         """The same outputs as columns: what the pipeline's policy reads. (Widened to

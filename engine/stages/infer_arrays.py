@@ -67,10 +67,7 @@ class ArrayOutputs:
 
     def score_rows(self) -> list[ScoreRow]:
         """One ``ScoreRow`` per row, as ``ModelOutputs.score_rows`` makes them."""
-        # local: the model process imports this module before anything else it needs
-        from engine.stages.decide import score_rows
-
-        return score_rows(self.probs.tolist(), self.risk.tolist(), self.exit_layer.tolist())
+        return self.score_columns().rows()
 
     def score_columns(self) -> ScoreColumns:
         """The same outputs as columns: what the pipeline's policy reads."""
