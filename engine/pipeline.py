@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.features.snapshot import RuleContexts
 from engine.features.store import ContextUnavailable, FeatureStore
-from engine.records import SEVERITY, Decision, Reason, TransactionEvent, Verdict
+from engine.records import SEVERITY, Decision, Reason, TransactionEvent, VerdictBatch
 from engine.stages.contracts import Detector, Encoder, RuleGuard, Scorer
 from engine.stages.decide import Policy, PolicyBatch, PolicyDecision, ScoreColumns, decide_columns
 from engine.stages.detect import DetectorResult, event_input_reasons
@@ -188,15 +188,15 @@ class DecisionPipeline:
 
     # -- the hot path -----------------------------------------------------------------
     def decide_batch(self, events: Sequence[TransactionEvent],
-                     arrival_ms: Sequence[float] | None = None) -> list[Verdict]:
-        """Verdicts for ``events``, in the same order.
+                     arrival_ms: Sequence[float] | None = None) -> VerdictBatch:
+        """Verdicts for ``events``, in the same order (``finish``'s ``VerdictBatch``).
 
         ``arrival_ms``: when each event reached the caller, in epoch milliseconds
         (``time.time() * 1000``); a verdict's ``decision_latency_ms`` is measured from
         it. Without it, latency is measured from the start of this call.
         """
         if not events:
-            return []
+            return VerdictBatch.of(())
         with self._lock:
             return self.finish(self.score(self.prepare(events, arrival_ms)))
 
@@ -233,11 +233,12 @@ class DecisionPipeline:
             scores = _infer(prepared.components, prepared.encoded, len(prepared.events) + len(prepared.text_rows))
         return ScoredBatch(prepared, scores)
 
-    def finish(self, scored: ScoredBatch) -> list[Verdict]:
-        """detect → decide → guard → one ``Verdict`` per event, in input order."""
+    def finish(self, scored: ScoredBatch) -> VerdictBatch:
+        """detect → decide → guard → the batch's verdicts as columns, in input order (a
+        ``Sequence[Verdict]``: indexing or iterating gives the typed records)."""
         p = scored.prepared
         if not p.events:
-            return []
+            return VerdictBatch.of(())
         c, events = p.components, p.events
         detections, proposals, finals = _decide_and_guard(c, events, p.snapshots, p.degraded, scored.scores,
                                                           p.text_rows, p.twins, _StageClock(p.timings, self._clock))
@@ -245,24 +246,23 @@ class DecisionPipeline:
         decided_at = time.time() * 1000.0
         rules_version = c.guard.version if c.guard is not None else "none"
         arrivals = p.arrival_ms if p.arrival_ms is not None else [p.start_wall_ms] * len(events)
-        verdicts = []
-        for event, arrived, proposal, detection, final in zip(events, arrivals, proposals, detections, finals,
-                                                              strict=True):
-            verdicts.append(Verdict(
-                event_id=event.event_id,
-                customer_id=event.customer_id,
-                verdict=final.verdict,
-                confidence=proposal.confidence,
-                probabilities=proposal.probabilities,
-                risk_score=proposal.risk_score,
-                reasons=event_input_reasons(event, detection) + proposal.reasons + final.added_reasons,
-                model_version=c.model_version,
-                rules_version=final.rules_version or rules_version,  # the set that really decided
-                decision_latency_ms=max(0.0, decided_at - arrived),
-                decided_at_ms=int(decided_at),
-                event_time_ms=event.event_time_ms,
-                detector_score=proposal.detector_score,
-            ))
+        n = len(events)
+        verdicts = VerdictBatch(
+            event_ids=[e.event_id for e in events],
+            customer_ids=[e.customer_id for e in events],
+            verdicts=[f.verdict for f in finals],
+            confidences=[d.confidence for d in proposals],
+            probabilities=[d.probabilities for d in proposals],
+            risk_scores=[d.risk_score for d in proposals],
+            reasons=[event_input_reasons(e, detection) + d.reasons + f.added_reasons
+                     for e, detection, d, f in zip(events, detections, proposals, finals, strict=True)],
+            model_versions=[c.model_version] * n,
+            rules_versions=[f.rules_version or rules_version for f in finals],  # the set that really decided
+            decision_latencies_ms=[max(0.0, decided_at - arrived) for arrived in arrivals],
+            decided_at_ms=[int(decided_at)] * n,
+            event_times_ms=[e.event_time_ms for e in events],
+            detector_scores=[d.detector_score for d in proposals],
+        )
         if self.on_batch is not None:
             self.on_batch(p.timings)
         return verdicts

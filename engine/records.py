@@ -19,10 +19,10 @@ from __future__ import annotations
 import enum
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, overload
 
 
 class Decision(str, enum.Enum):
@@ -404,3 +404,95 @@ class Verdict:
             event_time_ms=int(data["event_time_ms"]),
             detector_score=None if data.get("detector_score") is None else float(data["detector_score"]),
         )
+
+
+@dataclass(slots=True, frozen=True, eq=False)
+class VerdictBatch(Sequence[Verdict]):
+    """The verdicts of one micro-batch as columns, row i = the batch's event i.
+
+    What the pipeline hands the worker: the emitter writes each verdict's Avro body from
+    these columns (``engine.wire.verdict_avro.write_verdicts``) and the metrics count them,
+    without a ``Verdict`` record per event. It is also a ``Sequence[Verdict]``: indexing
+    or iterating builds the typed records the edges hand out (the Python API, HTTP, the
+    batch CLI), equal to what ``Verdict``'s own fields give.
+
+    >>> v = Verdict("e1", "c1", Decision.PASS, 0.9, {"pass": 0.9}, 0.1, (), "m", "r", 1.0, 2, 3)
+    >>> batch = VerdictBatch.of([v])
+    >>> batch[0] == v, batch == [v], len(batch.take([]))
+    (True, True, 0)
+    """
+
+    event_ids: list[str]
+    customer_ids: list[str]
+    verdicts: list[Decision]
+    confidences: list[float]
+    probabilities: list[Mapping[str, float]]
+    risk_scores: list[float]
+    reasons: list[tuple[Reason, ...]]
+    model_versions: list[str]
+    rules_versions: list[str]
+    decision_latencies_ms: list[float]
+    decided_at_ms: list[int]
+    event_times_ms: list[int]
+    detector_scores: list[float | None]
+
+    def __post_init__(self) -> None:
+        n = len(self.event_ids)
+        if any(len(getattr(self, f)) != n for f in _VERDICT_COLUMNS):
+            raise ValueError("verdict columns differ in length: "
+                             + ", ".join(f"{f} {len(getattr(self, f))}" for f in _VERDICT_COLUMNS))
+
+    @classmethod
+    def of(cls, verdicts: Iterable[Verdict]) -> VerdictBatch:
+        """The batch of these records (the same object when it already is one)."""
+        if isinstance(verdicts, VerdictBatch):
+            return verdicts
+        rows = list(verdicts)
+        # As ``Verdict.to_dict`` writes them: Python floats and ints (a NumPy integer
+        # would wrap in the Avro writer's shifts), a verdict as its ``Decision``.
+        return cls([v.event_id for v in rows], [v.customer_id for v in rows], [Decision(v.verdict) for v in rows],
+                   [float(v.confidence) for v in rows],
+                   [{k: float(p) for k, p in v.probabilities.items()} for v in rows],
+                   [float(v.risk_score) for v in rows], [tuple(v.reasons) for v in rows],
+                   [v.model_version for v in rows], [v.rules_version for v in rows],
+                   [float(v.decision_latency_ms) for v in rows], [int(v.decided_at_ms) for v in rows],
+                   [int(v.event_time_ms) for v in rows],
+                   [None if v.detector_score is None else float(v.detector_score) for v in rows])
+
+    def take(self, index: Iterable[int]) -> VerdictBatch:
+        """The rows ``index`` names, in that order, as a batch."""
+        rows = list(index)
+        return VerdictBatch(*([column[i] for i in rows] for column in self._columns()))
+
+    def _columns(self) -> tuple[list[Any], ...]:
+        return tuple(getattr(self, f) for f in _VERDICT_COLUMNS)
+
+    def __len__(self) -> int:
+        return len(self.event_ids)
+
+    @overload
+    def __getitem__(self, index: int) -> Verdict: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Verdict]: ...
+    def __getitem__(self, index: int | slice) -> Verdict | list[Verdict]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return Verdict(*(column[index] for column in self._columns()))
+
+    def __iter__(self) -> Iterator[Verdict]:
+        return (Verdict(*row) for row in zip(*self._columns()))
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to any sequence of the same verdicts (a list of records included)."""
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]  # equal to lists, which are unhashable
+
+
+#: ``VerdictBatch``'s columns, in ``Verdict``'s field order (a row is ``Verdict(*row)``).
+_VERDICT_COLUMNS: tuple[str, ...] = ("event_ids", "customer_ids", "verdicts", "confidences", "probabilities",
+                                     "risk_scores", "reasons", "model_versions", "rules_versions",
+                                     "decision_latencies_ms", "decided_at_ms", "event_times_ms", "detector_scores")
+assert len(_VERDICT_COLUMNS) == len(fields(Verdict))

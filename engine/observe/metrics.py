@@ -26,11 +26,11 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, Info, generate_latest
 
-from engine.records import Verdict
+from engine.records import Reason, Verdict, VerdictBatch
 
 STAGE_BUCKETS_MS = (0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 50, 75, 100, 250, 500, 1000, 5000)
 E2E_BUCKETS_MS = (1, 2, 5, 10, 15, 20, 25, 30, 40, 50, 75, 100, 250, 500, 1000, 2500, 5000,
@@ -90,26 +90,32 @@ class EngineMetrics:
     def observe_stage(self, stage: str, seconds: float) -> None:
         self.stage_latency.labels(stage).observe(seconds * 1000.0)
 
-    def observe_committed(self, verdicts: Iterable[Verdict], arrival_ms: Iterable[float],
+    def observe_committed(self, verdicts: Sequence[Verdict], arrival_ms: Iterable[float],
                           committed_ms: float | None = None) -> None:
-        """Per-verdict metrics, recorded only after the transaction committed."""
+        """Per-verdict metrics, recorded only after the transaction committed. The verdict
+        counter is incremented once per (verdict, first reason) of the batch, not per event."""
+        batch = VerdictBatch.of(verdicts)
         now = time.time() * 1000.0 if committed_ms is None else committed_ms
+        counts: dict[tuple[str, str], int] = {}
         degraded = 0
-        model_version = rules_version = None
-        for v, arrived in zip(verdicts, arrival_ms):
-            reason = v.reasons[0] if v.reasons else None
-            label = f"{reason.kind.value}:{reason.code}" if reason else "none"
-            self.verdicts.labels(v.verdict.value, label).inc()
-            if any(r.code == "context_unavailable" for r in v.reasons):
+        for verdict, reasons in zip(batch.verdicts, batch.reasons):
+            key = (verdict.value, _reason_label(reasons[0]) if reasons else "none")
+            counts[key] = counts.get(key, 0) + 1
+            if any(r.code == "context_unavailable" for r in reasons):
                 degraded += 1
-            self.e2e_from_arrival.observe(max(0.0, now - arrived))
-            self.e2e_from_event_time.observe(max(0.0, now - v.event_time_ms))
-            model_version, rules_version = v.model_version, v.rules_version
+        for (verdict_name, label), n in counts.items():
+            self.verdicts.labels(verdict_name, label).inc(n)
+        observe = self.e2e_from_arrival.observe
+        for arrived in arrival_ms:
+            observe(max(0.0, now - arrived))
+        observe = self.e2e_from_event_time.observe
+        for event_time in batch.event_times_ms:
+            observe(max(0.0, now - event_time))
         if degraded:
             self.degraded_verdicts.inc(degraded)
-        if model_version is not None:
+        if len(batch):
             self.degraded.set(1 if degraded else 0)
-            self.set_versions(model_version, rules_version or "")
+            self.set_versions(batch.model_versions[-1], batch.rules_versions[-1] or "")
 
     def set_versions(self, model_version: str, rules_version: str) -> None:
         if (model_version, rules_version) != self._versions:
@@ -126,6 +132,11 @@ class EngineMetrics:
     def render(self) -> bytes:
         own = generate_latest(self.registry)
         return own + generate_latest(REGISTRY) if self.include_global else own
+
+
+def _reason_label(reason: Reason) -> str:
+    """A verdict's first reason as the counter's label: ``kind:code``, never free text."""
+    return f"{reason.kind.value}:{reason.code}"
 
 
 class JsonFormatter(logging.Formatter):

@@ -38,7 +38,7 @@ from typing import Any, NoReturn, cast
 
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
-from engine.records import Verdict
+from engine.records import Verdict, VerdictBatch
 from engine.settings import Settings
 from engine.stages.consume import FatalKafkaError, LibrdkafkaLog
 from engine.wire.codec import DeadLetter
@@ -88,14 +88,14 @@ class TransactionalEmitter:
     """Owns the worker's transactional producer; one ``commit_batch`` = one transaction."""
 
     def __init__(self, settings: Settings, worker_id: str, *,
-                 encode_verdict: Callable[[Verdict], bytes],
+                 encode_verdicts: Callable[[VerdictBatch], Sequence[bytes]],
                  encode_dead_letter: Callable[[DeadLetter], bytes],
                  verdicts_topic: str | None = None, dead_letters_topic: str | None = None,
                  sleep: Callable[[float], None] = time.sleep):
         self.transactional_id = f"{settings.kafka.transactional_id_prefix}-{worker_id}"
         self.verdicts_topic = verdicts_topic or settings.topics.verdicts
         self.dead_letters_topic = dead_letters_topic or settings.topics.dead_letters
-        self._encode_verdict = encode_verdict
+        self._encode_verdicts = encode_verdicts
         self._encode_dead_letter = encode_dead_letter
         self._sleep = sleep
         # Retriable errors (broker away, coordinator moving) are retried for as long as the
@@ -122,9 +122,15 @@ class TransactionalEmitter:
     def encode(self, verdicts: Sequence[Verdict], dead_letters: Sequence[DeadLetter]) -> list[OutgoingRecord]:
         """The records of one transaction, encoded: verdicts (key = customer id), then dead
         letters. Pure; the worker calls it on its main thread, so the commit thread only
-        waits on the broker instead of competing for the GIL."""
-        out: list[OutgoingRecord] = [(self.verdicts_topic, v.customer_id.encode(), self._encode_verdict(v), None)
-                                     for v in verdicts]
+        waits on the broker instead of competing for the GIL. The verdicts are written
+        from the batch's columns (``VerdictBatch``; a list of records is made one first)."""
+        batch = VerdictBatch.of(verdicts)
+        values = self._encode_verdicts(batch)
+        if len(values) != len(batch):
+            raise ValueError(f"{len(values)} encoded verdicts for {len(batch)}")
+        topic = self.verdicts_topic
+        out: list[OutgoingRecord] = [(topic, customer_id.encode(), value, None)
+                                     for customer_id, value in zip(batch.customer_ids, values)]
         out += [(self.dead_letters_topic, dl.original_key, self._encode_dead_letter(dl), dead_letter_headers(dl))
                 for dl in dead_letters]
         return out

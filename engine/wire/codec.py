@@ -54,6 +54,7 @@ from engine.records import (
     SourcePosition,
     TransactionEvent,
     Verdict,
+    VerdictBatch,
     event_from_json,
 )
 from engine.settings import Settings, get_settings
@@ -64,7 +65,7 @@ from engine.wire.schema_catalog import (
     load_schema_file,
     parse_plain,
 )
-from engine.wire.verdict_avro import WRITES_SCHEMA, schema_fingerprint, write_verdict
+from engine.wire.verdict_avro import WRITES_SCHEMA, schema_fingerprint, write_verdicts
 
 MAGIC_BYTE = 0
 CONTENT_TYPE = "content-type"
@@ -300,13 +301,19 @@ class VerdictCodec(RecordCodec[Verdict]):
         self.writes_directly = schema_fingerprint(self.reader_schema) == WRITES_SCHEMA
 
     def encode(self, record: Verdict, topic: str | None = None) -> bytes:
+        return self.encode_batch(VerdictBatch.of([record]), topic)[0]
+
+    def encode_batch(self, batch: VerdictBatch, topic: str | None = None) -> list[bytes]:
+        """Each verdict of ``batch``, framed, in order: written from the columns while the
+        bundled schema is the one ``write_verdicts`` writes, else by fastavro."""
         if not self.writes_directly:
-            return super().encode(record, topic)
+            return [super(VerdictCodec, self).encode(v, topic) for v in batch]
         try:
-            body = write_verdict(self.to_avro(record))
-        except Exception:  # noqa: BLE001 - a value the schema refuses: let fastavro raise its own error
-            return super().encode(record, topic)
-        return self.frame(topic) + body
+            bodies = write_verdicts(batch)
+        except Exception:  # noqa: BLE001 - a value the schema refuses: fastavro raises its own error, row by row
+            return [super(VerdictCodec, self).encode(v, topic) for v in batch]
+        frame = self.frame(topic)
+        return [frame + body for body in bodies]
 
     def from_avro(self, data: dict[str, Any], source: SourcePosition | None) -> Verdict:
         return Verdict.from_dict(data)
@@ -346,6 +353,9 @@ class Codec:
 
     def encode_verdict(self, verdict: Verdict, topic: str | None = None) -> bytes:
         return self.verdicts.encode(verdict, topic)
+
+    def encode_verdicts(self, verdicts: VerdictBatch, topic: str | None = None) -> list[bytes]:
+        return self.verdicts.encode_batch(verdicts, topic)
 
     def encode_outcome(self, outcome: Outcome, topic: str | None = None) -> bytes:
         return self.outcomes.encode(outcome, topic)

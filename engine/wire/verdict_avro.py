@@ -1,9 +1,12 @@
-"""The verdict's Avro body, written field by field for ``schemas/verdict.avsc``.
+"""The verdicts' Avro bodies, written field by field for ``schemas/verdict.avsc``.
 
 Why: every decided event is one verdict record, and fastavro's generic writer walks
-the schema for every record; these few lines write the same bytes in a little over half
-its time (``python ops/bench/codec.py``, the "verdict" rows; figures in
-docs/performance.md, "Verdicts written directly").
+the schema for every record. These lines write the same bytes from the batch's columns
+(``engine.records.VerdictBatch``): strings and doubles packed directly, the probability
+map's fixed keys and the confidence and risk in one ``struct`` call, and what a batch
+shares (versions, decision time) encoded once (``python ops/bench/codec.py``, the
+"verdict" rows; figures in docs/performance.md, "Verdicts written directly" and
+"Verdicts from columns").
 
 The bytes must be exactly fastavro's: ``tests/unit/test_verdict_avro.py`` holds them to
 ``fastavro.schemaless_writer`` on random verdicts. The writer is used only while the
@@ -11,11 +14,9 @@ bundled schema is the one it was written for (``WRITES_SCHEMA``, its parsing can
 form's SHA-256): change the schema and the codec falls back to fastavro, and that test
 says the writer needs the same change.
 
->>> body = write_verdict({"event_id": "e1", "customer_id": "c1", "verdict": "review",
-...     "confidence": 0.5, "probabilities": {}, "risk_score": 0.25, "reasons": [],
-...     "model_version": "m", "rules_version": "r", "decision_latency_ms": 1.0,
-...     "decided_at_ms": 1, "event_time_ms": -1, "detector_score": None})
->>> body[:7]
+>>> from engine.records import Verdict
+>>> v = Verdict("e1", "c1", Decision.REVIEW, 0.5, {}, 0.25, (), "m", "r", 1.0, 1, -1)
+>>> write_verdicts(VerdictBatch.of([v]))[0][:7]
 b'\\x04e1\\x04c1\\x02'
 """
 
@@ -28,11 +29,12 @@ from typing import Any
 
 from fastavro.schema import to_parsing_canonical_form
 
+from engine.records import DECISIONS, Decision, ReasonKind, VerdictBatch
+
 #: SHA-256 of the parsing canonical form of the verdict schema this module writes.
 WRITES_SCHEMA = "5486f4c794c6f3ee0b50d77d777594e74b83acdb4d964821eeb72656a7ed837f"
 
 _DOUBLE = Struct("<d")
-_SYMBOLS = {"pass": b"\x00", "review": b"\x02", "reject": b"\x04"}  # enum index, zig-zag encoded
 
 
 def schema_fingerprint(parsed_schema: Mapping[str, Any]) -> str:
@@ -73,38 +75,58 @@ def _repeated(s: str) -> bytes:
     return found
 
 
-def write_verdict(record: Mapping[str, Any]) -> bytes:
-    """The Avro body of a verdict record as ``Verdict.to_dict`` builds it."""
-    pack = _DOUBLE.pack
-    out = bytearray(_string(record["event_id"]))
-    out += _string(record["customer_id"])
-    out += _SYMBOLS[record["verdict"]]
-    out += pack(record["confidence"])
-    probabilities = record["probabilities"]
-    if probabilities:
-        out += _long(len(probabilities))
-        for key, value in probabilities.items():
-            out += _repeated(key)
-            out += pack(value)
-    out += b"\x00"
-    out += pack(record["risk_score"])
-    reasons = record["reasons"]
-    if reasons:
-        out += _long(len(reasons))
-        for reason in reasons:
-            out += _repeated(reason["kind"])
-            out += _repeated(reason["code"])
-            out += _string(reason["detail"])
-    out += b"\x00"
-    out += _repeated(record["model_version"])
-    out += _repeated(record["rules_version"])
-    out += pack(record["decision_latency_ms"])
-    out += _long(record["decided_at_ms"])
-    out += _long(record["event_time_ms"])
-    score = record["detector_score"]
-    if score is None:
-        out += b"\x00"
-    else:
-        out += b"\x02"
-        out += pack(score)
-    return bytes(out)
+_VERDICT_BYTE = {Decision.PASS: 0, Decision.REVIEW: 2, Decision.REJECT: 4}  # enum index, zig-zag encoded
+_KIND_BYTES = {kind: _string(kind.value) for kind in ReasonKind}
+_PROBABILITY_KEYS = tuple(d.value for d in DECISIONS)
+#: The verdict symbol, the confidence, the three probabilities as one map block (their
+#: keys in ``DECISIONS`` order, as the policy writes them) and the risk score: one pack.
+_HEAD = Struct("<Bd" + "B" + "".join(f"{len(_string(k))}sd" for k in _PROBABILITY_KEYS) + "Bd")
+_HEAD_KEYS = tuple(_string(k) for k in _PROBABILITY_KEYS)
+_HEAD_FALLBACK = Struct("<Bd")
+
+
+def write_verdicts(batch: VerdictBatch) -> list[bytes]:
+    """The Avro body of each verdict of ``batch``, read from its columns."""
+    pack, head, keys = _DOUBLE.pack, _HEAD.pack, _HEAD_KEYS
+    k0, k1, k2 = keys
+    versions: dict[tuple[str, str], bytes] = {}
+    decided: dict[int, bytes] = {}
+    out: list[bytes] = []
+    for (event_id, customer_id, verdict, confidence, probabilities, risk, reasons, model_version,
+         rules_version, latency, decided_at, event_time, score) in zip(
+            batch.event_ids, batch.customer_ids, batch.verdicts, batch.confidences, batch.probabilities,
+            batch.risk_scores, batch.reasons, batch.model_versions, batch.rules_versions,
+            batch.decision_latencies_ms, batch.decided_at_ms, batch.event_times_ms, batch.detector_scores):
+        parts = [_string(event_id), _string(customer_id)]
+        if tuple(probabilities) == _PROBABILITY_KEYS:
+            parts.append(head(_VERDICT_BYTE[verdict], confidence, 6, k0, probabilities["pass"],
+                              k1, probabilities["review"], k2, probabilities["reject"], 0, risk))
+        else:  # any other map: its own block (or none when empty)
+            parts.append(_HEAD_FALLBACK.pack(_VERDICT_BYTE[verdict], confidence))
+            if probabilities:
+                parts.append(_long(len(probabilities)))
+                for key, value in probabilities.items():
+                    parts.append(_repeated(key))
+                    parts.append(pack(value))
+            parts.append(b"\x00")
+            parts.append(pack(risk))
+        if reasons:
+            parts.append(_long(len(reasons)))
+            for reason in reasons:
+                parts.append(_KIND_BYTES[reason.kind])
+                parts.append(_repeated(reason.code))
+                parts.append(_string(reason.detail))
+        parts.append(b"\x00")
+        named = versions.get((model_version, rules_version))
+        if named is None:
+            named = versions[(model_version, rules_version)] = _string(model_version) + _string(rules_version)
+        parts.append(named)
+        parts.append(pack(latency))
+        at = decided.get(decided_at)
+        if at is None:
+            at = decided[decided_at] = _long(decided_at)
+        parts.append(at)
+        parts.append(_long(event_time))
+        parts.append(b"\x00" if score is None else b"\x02" + pack(score))
+        out.append(b"".join(parts))
+    return out

@@ -29,7 +29,7 @@ from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.records import Verdict
+from engine.records import Verdict, VerdictBatch
 from engine.stages.consume import RawRecord
 from engine.stages.decode import Decoded
 from engine.wire.codec import DeadLetter
@@ -46,7 +46,7 @@ class InFlight:
     #: The batch's ``ScoredBatch``: ``DecisionPipeline.score`` on the infer thread, or done
     #: in line (``run_now``); None when there is nothing to finish.
     scoring: Future[Any] | None = None
-    verdicts: list[Verdict] = field(default_factory=list)
+    verdicts: VerdictBatch = field(default_factory=lambda: VerdictBatch.of(()))
     #: Arrival time of each verdict's event, and its source partition (aligned with ``verdicts``).
     arrivals: list[float] = field(default_factory=list)
     sources: list[Partition] = field(default_factory=list)
@@ -71,18 +71,20 @@ class InFlight:
     def decided(self, verdicts: Sequence[Verdict], events: Sequence[Any], arrivals: Sequence[float],
                 failed: Sequence[DeadLetter] = ()) -> None:
         """Record the verdicts of ``events`` (aligned) and the events that failed."""
-        self.verdicts = list(verdicts)
+        self.verdicts = VerdictBatch.of(verdicts)
         self.arrivals = list(arrivals)
         self.sources = [(e.source.topic, e.source.partition) if e.source is not None else ("", -1) for e in events]
         self.dead_letters = list(self.decoded.dead_letters) + list(failed)
 
-    def to_commit(self) -> tuple[list[Verdict], list[float], list[DeadLetter], dict[Partition, int]]:
+    def to_commit(self) -> tuple[VerdictBatch, list[float], list[DeadLetter], dict[Partition, int]]:
         """Verdicts (with arrival times), dead letters and next offsets of the partitions
         this worker still owns."""
         gone = self.revoked
         keep = [i for i, src in enumerate(self.sources) if src not in gone]
         dead = [d for d in self.dead_letters if (d.source_topic, d.source_partition) not in gone]
-        return ([self.verdicts[i] for i in keep], [self.arrivals[i] for i in keep], dead, self.next_offsets())
+        if len(keep) == len(self.sources):  # the usual case: every partition still ours
+            return self.verdicts, list(self.arrivals), dead, self.next_offsets()
+        return self.verdicts.take(keep), [self.arrivals[i] for i in keep], dead, self.next_offsets()
 
     def next_offsets(self) -> dict[Partition, int]:
         """Last offset + 1 of every owned partition in the batch, dead-lettered records included."""

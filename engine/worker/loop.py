@@ -94,6 +94,7 @@ from engine.features.store import ContextUnavailable
 from engine.observe.health import HealthState
 from engine.observe.metrics import EngineMetrics
 from engine.pipeline import DecisionPipeline
+from engine.records import Verdict
 from engine.settings import Settings
 from engine.stages.batch import MicroBatcher
 from engine.stages.consume import MAX_POLL_TIMEOUT_S, EventConsumer, FatalKafkaError, RawRecord
@@ -268,7 +269,7 @@ class Worker:
         self.metrics.observe_stage("warmup", seconds)
         return seconds
 
-    def _decide_on_threads(self, events: Sequence[Any], arrival_ms: Sequence[float]) -> list[Any]:
+    def _decide_on_threads(self, events: Sequence[Any], arrival_ms: Sequence[float]) -> Sequence[Verdict]:
         """One batch on the threads the loop uses for a backlog (warms their kernels)."""
         if not self.infer_thread:
             return self.pipeline.decide_batch(events, arrival_ms)
@@ -421,7 +422,8 @@ class Worker:
         events that still fail are dead-lettered (stage ``pipeline``). Enrich is
         idempotent per event id, so events already recorded get their stored context.
         False when a transient error sent the batch back to be redone."""
-        verdicts, events, arrivals, failed = [], [], [], []
+        verdicts: list[Verdict] = []
+        events, arrivals, failed = [], [], []
         now_ms = int(time.time() * 1000)
         for event, arrived in zip(batch.decoded.events, batch.decoded.arrival_ms):
             try:

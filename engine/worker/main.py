@@ -94,7 +94,7 @@ def build_worker(settings: Settings, pipeline: DecisionPipeline, options: Worker
                  hold: RedisHold | None = None) -> Worker:
     """The worker with its Kafka clients: consumer, transactional emitter, committer."""
     codec = Codec(settings)
-    emitter = TransactionalEmitter(settings, options.worker_id, encode_verdict=codec.encode_verdict,
+    emitter = TransactionalEmitter(settings, options.worker_id, encode_verdicts=codec.encode_verdicts,
                                    encode_dead_letter=codec.encode_dead_letter)
     consumer = EventConsumer(settings, group_id=options.group_id,
                              instance_id=options.worker_id if settings.worker.static_membership else None)

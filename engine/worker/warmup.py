@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from engine.records import WARMUP_PREFIX, TransactionEvent, Verdict
+from engine.records import WARMUP_PREFIX, TransactionEvent, Verdict, VerdictBatch
 from engine.stages.consume import RawRecord
 
 log = logging.getLogger("tollgate.warmup")
@@ -51,7 +51,7 @@ def synthetic_events(n: int, now_ms: int | None = None) -> list[TransactionEvent
     return out
 
 
-def warm_up(decide_batch: Callable[[Sequence[TransactionEvent], Sequence[float]], list[Verdict]],
+def warm_up(decide_batch: Callable[[Sequence[TransactionEvent], Sequence[float]], Sequence[Verdict]],
             codec: Any, batch_sizes: Iterable[int], decode: Callable[[Sequence[RawRecord]], Any] | None = None,
             rounds: int = 2) -> float:
     """Decide synthetic batches of each size through decode → decide → encode; return seconds.
@@ -75,8 +75,7 @@ def warm_up(decide_batch: Callable[[Sequence[TransactionEvent], Sequence[float]]
             verdicts = decide_batch(events, [time.time() * 1000.0] * len(events))
             if len(verdicts) != len(events):
                 raise RuntimeError(f"pipeline returned {len(verdicts)} verdicts for {len(events)} events")
-            for v in verdicts:
-                codec.encode_verdict(v)
+            codec.encode_verdicts(VerdictBatch.of(verdicts))
     elapsed = time.perf_counter() - started
     log.info("warmup done", extra={"seconds": round(elapsed, 3), "sizes": list(sizes)})
     return elapsed

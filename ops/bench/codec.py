@@ -12,10 +12,13 @@ resolves each writer id once. This prints, in one run, µs per message for:
 * ``naive``     — fastavro handed the *unparsed* schema dict each message, as code
                   that skips precompilation would do;
 * ``encode``    — ``Codec.encode_event`` (validate + frame + fastavro);
-* ``verdict``   — ``Codec.encode_verdict``, the worker's emit: the body written directly
-                  (``engine.wire.verdict_avro``) against fastavro's generic writer on the
-                  same records (verdicts shaped as the pipeline makes them: the threshold
-                  reason on every one, detector and rule reasons on a few).
+* ``verdict``   — the worker's emit, ``Codec.encode_verdicts`` on batches of 512 verdicts
+                  as the pipeline hands them over (``VerdictBatch``, written from its
+                  columns by ``engine.wire.verdict_avro``), against ``Codec.encode_verdict``
+                  one record at a time and fastavro's generic writer on the same records
+                  (verdicts shaped as the pipeline makes them: the threshold reason on
+                  every one, detector and rule reasons on a few; one decision time per
+                  batch).
 
 Run:  nice python ops/bench/codec.py [--n 20000] [--rounds 5]
 """
@@ -33,7 +36,7 @@ from fastavro import schemaless_reader, schemaless_writer
 
 from engine.offline.simulate.frames import events_from_frame
 from engine.offline.simulate.simulator import SimConfig, Simulator
-from engine.records import Decision, Reason, ReasonKind, Verdict
+from engine.records import Decision, Reason, ReasonKind, Verdict, VerdictBatch
 from engine.settings import Settings
 from engine.wire.codec import JSON_HEADERS, Codec
 from engine.wire.schema_catalog import SCHEMA_DIR, load_schema_file, parse_plain, strip_timestamp_types
@@ -63,9 +66,13 @@ def verdicts_for(events: list) -> list[Verdict]:
             reasons.append(Reason(ReasonKind.RULE, "velocity_burst", "review: more than 8 payments in an hour"))
         out.append(Verdict(e.event_id, e.customer_id, Decision.PASS if mass < 0.5 else Decision.REVIEW,
                            max(probs.values()), probs, p_reject, tuple(reasons), "bootstrap-20261206-201820",
-                           "rules-3f9a1c2b", 7.5 + i % 13, 1_765_000_000_000 + i, e.event_time_ms,
+                           "rules-3f9a1c2b", 7.5 + i % 13, 1_765_000_000_000 + i // BATCH, e.event_time_ms,
                            0.012 if i % 20 == 0 else None))
     return out
+
+
+#: Verdicts per batch in the "from columns" case: the worker's ``batch.max_events``.
+BATCH = 512
 
 
 def interleaved_best(cases: dict, rounds: int) -> dict[str, float]:
@@ -115,6 +122,9 @@ def main() -> None:
     verdicts = verdicts_for(events)
     assert codec.verdicts.writes_directly and all(
         codec.encode_verdict(v) == fastavro_verdict(codec, v) for v in verdicts[:500])
+    # whole batches of the verdicts, as the pipeline hands them to emit (the last may be short)
+    batches = [VerdictBatch.of(verdicts[i:i + BATCH]) for i in range(0, len(verdicts), BATCH)]
+    assert codec.encode_verdicts(batches[0]) == [fastavro_verdict(codec, v) for v in verdicts[:BATCH]]
 
     cases = interleaved_best({
         "avro (worker path)": (codec.decode_event, avro),
@@ -123,7 +133,8 @@ def main() -> None:
         "floor: fastavro only": (lambda raw: schemaless_reader(io.BytesIO(raw[5:]), parsed), avro),
         "naive: unparsed schema": (lambda raw: schemaless_reader(io.BytesIO(raw[5:]), unparsed), avro),
         "encode avro": (codec.encode_event, events),
-        "verdict: written directly": (codec.encode_verdict, verdicts),
+        "verdict: from columns": (codec.encode_verdicts, batches),
+        "verdict: one record": (codec.encode_verdict, verdicts),
         "verdict: fastavro": (lambda v: fastavro_verdict(codec, v), verdicts),
     }, args.rounds)
     base = cases["avro (worker path)"]
@@ -131,6 +142,8 @@ def main() -> None:
           f"{sum(map(len, avro)) / len(avro):.0f} B, JSON {sum(map(len, as_json)) / len(as_json):.0f} B; "
           f"python {platform.python_version()} on {platform.machine()}")
     print(f"{'case':26} {'µs/msg':>8} {'msg/s':>10} {'× worker path':>14}")
+    # a batch case's time is per batch: per message, divide by the messages in a batch
+    cases["verdict: from columns"] *= len(batches) / len(verdicts)
     for name, us in cases.items():
         print(f"{name:26} {us:8.2f} {1e6 / us:10.0f} {us / base:14.2f}")
 

@@ -126,8 +126,7 @@ def main() -> None:
                 finish_cpu[name] += time.thread_time() - t0
             Guard.apply_batch = columns_apply_batch
         with stage("emit (encode verdicts)", counted):
-            for v in verdicts:
-                codec.encode_verdict(v)
+            codec.encode_verdicts(verdicts)
         if counted:
             counted_events += len(chunk)
             # The pipeline times its stages in wall time; on a shared machine that counts

@@ -57,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = ap.parse_args(argv)
     settings = Settings()
     consumer = Consumer(consumer_config(settings))
-    emitter = TransactionalEmitter(settings, f"relay-{uuid.uuid4().hex[:8]}", encode_verdict=bytes,
+    emitter = TransactionalEmitter(settings, f"relay-{uuid.uuid4().hex[:8]}", encode_verdicts=lambda batch: [],
                                    encode_dead_letter=bytes)
     emitter.start()
     consumer.subscribe([settings.topics.events])

@@ -80,8 +80,11 @@ for line in sys.stdin:
     cpu["score"], t = time.thread_time() - t, time.thread_time()
     verdicts = pipeline.finish(scored)
     cpu["finish"], t = time.thread_time() - t, time.thread_time()
-    for v in verdicts:
-        codec.encode_verdict(v)
+    if hasattr(codec, "encode_verdicts"):  # from columns (since the verdicts became a VerdictBatch)
+        codec.encode_verdicts(verdicts)
+    else:
+        for v in verdicts:
+            codec.encode_verdict(v)
     cpu["emit"] = time.thread_time() - t
     print(json.dumps({"events": len(chunk), "cpu": cpu}), flush=True)
 if args["context"] == "redis":

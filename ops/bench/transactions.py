@@ -111,7 +111,7 @@ def _run(bootstrap: str, source: str, sink: str, u: str, args: argparse.Namespac
     for i, variant in enumerate(args.variants):
         backoff = int(variant.partition(":")[2])
         settings = Settings(kafka=KafkaSettings(bootstrap=bootstrap, producer_retry_backoff_ms=backoff))
-        emitters[variant] = TransactionalEmitter(settings, f"bench-{u}-{i}", encode_verdict=bytes,
+        emitters[variant] = TransactionalEmitter(settings, f"bench-{u}-{i}", encode_verdicts=lambda batch: [],
                                                  encode_dead_letter=bytes, verdicts_topic=sink)
         emitters[variant].start()
     value = b"v" * 160  # about an encoded verdict

@@ -44,7 +44,7 @@ class FakeProducer:
 
 
 def _emitter(producer: FakeProducer) -> TransactionalEmitter:
-    em = TransactionalEmitter(SETTINGS, "w1", encode_verdict=CODEC.encode_verdict,
+    em = TransactionalEmitter(SETTINGS, "w1", encode_verdicts=CODEC.encode_verdicts,
                               encode_dead_letter=CODEC.encode_dead_letter, sleep=lambda s: None)
     em._producer = producer
     return em

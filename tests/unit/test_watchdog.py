@@ -80,7 +80,7 @@ class BlockingProducer(FakeProducer):
 
 def test_send_offsets_ignoring_its_timeout_fails_the_commit_as_fatal_instead_of_hanging():
     producer = BlockingProducer()
-    emitter = TransactionalEmitter(SHORT, "w1", encode_verdict=CODEC.encode_verdict,
+    emitter = TransactionalEmitter(SHORT, "w1", encode_verdicts=CODEC.encode_verdicts,
                                    encode_dead_letter=CODEC.encode_dead_letter, sleep=lambda s: None)
     emitter._producer = producer
     try:
