@@ -36,8 +36,9 @@ for _, e in ipairs(op.e) do
 end
 redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -(op.keep + 1))
 redis.call('PEXPIRE', KEYS[1], op.ttl)
-redis.call('HDEL', KEYS[2], unpack(op.stale))
-if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], op.ttl) end
+-- HDEL only with fields (it needs one); PEXPIRE of a key that is gone does nothing
+if #op.stale > 0 then redis.call('HDEL', KEYS[2], unpack(op.stale)) end
+redis.call('PEXPIRE', KEYS[2], op.ttl)
 if (redis.call('GET', KEYS[3]) or '') == op.expect then
   redis.call('SET', KEYS[3], op.token, 'PX', op.ttl)
   return 1
@@ -51,8 +52,8 @@ _TERMINAL_WRITE = """
 -- ARGV[1] JSON {b: [bucket per event], act: [stale...], lab: [stale...], ttl}
 local op = cjson.decode(ARGV[1])
 for _, b in ipairs(op.b) do redis.call('HINCRBY', KEYS[1], b, 1) end
-redis.call('HDEL', KEYS[1], unpack(op.act))
-redis.call('HDEL', KEYS[2], unpack(op.lab))
+if #op.act > 0 then redis.call('HDEL', KEYS[1], unpack(op.act)) end
+if #op.lab > 0 then redis.call('HDEL', KEYS[2], unpack(op.lab)) end
 redis.call('PEXPIRE', KEYS[1], op.ttl)
 return 1
 """

@@ -176,8 +176,9 @@ end
 for _, c in ipairs(ops.customers) do
   redis.call('ZREMRANGEBYRANK', c[1], 0, -(c[2] + 1))
   redis.call('PEXPIRE', c[1], ops.state_ttl)
-  redis.call('HDEL', c[3], unpack(c[4]))
-  if redis.call('EXISTS', c[3]) == 1 then redis.call('PEXPIRE', c[3], ops.state_ttl) end
+  -- HDEL only with fields (it needs one); PEXPIRE of a key that is gone does nothing
+  if #c[4] > 0 then redis.call('HDEL', c[3], unpack(c[4])) end
+  redis.call('PEXPIRE', c[3], ops.state_ttl)
   -- c[5] the state token, c[6] the token this batch read: still it, our state is the
   -- one of record; another writer in between, and no copy anywhere is current
   if (redis.call('GET', c[5]) or '') == c[6] then
@@ -188,8 +189,8 @@ for _, c in ipairs(ops.customers) do
   end
 end
 for _, t in ipairs(ops.terminals) do
-  redis.call('HDEL', t[1], unpack(t[3]))
-  redis.call('HDEL', t[2], unpack(t[4]))
+  if #t[3] > 0 then redis.call('HDEL', t[1], unpack(t[3])) end
+  if #t[4] > 0 then redis.call('HDEL', t[2], unpack(t[4])) end
   redis.call('PEXPIRE', t[1], ops.state_ttl)
 end
 return {lost, stale}
@@ -370,11 +371,12 @@ class RedisFeatureStore:
             "snap_ttl": self.snapshot_ttl_ms, "state_ttl": STATE_TTL_MS, "events": ops_events, "cuts": cuts,
             "token": token,
             "customers": [[self._k("cev", c), len(customers[c].times), self._k("cdev", c),
-                           sorted(devices_before[c] - set(customers[c].devices)) or _EMPTY,
+                           sorted(devices_before[c] - set(customers[c].devices)),
                            self._k("cver", c), read_tokens[c]]
                           for c in touched_c],
             "terminals": [[self._k("tact", t), self._k("tlab", t),
-                           *(_stale(buckets_before[t], terminals[t]) or _EMPTY for _stale in (_stale_activity, _stale_labels))]
+                           _stale_activity(buckets_before[t], terminals[t]),
+                           _stale_labels(buckets_before[t], terminals[t])]
                           for t in touched_t],
         }
         if self._cluster is None:
@@ -500,11 +502,6 @@ class RedisFeatureStore:
         except redis.RedisError as exc:
             raise ContextUnavailable(f"decision log unavailable: {exc!r}") from exc
         return [None if r is None else ContextSnapshot.from_dict(_loads(r)) for r in raws]
-
-
-#: cjson encodes an empty Python list as an empty *object*; a one-element sentinel list
-#: keeps the Lua side simple (HDEL of a field that does not exist is a no-op).
-_EMPTY = ["\x00none"]
 
 
 def _customer_from(rows: list[list[Any]], flat: list[str]) -> CustomerState:

@@ -10,14 +10,15 @@ import random
 import pytest
 import redis
 
+from engine.features.compute import TERMINAL_KEEP_BUCKETS
 from engine.features.memory import MemoryFeatureStore
 from engine.features.redis_store import RedisFeatureStore
 from engine.features.snapshot import ContextSnapshot
-from engine.features.spec import CONTEXT_FEATURES, DAY_MS, HISTORY_LEN, HOUR_MS
+from engine.features.spec import BUCKET_MS, CONTEXT_FEATURES, DAY_MS, HISTORY_LEN, HOUR_MS, MAX_DEVICES_PER_CUSTOMER
 from engine.features.store import ContextUnavailable, FeatureStore, LabelArrival
 from engine.records import TransactionEvent
 from engine.settings import Settings
-from engine.wire.redisconn import connect
+from engine.wire.redisconn import connect, reply_text
 from tests.support.events import event
 
 T0 = 1_700_000_000_000 - (1_700_000_000_000 % DAY_MS)  # a midnight, so hour buckets are obvious
@@ -382,6 +383,28 @@ def test_user_text_of_earlier_events_changes_no_later_context(store):
     assert later_w.values == later_n.values
     assert (later_w.history_amounts, later_w.history_times_ms) == (later_n.history_amounts, later_n.history_times_ms)
     assert len(later_w.history_amounts) == len(texts)
+
+
+@pytest.mark.integration
+def test_redis_state_stays_bounded_evicted_devices_and_old_buckets_are_deleted(redis_url, unique, ns_client):
+    """What a batch evicts is deleted from Redis too (on one server and on a cluster): a
+    customer's devices beyond ``MAX_DEVICES_PER_CUSTOMER`` and a terminal's activity
+    buckets older than ``TERMINAL_KEEP_BUCKETS`` hours before its newest, while the
+    snapshots stay the in-memory store's."""
+    red = RedisFeatureStore(settings=Settings(redis={"url": redis_url}), namespace=unique)
+    memory = MemoryFeatureStore()
+    n_devices = MAX_DEVICES_PER_CUSTOMER + 6
+    # one customer on a new device every 12 hours at one terminal: 35 days, past the horizon
+    events = [ev(f"d{i}", T0 + i * 12 * HOUR_MS, device=f"dev{i}") for i in range(n_devices)]
+    for k in range(0, n_devices, 16):
+        assert red.enrich(events[k:k + 16]) == memory.enrich(events[k:k + 16])
+    devices = {reply_text(d) for d in ns_client.hkeys(red._k("cdev", "c1"))}
+    assert devices == {f"dev{i}" for i in range(n_devices - MAX_DEVICES_PER_CUSTOMER, n_devices)}
+    newest = events[-1].event_time_ms // BUCKET_MS
+    buckets = {int(reply_text(b)) for b in ns_client.hkeys(red._k("tact", "t1"))}
+    assert buckets == {e.event_time_ms // BUCKET_MS for e in events
+                       if e.event_time_ms // BUCKET_MS >= newest - TERMINAL_KEEP_BUCKETS}
+    assert len(buckets) < n_devices  # some really were deleted
 
 
 @pytest.mark.integration
