@@ -232,6 +232,14 @@ class WorkerSettings(_Frozen):
     #: once (``EventConsumer.close``). The worker id must be unique per group either
     #: way: it is the transactional id too. False: dynamic membership.
     static_membership: bool = True
+    #: The cyclic garbage collector's youngest-generation threshold once the worker is
+    #: ready (Python's default: 700 allocations). A batch of 512 events allocates tens of
+    #: thousands of containers, and every 700 of them a collection walked what was young,
+    #: every 7,000 what was middle-aged too, so the main thread collected about sixty
+    #: times per batch (most of its objects are freed by reference counting anyway: the
+    #: collector only looks for cycles). ``python ops/bench/engine.py --modes
+    #: gc-python-default`` compares it with Python's default; figures in docs/performance.md.
+    gc_young_threshold: int = Field(default=20_000, ge=1)
 
 
 class PolicySettings(_Frozen):

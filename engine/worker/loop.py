@@ -211,10 +211,7 @@ class Worker:
             self._startup["fence_wait_after_warmup_s"] = time.perf_counter() - t0
         if self.hold is not None:
             self.hold.active = True  # real events from now on: hold them while Redis is down
-        # Everything alive now (the model, tokenizer, rules, imported modules) lives as
-        # long as the process; out of the collector's sight, a full collection no longer
-        # stops this thread to walk them again (docs/performance.md, changes table).
-        gc.freeze()
+        settle_collector(self.settings.worker.gc_young_threshold)
         self.metrics.set_versions(self.pipeline.model_version, self.pipeline.rules_version)
         self.health.mark_ready()
         self.metrics.ready.set(1)
@@ -519,3 +516,12 @@ class Worker:
             log.info("dropped buffered records of revoked partitions",
                      extra={"records": dropped, "lost": lost})
 
+
+def settle_collector(young_threshold: int) -> None:
+    """The garbage collector as the ready worker runs it. Everything alive now (the model,
+    tokenizer, rules, imported modules) lives as long as the process: frozen, out of the
+    collector's sight, so a full collection no longer walks it again (docs/performance.md,
+    changes table). Then the youngest generation collected every ``young_threshold``
+    allocations instead of 700 (``WorkerSettings.gc_young_threshold`` says why)."""
+    gc.freeze()
+    gc.set_threshold(young_threshold, *gc.get_threshold()[1:])

@@ -117,6 +117,8 @@ MODES = {"fixed-W": {"TOLLGATE_BATCH__CLOSE_WHEN_IDLE": "false"},
          # OpenBLAS's default threads (one per core) in the worker's own process
          "blas-threads-per-core": {"TOLLGATE_BATCH__BLAS_THREADS": "0"},
          "backlog-depth-1": {"TOLLGATE_BATCH__BACKLOG_DEPTH": "1"},
+         # the garbage collector at Python's default thresholds, as before 2026-12-07
+         "gc-python-default": {"TOLLGATE_WORKER__GC_YOUNG_THRESHOLD": "700"},
          # with --model-dir an ONNX export: its safetensors weights through PyTorch instead of
          # the graph on NumPy arrays (engine.stages.infer_arrays), same model, same events
          "torch-runtime": {"TOLLGATE_MODEL__RUNTIME": "torch"},
@@ -417,7 +419,8 @@ def main() -> None:
                          "or on a thread of its own (one-process, one-process-infer-thread); PyTorch's "
                          "default threads (torch-threads-per-core); OpenBLAS's default threads in the worker "
                          "(blas-threads-per-core); one backlog batch on the threads "
-                         "(backlog-depth-1); the PyTorch runtime for an ONNX --model-dir (torch-runtime); the "
+                         "(backlog-depth-1); the garbage collector at Python's default thresholds "
+                         "(gc-python-default); the PyTorch runtime for an ONNX --model-dir (torch-runtime); the "
                          "detector without its sentence encoder (detector-screen-only); the encoder as numpy code or "
                          "with int8 products (detector-numpy, detector-int8)")
     ap.add_argument("--mode-rates", type=float, nargs="*", default=[1000.0],

@@ -19,7 +19,7 @@ from engine.stages.consume import RawRecord
 from engine.stages.emit import BatchAborted
 from engine.wire.codec import Codec
 from engine.worker.commit import BatchCommitter
-from engine.worker.loop import Worker, WorkerOptions
+from engine.worker.loop import Worker, WorkerOptions, settle_collector
 from tests.support.events import event
 
 SETTINGS = Settings(batch=BatchSettings(max_events=4, max_wait_ms=1000.0, close_when_idle=False),
@@ -581,3 +581,21 @@ def test_a_quiet_streams_small_batch_is_scored_in_line_and_a_large_one_on_the_in
     assert worth_a_thread(prepared(THREAD_MIN_ROWS, remote_only))
     split = SimpleNamespace(runs_remote=lambda rows: rows >= 16)  # SplitInference decides
     assert [worth_a_thread(prepared(r, split)) for r in (15, 16)] == [False, True]
+
+
+def test_the_ready_worker_freezes_what_lives_and_collects_the_young_generation_less_often():
+    import gc
+
+    from engine.settings import WorkerSettings
+
+    before = gc.get_threshold()
+    try:
+        gc.unfreeze()
+        settle_collector(WorkerSettings().gc_young_threshold)
+        assert gc.get_freeze_count() > 0
+        assert gc.get_threshold() == (WorkerSettings().gc_young_threshold, *before[1:])
+        assert gc.get_threshold()[0] > 700  # Python's default, which the setting replaces
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
+
