@@ -119,6 +119,13 @@ local keys = cjson.decode(ARGV[4])
 local held = ARGV[5] and cjson.decode(ARGV[5]) or {}
 local out, i = {}, 1
 local function flat(h) if #h == 0 then return '[]' end return cjson.encode(h) end
+-- A terminal's hashes hold only what the write scripts put there: activity maps an hour
+-- bucket to a count (all integers: JSON numbers as they stand), labels map 'k:<bucket>'
+-- or 'b:<bucket>' to a count (nothing to escape). Joined as they are, not by cjson: a
+-- busy terminal has up to 744 buckets, and the client then parses no digits in Python
+-- (python ops/bench/busy_terminals.py).
+local function numbers(h) return '[' .. table.concat(h, ',') .. ']' end
+local function plain(h) if #h == 0 then return '[]' end return '["' .. table.concat(h, '","') .. '"]' end
 for _ = 1, ns do
   local snap = redis.call('GET', keys[i])
   if snap and #snap > 0 then out[#out + 1] = snap else out[#out + 1] = 'null' end
@@ -139,8 +146,8 @@ for c = 1, nc do
   i = i + 3
 end
 for _ = 1, nt do
-  out[#out + 1] = flat(redis.call('HGETALL', keys[i]))
-  out[#out + 1] = flat(redis.call('HGETALL', keys[i + 1]))
+  out[#out + 1] = numbers(redis.call('HGETALL', keys[i]))
+  out[#out + 1] = plain(redis.call('HGETALL', keys[i + 1]))
   i = i + 2
 end
 return '[' .. table.concat(out, ',') .. ']'
@@ -514,10 +521,11 @@ def _customer_from(rows: list[list[Any]], flat: list[str]) -> CustomerState:
     return c
 
 
-def _terminal_from(flat: list[str], labels: list[str]) -> TerminalState:
-    """A terminal's state from its activity and label hashes, each a flat list."""
+def _terminal_from(flat: list[int], labels: list[str]) -> TerminalState:
+    """A terminal's state from its activity hash (a flat list of integers: bucket, count,
+    ...) and its label hash (a flat list of strings)."""
     t = TerminalState()
-    t.activity = BucketCounter.from_items((int(flat[i]), int(flat[i + 1])) for i in range(0, len(flat), 2))
+    t.activity = BucketCounter.from_items(zip(flat[0::2], flat[1::2]))
     known, bad = [], []
     for i in range(0, len(labels), 2):
         kind, bucket = labels[i].split(":", 1)
