@@ -61,7 +61,7 @@ if TYPE_CHECKING:  # tensor records: the pipeline module itself needs no torch (
     from engine.stages.encode import ArrayBatch, EncodedBatch
 
 __all__ = ["STAGES", "BatchTimings", "Components", "DecisionPipeline", "GuardOutcome", "PreparedBatch",
-           "ScoredBatch", "detect_events", "guard_batch", "rule_contexts"]
+           "ScoredBatch", "detect_events", "guard_batch"]
 
 #: Stage names, in order, as they appear in ``BatchTimings`` and the metrics.
 STAGES: tuple[str, ...] = ("enrich", "encode", "infer", "detect", "decide", "guard")
@@ -346,19 +346,12 @@ def detect_events(detector: Detector | None, events: Sequence[TransactionEvent])
     return out
 
 
-def rule_contexts(snapshots: Sequence[ContextSnapshot]) -> RuleContexts:
-    """What rules read as ``ctx.*``, one mapping per snapshot, held as the snapshots (the
-    rules read each variable over the batch as a column, ``RuleContexts``): nothing is
-    built until a rule asks. Built once per batch: an event and its text-free twins share
-    it (read-only)."""
-    return RuleContexts(snapshots)
-
-
 def guard_batch(guard: RuleGuard | None, events: Sequence[TransactionEvent],
                 contexts: Sequence[Mapping[str, float]], proposed: PolicyBatch) -> list[GuardOutcome]:
-    """Hard rules last: they always win. ``contexts`` from ``rule_contexts``; ``proposed``
-    from ``decide_columns``: its decisions, and their model views as the columns the rules
-    read."""
+    """Hard rules last: they always win. ``contexts``: what rules read as ``ctx.*``
+    (``RuleContexts`` of the batch's snapshots: nothing is built until a rule asks);
+    ``proposed`` from ``decide_columns``: its decisions, and their model views as the
+    columns the rules read."""
     proposals = proposed.decisions
     if guard is None:
         return [GuardOutcome(p.verdict) for p in proposals]
@@ -390,7 +383,7 @@ def _decide_and_guard(c: Components, events: Sequence[TransactionEvent], snapsho
         proposed = decide_columns(scores.take(slice(0, n)), detections, c.policy, degraded)
         proposals = proposed.decisions
     with clock("guard"):
-        contexts = rule_contexts(snapshots)
+        contexts = RuleContexts(snapshots)  # read-only: the text-free twins share it
         finals = guard_batch(c.guard, events, contexts, proposed)
     if not owners:
         return detections, proposals, finals

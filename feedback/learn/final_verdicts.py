@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from engine.features.snapshot import ContextSnapshot, RuleContexts
-from engine.pipeline import detect_events, guard_batch, rule_contexts
+from engine.pipeline import detect_events, guard_batch
 from engine.records import DECISIONS, TransactionEvent
 from engine.stages.contracts import Detector
 from engine.stages.contracts import RuleGuard as GuardStage
@@ -83,7 +83,7 @@ class FinalReplay:
         ``snapshot_json``, ``rules_version`` columns, as the stores keep them)."""
         events = [TransactionEvent.from_dict(json.loads(s)) for s in rows["event_json"]]
         snaps = [ContextSnapshot.from_dict(json.loads(s)) for s in rows["snapshot_json"]]
-        contexts = rule_contexts(snaps)
+        contexts = RuleContexts(snaps)
         return ReplayRows(events, contexts, [str(v) for v in rows["rules_version"]],
                           detect_events(self.detector, events))
 

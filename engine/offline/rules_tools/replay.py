@@ -36,9 +36,10 @@ import pandas as pd
 
 from engine.assemble import build_pipeline
 from engine.features.memory import MemoryFeatureStore
+from engine.features.snapshot import RuleContexts
 from engine.features.store import LabelArrival
 from engine.offline.simulate.frames import events_from_frame
-from engine.pipeline import detect_events, rule_contexts
+from engine.pipeline import detect_events
 from engine.records import Decision, OutcomeKind, TransactionEvent
 from engine.rules.rule_metrics import RuleMetrics
 from engine.settings import get_settings
@@ -207,7 +208,7 @@ def _pipeline_batches(frame: pd.DataFrame, model_dir: Path, ruleset: Any):
             scored = pipeline.score(pipeline.prepare(events))
             p, n = scored.prepared, len(events)
             detections = detect_events(p.components.detector, events)
-            contexts = rule_contexts(p.snapshots)
+            contexts = RuleContexts(p.snapshots)
             rows = scored.scores.rows()
             twins: dict[int, ScoreRow] = {}
             for i, row in zip(p.text_rows, rows[n:]):
