@@ -306,14 +306,16 @@ class VerdictCodec(RecordCodec[Verdict]):
     def encode_batch(self, batch: VerdictBatch, topic: str | None = None) -> list[bytes]:
         """Each verdict of ``batch``, framed, in order: written from the columns while the
         bundled schema is the one ``write_verdicts`` writes, else by fastavro."""
-        if not self.writes_directly:
-            return [super(VerdictCodec, self).encode(v, topic) for v in batch]
-        try:
-            bodies = write_verdicts(batch)
-        except Exception:  # noqa: BLE001 - a value the schema refuses: fastavro raises its own error, row by row
-            return [super(VerdictCodec, self).encode(v, topic) for v in batch]
-        frame = self.frame(topic)
-        return [frame + body for body in bodies]
+        if self.writes_directly:
+            try:
+                bodies = write_verdicts(batch)
+            except Exception:  # noqa: BLE001 - a value the schema refuses: fastavro raises its own error, row by row
+                pass
+            else:
+                frame = self.frame(topic)
+                return [frame + body for body in bodies]
+        encode_one = super().encode
+        return [encode_one(v, topic) for v in batch]
 
     def from_avro(self, data: dict[str, Any], source: SourcePosition | None) -> Verdict:
         return Verdict.from_dict(data)

@@ -121,3 +121,17 @@ def test_columns_of_different_lengths_are_refused():
     columns = VerdictBatch.of([v, v])
     with pytest.raises(ValueError, match="differ in length"):
         VerdictBatch(*(column[:1] if i == 4 else column for i, column in enumerate(columns._columns())))
+
+
+def test_the_codec_falls_back_to_fastavro_for_another_schema_and_for_a_refused_value():
+    v = Verdict("e1", "c1", Decision.REVIEW, 0.5, {"pass": 0.2, "review": 0.3, "reject": 0.5}, 0.25,
+                (Reason(ReasonKind.MODEL, "x", "y"),), "m", "r", 1.0, 1, -1, 0.3)
+    batch = VerdictBatch.of([v, v])
+    codec = Codec()
+    direct = codec.encode_verdicts(batch)
+    codec.verdicts.writes_directly = False  # what a changed schema file sets
+    assert codec.encode_verdicts(batch) == direct
+    codec.verdicts.writes_directly = True
+    refused = VerdictBatch(*(["high", "high"] if i == 3 else column for i, column in enumerate(batch._columns())))
+    with pytest.raises(ValueError, match="high"):  # fastavro's own error, not the direct writer's
+        codec.encode_verdicts(refused)
