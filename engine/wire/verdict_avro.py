@@ -80,8 +80,8 @@ _KIND_BYTES = {kind: _string(kind.value) for kind in ReasonKind}
 _PROBABILITY_KEYS = tuple(d.value for d in DECISIONS)
 #: The verdict symbol, the confidence, the three probabilities as one map block (their
 #: keys in ``DECISIONS`` order, as the policy writes them) and the risk score: one pack.
-_HEAD = Struct("<Bd" + "B" + "".join(f"{len(_string(k))}sd" for k in _PROBABILITY_KEYS) + "Bd")
 _HEAD_KEYS = tuple(_string(k) for k in _PROBABILITY_KEYS)
+_HEAD = Struct("<Bd" + "B" + "".join(f"{len(k)}sd" for k in _HEAD_KEYS) + "Bd")
 _HEAD_FALLBACK = Struct("<Bd")
 
 
