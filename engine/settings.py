@@ -233,12 +233,12 @@ class WorkerSettings(_Frozen):
     #: way: it is the transactional id too. False: dynamic membership.
     static_membership: bool = True
     #: The cyclic garbage collector's youngest-generation threshold once the worker is
-    #: ready (Python's default: 700 allocations). A batch of 512 events allocates tens of
-    #: thousands of containers, and every 700 of them a collection walked what was young,
-    #: every 7,000 what was middle-aged too, so the main thread collected about sixty
-    #: times per batch (most of its objects are freed by reference counting anyway: the
-    #: collector only looks for cycles). ``python ops/bench/engine.py --modes
-    #: gc-python-default`` compares it with Python's default; figures in docs/performance.md.
+    #: ready (Python's default: 700 allocations). A batch allocates tens of thousands of
+    #: containers, so at 700 the main thread stopped for a young collection dozens of times
+    #: per batch, and for a middle-aged one every tenth, though reference counting frees
+    #: nearly all of those objects anyway (the collector only looks for cycles).
+    #: ``python ops/bench/engine_ab.py`` against a tree at 700, or ``python
+    #: ops/bench/engine.py --modes gc-python-default``; figures in docs/performance.md.
     gc_young_threshold: int = Field(default=20_000, ge=1)
 
 
