@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 from bisect import bisect_left, bisect_right
+from itertools import accumulate
 from collections.abc import MutableMapping, Sequence
 
 from engine.features.history import HistoryOrder, relevant_history
@@ -110,11 +111,11 @@ class BucketCounter:
     @classmethod
     def from_items(cls, items) -> BucketCounter:
         c = cls()
-        for b, n in sorted(items):
-            if n > 0:
-                c.buckets.append(b)
-                c.counts.append(n)
-                c.cum.append(c.cum[-1] + n)
+        pairs = sorted(p for p in items if p[1] > 0)
+        if pairs:
+            c.buckets = [b for b, _ in pairs]
+            c.counts = [n for _, n in pairs]
+            c.cum = [0, *accumulate(c.counts)]
         return c
 
     def add(self, bucket: int, delta: int = 1) -> None:
@@ -287,7 +288,11 @@ def record_event(event: TransactionEvent, cust: CustomerState, term: TerminalSta
                 del cust.devices[min(cust.devices, key=cust.devices.__getitem__)]
     b = t // BUCKET_MS
     term.activity.add(b)
-    if len(term.activity) > TERMINAL_KEEP_BUCKETS // 2:
+    # What falls out of the kept span goes at once, however little state there is: the
+    # counts then never depend on how much of a terminal a backend loaded (Redis loads
+    # day sums, engine.features.terminal_days) and equal what Redis keeps.
+    floor = b - TERMINAL_KEEP_BUCKETS
+    if term.activity.buckets[0] < floor or (term.known.buckets and term.known.buckets[0] < floor):
         term.prune(b)
 
 

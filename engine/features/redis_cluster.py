@@ -9,7 +9,8 @@ touches one slot only, as Redis Cluster requires. A batch then costs:
    terminal (the same script as on one server, given one slot's keys);
 2. one pipeline of ``SET snapshot NX`` per new event: which events this worker records;
 3. one pipeline of per-slot write scripts for the events it won: per customer (its
-   events, trim, devices) and per terminal (activity buckets, stale buckets).
+   events, trim, devices) and per terminal (activity buckets and day sums, stale
+   buckets: ``engine.features.terminal_days``).
 
 On a single server the whole batch is two atomic scripts; here step 2 happens before
 step 3, so an event is never counted twice, but a worker killed between them (a few
@@ -20,6 +21,8 @@ the round trips and commands per batch on both.
 """
 
 from __future__ import annotations
+
+from engine.features.terminal_days import LUA_RECORD_ACTIVITY
 
 _CUSTOMER_WRITE = """
 -- KEYS[1] customer's event ZSET, KEYS[2] its device HASH, KEYS[3] its state token
@@ -47,12 +50,13 @@ redis.call('DEL', KEYS[3])
 return 0
 """
 
-_TERMINAL_WRITE = """
+_TERMINAL_WRITE = LUA_RECORD_ACTIVITY + """
 -- KEYS[1] terminal's activity HASH, KEYS[2] its label HASH (one slot: {terminal}).
--- ARGV[1] JSON {b: [bucket per event], act: [stale...], lab: [stale...], ttl}
+-- ARGV[1] JSON {b: [bucket per event], lab: [stale...], ttl}
 local op = cjson.decode(ARGV[1])
-for _, b in ipairs(op.b) do redis.call('HINCRBY', KEYS[1], b, 1) end
-if #op.act > 0 then redis.call('HDEL', KEYS[1], unpack(op.act)) end
+local counts = {}
+for _, b in ipairs(op.b) do counts[b] = (counts[b] or 0) + 1 end
+record_activity(KEYS[1], counts)
 if #op.lab > 0 then redis.call('HDEL', KEYS[2], unpack(op.lab)) end
 redis.call('PEXPIRE', KEYS[1], op.ttl)
 return 1

@@ -6,7 +6,8 @@ How a batch of ``enrich`` costs **two round trips**:
    distinct customer ``ZRANGE`` its recent events and ``HGETALL`` its devices — unless
    the customer's state token is the one this store wrote with the copy it holds
    (``engine.features.customer_cache``: then only the token comes back) — for every
-   distinct terminal ``HGETALL`` its activity and label buckets; the keys sent as one
+   distinct terminal the day sums and the hours around the batch's window edges of its
+   activity (``engine.features.terminal_days``), and its label buckets; the keys sent as one
    JSON argument, the whole reply one JSON array (read-only, so it never blocks writers
    for long);
 2. the states are loaded into ``compute``'s structures and ``compute.enrich_batch`` runs
@@ -37,7 +38,8 @@ one entity it belongs to, so a Redis Cluster keeps an entity's keys in one slot:
   ``compute`` keeps; ``{p}:cdev:{<customer>}`` HASH device -> first seen;
   ``{p}:cver:{<customer>}`` the token of the write that left them so (a fresh one per
   batch; deleted when a write finds another writer's token than the one it read);
-* ``{p}:tact:{<terminal>}`` HASH hour bucket -> events; ``{p}:tlab:{<terminal>}`` HASH
+* ``{p}:tact:{<terminal>}`` HASH hour bucket -> events, with a sum per day
+  (``engine.features.terminal_days`` has the layout); ``{p}:tlab:{<terminal>}`` HASH
   ``k:<hour>``/``b:<hour>`` -> labels known/bad by arrival hour; old buckets are deleted;
 * ``{p}:lab:{<terminal>}:<event_id>`` the current label of an event (to apply corrections).
 
@@ -64,7 +66,6 @@ from redis.cluster import RedisCluster
 
 from engine.features.compute import (
     TERMINAL_KEEP_BUCKETS,
-    BucketCounter,
     CustomerState,
     TerminalState,
     enrich_batch,
@@ -75,6 +76,7 @@ from engine.features.redis_cluster import SLOT_WRITE_SCRIPTS
 from engine.features.snapshot import ContextSnapshot
 from engine.features.spec import BUCKET_MS, IDLE_STATE_TTL_MS
 from engine.features.store import ContextUnavailable, LabelArrival
+from engine.features.terminal_days import LUA_READ_ACTIVITY, LUA_RECORD_ACTIVITY, read_plan, terminal_state
 from engine.records import EventValidationError, TransactionEvent
 from engine.settings import Settings, get_settings
 from engine.wire.cluster_scripts import ClusterScripts
@@ -104,11 +106,12 @@ try:  # optional: several times faster (de)serialisation of snapshots, same valu
 except ImportError:  # pragma: no cover - exercised where orjson is absent
     _dumps, _loads = _json_dumps, json.loads
 
-_READ_STATE = """
+_READ_STATE = LUA_READ_ACTIVITY + """
 -- ARGV[1..3]: n_snapshots, n_customers, n_terminals; ARGV[4]: the keys in that order as
 -- one JSON array (snapshot keys; per customer its event ZSET, device HASH and state
 -- token; per terminal its two HASHes); ARGV[5] (optional): per customer the token and
--- event count of the copy the client holds (engine.features.customer_cache). The reply
+-- event count of the copy the client holds (engine.features.customer_cache); ARGV[6]
+-- (optional): per terminal what to read of its activity (terminal_days.read_plan). The reply
 -- is ONE JSON array, one document per key (null: no snapshot): the client parses one
 -- string per batch instead of a RESP element per key, and sends one argument instead
 -- of a thousand (docs/performance.md, "The worker's own CPU at saturation"). A
@@ -117,14 +120,13 @@ _READ_STATE = """
 local ns, nc, nt = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local keys = cjson.decode(ARGV[4])
 local held = ARGV[5] and cjson.decode(ARGV[5]) or {}
+local plans = ARGV[6] and cjson.decode(ARGV[6]) or {}
 local out, i = {}, 1
 local function flat(h) if #h == 0 then return '[]' end return cjson.encode(h) end
 -- A terminal's hashes hold only what the write scripts put there: activity maps an hour
--- bucket to a count (all integers: JSON numbers as they stand), labels map 'k:<bucket>'
--- or 'b:<bucket>' to a count (nothing to escape). Joined as they are, not by cjson: a
--- busy terminal has up to 744 buckets, and the client then parses no digits in Python
--- (python ops/bench/busy_terminals.py).
-local function numbers(h) return '[' .. table.concat(h, ',') .. ']' end
+-- bucket (or a day, 'd:<day>') to a count (integers: JSON numbers as they stand), labels
+-- map 'k:<bucket>' or 'b:<bucket>' to a count (nothing to escape). Joined as they are,
+-- not by cjson, so the client parses no digits in Python (python ops/bench/busy_terminals.py).
 local function plain(h) if #h == 0 then return '[]' end return '["' .. table.concat(h, '","') .. '"]' end
 for _ = 1, ns do
   local snap = redis.call('GET', keys[i])
@@ -145,21 +147,21 @@ for c = 1, nc do
   if tok then out[#out + 1] = '"' .. tok .. '"' else out[#out + 1] = 'null' end
   i = i + 3
 end
-for _ = 1, nt do
-  out[#out + 1] = numbers(redis.call('HGETALL', keys[i]))
+for t = 1, nt do
+  out[#out + 1] = read_activity(keys[i], plans[t])
   out[#out + 1] = plain(redis.call('HGETALL', keys[i + 1]))
   i = i + 2
 end
 return '[' .. table.concat(out, ',') .. ']'
 """
 
-_WRITE_EVENTS = """
+_WRITE_EVENTS = LUA_RECORD_ACTIVITY + """
 -- ARGV[1]: the batch's operations (JSON); ARGV[2]: every new snapshot, concatenated;
 -- snapshot n is bytes ops.cuts[n-1]+1 .. ops.cuts[n] of it (one argument, not one per
 -- event: the client sends the batch in a few writes, not one per snapshot).
 local ops = cjson.decode(ARGV[1])
 local blob, cuts = ARGV[2], ops.cuts
-local lost, stale = {}, {}
+local lost, stale, activity = {}, {}, {}
 for _, op in ipairs(ops.events) do
   local n = op[2]
   local snap = string.sub(blob, (n > 1 and cuts[n - 1] or 0) + 1, cuts[n])
@@ -171,7 +173,9 @@ for _, op in ipairs(ops.events) do
   end
   if recorded then
     redis.call('ZADD', op[3], op[4], op[5])
-    redis.call('HINCRBY', op[6], op[7], 1)
+    local counts = activity[op[6]] or {}
+    activity[op[6]] = counts
+    counts[op[7]] = (counts[op[7]] or 0) + 1
     if op[8] ~= '' then
       local cur = redis.call('HGET', op[8], op[9])
       if (not cur) or tonumber(cur) > tonumber(op[4]) then redis.call('HSET', op[8], op[9], op[4]) end
@@ -196,8 +200,8 @@ for _, c in ipairs(ops.customers) do
   end
 end
 for _, t in ipairs(ops.terminals) do
-  if #t[3] > 0 then redis.call('HDEL', t[1], unpack(t[3])) end
-  if #t[4] > 0 then redis.call('HDEL', t[2], unpack(t[4])) end
+  record_activity(t[1], activity[t[1]] or {})
+  if #t[3] > 0 then redis.call('HDEL', t[2], unpack(t[3])) end
   redis.call('PEXPIRE', t[1], ops.state_ttl)
 end
 return {lost, stale}
@@ -313,7 +317,11 @@ class RedisFeatureStore:
         terminal_ids = list(dict.fromkeys(e.terminal_id for e in events))
         copies = {cid: held for cid in customer_ids if (held := self.customers.get(cid)) is not None}
         mine = [[copies[cid][0], copies[cid][1]] if cid in copies else ["", 0] for cid in customer_ids]
-        replies = iter(self._read(event_ids, customer_ids, terminal_ids, mine))  # round trip 1
+        hours: dict[str, set[int]] = {tid: set() for tid in terminal_ids}
+        for e in events:
+            hours[e.terminal_id].add(e.event_time_ms // BUCKET_MS)
+        plans = [read_plan(hours[tid]) for tid in terminal_ids]
+        replies = iter(self._read(event_ids, customer_ids, terminal_ids, mine, plans))  # round trip 1
 
         seen: dict[str, ContextSnapshot] = {}
         for eid in event_ids:
@@ -331,10 +339,13 @@ class RedisFeatureStore:
             else:
                 customers[cid] = _customer_from(rows, devices)
                 self.customer_reads += 1
-        terminals = {tid: _terminal_from(next(replies), next(replies)) for tid in terminal_ids}
+        terminals: dict[str, TerminalState] = {}
+        newest_written: dict[str, int | None] = {}
+        for tid in terminal_ids:
+            terminals[tid], newest_written[tid] = terminal_state(next(replies), next(replies))
         loaded = dict(seen)
         devices_before = {cid: set(c.devices) for cid, c in customers.items()}
-        buckets_before = {tid: _fields(t) for tid, t in terminals.items()}
+        labels_before = {tid: set(t.known) | set(t.bad) for tid, t in terminals.items()}
 
         snaps = enrich_batch(events, customers, terminals, seen, self.settings.features.history_order)
 
@@ -381,9 +392,9 @@ class RedisFeatureStore:
                            sorted(devices_before[c] - set(customers[c].devices)),
                            self._k("cver", c), read_tokens[c]]
                           for c in touched_c],
+            # activity older than the kept span is deleted by the script (terminal_days)
             "terminals": [[self._k("tact", t), self._k("tlab", t),
-                           _stale_activity(buckets_before[t], terminals[t]),
-                           _stale_labels(buckets_before[t], terminals[t])]
+                           _stale_labels(labels_before[t], terminals[t], newest_written[t])]
                           for t in touched_t],
         }
         if self._cluster is None:
@@ -415,11 +426,12 @@ class RedisFeatureStore:
         return snaps
 
     def _read(self, event_ids: list[str], customer_ids: list[str], terminal_ids: list[str],
-              mine: list[list[Any]]) -> list[Any]:
+              mine: list[list[Any]], plans: list[Any]) -> list[Any]:
         """Snapshots (a dict, or None), then per customer (events, devices, token), then
-        per terminal (activity, labels): one parsed document per key, in that order. A
-        customer whose token and event count are ``mine``'s (the copy this store wrote;
-        ``["", 0]``: none) answers None, None and the token."""
+        per terminal (activity as ``plans`` asks, ``terminal_days``; labels): one parsed
+        document per key, in that order. A customer whose token and event count are
+        ``mine``'s (the copy this store wrote; ``["", 0]``: none) answers None, None and
+        the token."""
         if self._cluster is None:
             keys = [self._k("snap", eid) for eid in event_ids]
             for cid in customer_ids:
@@ -429,15 +441,16 @@ class RedisFeatureStore:
             self._round_trips += 1
             self._commands += 1
             return _loads(self._read_state(
-                args=[len(event_ids), len(customer_ids), len(terminal_ids), _dumps(keys), _dumps(mine)]))
+                args=[len(event_ids), len(customer_ids), len(terminal_ids), _dumps(keys), _dumps(mine),
+                      _dumps(plans)]))
         calls: list[tuple[str, list[str], list[Any]]] = [
             ("cmd:GET", [self._k("snap", eid)], []) for eid in event_ids]
         for cid, held_copy in zip(customer_ids, mine):  # one slot each: the read script given that slot's keys
             cev, cdev, cver = self._k("cev", cid), self._k("cdev", cid), self._k("cver", cid)
             calls.append(("read", [cev], [0, 1, 0, _dumps([cev, cdev, cver]), _dumps([held_copy])]))
-        for tid in terminal_ids:
+        for tid, plan in zip(terminal_ids, plans):
             tact, tlab = self._k("tact", tid), self._k("tlab", tid)
-            calls.append(("read", [tact], [0, 0, 1, _dumps([tact, tlab])]))
+            calls.append(("read", [tact], [0, 0, 1, _dumps([tact, tlab]), b"[]", _dumps([plan])]))
         replies = self._cluster.run(calls)
         out: list[Any] = [_loads(r) if r else None for r in replies[:len(event_ids)]]
         for packed in replies[len(event_ids):]:
@@ -466,10 +479,10 @@ class RedisFeatureStore:
                     {"e": per_customer[cev], "keep": keep, "stale": stale, "ttl": ops["state_ttl"],
                      "token": ops["token"], "expect": expect})]))
         written = [keys[2] for _, keys, _ in calls]
-        for tact, tlab, stale_act, stale_lab in ops["terminals"]:
+        for tact, tlab, stale_lab in ops["terminals"]:
             if tact in per_terminal:
                 calls.append(("terminal_write", [tact, tlab], [_dumps(
-                    {"b": per_terminal[tact], "act": stale_act, "lab": stale_lab, "ttl": ops["state_ttl"]})]))
+                    {"b": per_terminal[tact], "lab": stale_lab, "ttl": ops["state_ttl"]})]))
         replies = self._cluster.run(calls)
         stale_tokens = [cver for cver, ours in zip(written, replies) if not ours]
         return [op[0] for op, ok in zip(events, claimed) if not ok], stale_tokens
@@ -521,34 +534,13 @@ def _customer_from(rows: list[list[Any]], flat: list[str]) -> CustomerState:
     return c
 
 
-def _terminal_from(flat: list[int], labels: list[str]) -> TerminalState:
-    """A terminal's state from its activity hash (a flat list of integers: bucket, count,
-    ...) and its label hash (a flat list of strings)."""
-    t = TerminalState()
-    t.activity = BucketCounter.from_items(zip(flat[0::2], flat[1::2]))
-    known, bad = [], []
-    for i in range(0, len(labels), 2):
-        kind, bucket = labels[i].split(":", 1)
-        (known if kind == "k" else bad).append((int(bucket), int(labels[i + 1])))
-    t.known, t.bad = BucketCounter.from_items(known), BucketCounter.from_items(bad)
-    return t
+def _floor(term: TerminalState, newest_written: int | None) -> int:
+    """Buckets older than this are deleted: the kept span before the newest activity
+    (written before, or by this batch), or before the newest label if there is none."""
+    newest = [b for b in (newest_written, term.activity.newest() if len(term.activity) else None) if b is not None]
+    return (max(newest) if newest else term.known.newest()) - TERMINAL_KEEP_BUCKETS
 
 
-def _fields(term: TerminalState) -> tuple[set[int], set[int]]:
-    return set(term.activity), set(term.known) | set(term.bad)
-
-
-def _floor(term: TerminalState) -> int:
-    return (term.activity.newest() if len(term.activity) else term.known.newest()) - TERMINAL_KEEP_BUCKETS
-
-
-def _stale_activity(before: tuple[set[int], set[int]], term: TerminalState) -> list[str]:
-    """Activity buckets outside every window (or pruned by ``compute``): deleted so a busy
-    terminal's hash stays small."""
-    floor = _floor(term)
-    return [str(b) for b in before[0] if b < floor or b not in term.activity]
-
-
-def _stale_labels(before: tuple[set[int], set[int]], term: TerminalState) -> list[str]:
-    floor = _floor(term)
-    return [f"{kind}:{b}" for b in before[1] if b < floor for kind in ("k", "b")]
+def _stale_labels(before: set[int], term: TerminalState, newest_written: int | None) -> list[str]:
+    floor = _floor(term, newest_written)
+    return [f"{kind}:{b}" for b in before if b < floor for kind in ("k", "b")]

@@ -401,10 +401,93 @@ def test_redis_state_stays_bounded_evicted_devices_and_old_buckets_are_deleted(r
     devices = {reply_text(d) for d in ns_client.hkeys(red._k("cdev", "c1"))}
     assert devices == {f"dev{i}" for i in range(n_devices - MAX_DEVICES_PER_CUSTOMER, n_devices)}
     newest = events[-1].event_time_ms // BUCKET_MS
-    buckets = {int(reply_text(b)) for b in ns_client.hkeys(red._k("tact", "t1"))}
+    buckets = set(_activity_hash(ns_client, red._k("tact", "t1")))
     assert buckets == {e.event_time_ms // BUCKET_MS for e in events
                        if e.event_time_ms // BUCKET_MS >= newest - TERMINAL_KEEP_BUCKETS}
     assert len(buckets) < n_devices  # some really were deleted
+
+
+def _activity_hash(client, key: str) -> dict[int, int]:
+    """A terminal's hour buckets in Redis, after checking the rest of its hash against
+    them (``engine.features.terminal_days``): each day's sum is its hours' sum, ``n`` is
+    the newest hour and ``o`` no newer than the oldest."""
+    flat = {reply_text(k): int(v) for k, v in client.hgetall(key).items()}
+    hours = {int(k): v for k, v in flat.items() if k.isdigit()}
+    days = {int(k[2:]): v for k, v in flat.items() if k.startswith("d:")}
+    assert set(flat) == {str(h) for h in hours} | {f"d:{d}" for d in days} | {"v", "n", "o"}
+    assert flat["v"] == 2 and flat["n"] == max(hours) and flat["o"] <= min(hours)
+    sums: dict[int, int] = {}
+    for h, n in hours.items():
+        sums[h // 24] = sums.get(h // 24, 0) + n
+    assert days == sums
+    return hours
+
+
+def _busy_terminal_history(store: FeatureStore, memory: MemoryFeatureStore, hours: int, start: int) -> None:
+    """Two terminals that took a payment or three every hour for ``hours`` hours (from
+    many customers), recorded through both stores."""
+    rng = random.Random(5)
+    history = [ev(f"h{h}-{k}-{term}", start + h * HOUR_MS + rng.randrange(HOUR_MS), customer=f"old{(h * 3 + k) % 97}",
+                  terminal=term, device=None)
+               for h in range(hours) for term in ("t1", "t2") for k in range(rng.randrange(1, 4))]
+    for k in range(0, len(history), 500):
+        assert store.enrich(history[k:k + 500]) == memory.enrich(history[k:k + 500])
+
+
+@pytest.mark.integration
+def test_busy_terminal_is_read_as_day_sums_with_memory_s_numbers(redis_url, unique, ns_client, monkeypatch):
+    """A terminal with activity every hour for 40 days (past the kept span) is read as a
+    few days of hours and day sums (``engine.features.terminal_days``), and every window
+    still counts what the in-memory store counts: events at a day's first and last hour,
+    a batch spanning days, late events whose windows reach the oldest kept hours, and
+    events of several hours of one batch."""
+    import engine.features.terminal_days as terminal_days
+
+    red = RedisFeatureStore(settings=Settings(redis={"url": redis_url}), namespace=unique)
+    memory = MemoryFeatureStore()
+    _busy_terminal_history(red, memory, 40 * 24, T0)
+    replies: list[object] = []
+    real = terminal_days.activity_from_reply
+    monkeypatch.setattr(terminal_days, "activity_from_reply", lambda r: replies.append(r) or real(r))
+    now = T0 + 40 * DAY_MS
+    rng = random.Random(9)
+    batches = [
+        [ev("a0", now + 5 * MIN)],  # a day's first hour
+        [ev("a1", now + 23 * HOUR_MS + 5 * MIN, terminal="t2")],  # its last hour: whole days only
+        [ev(f"b{i}", now + DAY_MS + i * 3 * HOUR_MS + 7 * MIN, customer=f"n{i}", terminal=f"t{1 + i % 2}")
+         for i in range(12)],  # a batch over a day and a half
+        [ev(f"c{i}", now + 2 * DAY_MS - rng.randrange(1, 30 * DAY_MS), customer=f"l{i}", terminal=f"t{1 + i % 2}")
+         for i in range(20)],  # late events, some near the oldest kept hours
+        [ev(f"d{i}", now + 2 * DAY_MS + i * MIN, customer=f"m{i}") for i in range(30)],
+    ]
+    for k, batch in enumerate(batches):
+        assert red.enrich(batch) == memory.enrich(batch), f"batch {k} differs"
+        _activity_hash(ns_client, red._k("tact", "t1"))
+    # the first batch (at 00:05): two stretches in each of the days 1, 7 and 30 before
+    # (its own day holds nothing yet), and 27 day sums, for 720 hours of history
+    first = replies[0]
+    assert isinstance(first, dict) and (len(first["s"]) // 2, len(first["d"]) // 2) == (3 * 2, 27)
+    summarised = [r for r in replies if isinstance(r, dict)]
+    assert len(summarised) >= len(batches)  # the day sums were read, not every hour
+
+
+@pytest.mark.integration
+def test_terminal_hash_written_before_day_sums_is_read_whole_then_upgraded(redis_url, unique, ns_client):
+    """A terminal hash written by an older release holds hour fields only: the first batch
+    reads all of it with the in-memory store's numbers, and its write adds the day sums,
+    after which the next batch reads those."""
+    red = RedisFeatureStore(settings=Settings(redis={"url": redis_url}), namespace=unique)
+    memory = MemoryFeatureStore()
+    _busy_terminal_history(red, memory, 33 * 24, T0)
+    key = red._k("tact", "t1")
+    meta = [reply_text(f) for f in ns_client.hkeys(key) if not reply_text(f).isdigit()]
+    ns_client.hdel(key, *meta)  # as the older release left it
+    assert not any(not reply_text(f).isdigit() for f in ns_client.hkeys(key))
+    now = T0 + 33 * DAY_MS + 5 * HOUR_MS
+    assert red.enrich([ev("u0", now)]) == memory.enrich([ev("u0", now)])
+    _activity_hash(ns_client, key)  # day sums, newest and oldest are back, and agree
+    later = [ev(f"u{i}", now + i * HOUR_MS, customer=f"u{i}") for i in range(1, 4)]
+    assert red.enrich(later) == memory.enrich(later)
 
 
 @pytest.mark.integration
