@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import dataclasses
 from bisect import bisect_left, bisect_right
-from itertools import accumulate
 from collections.abc import MutableMapping, Sequence
+from itertools import accumulate
 
 from engine.features.history import HistoryOrder, relevant_history
 from engine.features.snapshot import ContextSnapshot

@@ -22,7 +22,7 @@ the round trips and commands per batch on both.
 
 from __future__ import annotations
 
-from engine.features.terminal_days import LUA_RECORD_ACTIVITY
+from engine.features.terminal_days import LUA_WRITE_TERMINAL
 
 _CUSTOMER_WRITE = """
 -- KEYS[1] customer's event ZSET, KEYS[2] its device HASH, KEYS[3] its state token
@@ -50,14 +50,14 @@ redis.call('DEL', KEYS[3])
 return 0
 """
 
-_TERMINAL_WRITE = LUA_RECORD_ACTIVITY + """
+_TERMINAL_WRITE = LUA_WRITE_TERMINAL + """
 -- KEYS[1] terminal's activity HASH, KEYS[2] its label HASH (one slot: {terminal}).
--- ARGV[1] JSON {b: [bucket per event], lab: [stale...], ttl}
+-- ARGV[1] JSON {b: [bucket per event], ttl}
 local op = cjson.decode(ARGV[1])
 local counts = {}
 for _, b in ipairs(op.b) do counts[b] = (counts[b] or 0) + 1 end
-record_activity(KEYS[1], counts)
-if #op.lab > 0 then redis.call('HDEL', KEYS[2], unpack(op.lab)) end
+local newest = record_activity(KEYS[1], counts)
+if newest then prune_labels(KEYS[2], newest - KEEP_HOURS) end
 redis.call('PEXPIRE', KEYS[1], op.ttl)
 return 1
 """

@@ -65,9 +65,7 @@ import redis
 from redis.cluster import RedisCluster
 
 from engine.features.compute import (
-    TERMINAL_KEEP_BUCKETS,
     CustomerState,
-    TerminalState,
     enrich_batch,
     same_event,
 )
@@ -76,7 +74,7 @@ from engine.features.redis_cluster import SLOT_WRITE_SCRIPTS
 from engine.features.snapshot import ContextSnapshot
 from engine.features.spec import BUCKET_MS, IDLE_STATE_TTL_MS
 from engine.features.store import ContextUnavailable, LabelArrival
-from engine.features.terminal_days import LUA_READ_ACTIVITY, LUA_RECORD_ACTIVITY, read_plan, terminal_state
+from engine.features.terminal_days import LUA_READ_TERMINAL, LUA_WRITE_TERMINAL, read_plans, terminal_state
 from engine.records import EventValidationError, TransactionEvent
 from engine.settings import Settings, get_settings
 from engine.wire.cluster_scripts import ClusterScripts
@@ -106,12 +104,12 @@ try:  # optional: several times faster (de)serialisation of snapshots, same valu
 except ImportError:  # pragma: no cover - exercised where orjson is absent
     _dumps, _loads = _json_dumps, json.loads
 
-_READ_STATE = LUA_READ_ACTIVITY + """
+_READ_STATE = LUA_READ_TERMINAL + """
 -- ARGV[1..3]: n_snapshots, n_customers, n_terminals; ARGV[4]: the keys in that order as
 -- one JSON array (snapshot keys; per customer its event ZSET, device HASH and state
 -- token; per terminal its two HASHes); ARGV[5] (optional): per customer the token and
 -- event count of the copy the client holds (engine.features.customer_cache); ARGV[6]
--- (optional): per terminal what to read of its activity (terminal_days.read_plan). The reply
+-- (optional): per terminal what to read of its two hashes (terminal_days.read_plans). The reply
 -- is ONE JSON array, one document per key (null: no snapshot): the client parses one
 -- string per batch instead of a RESP element per key, and sends one argument instead
 -- of a thousand (docs/performance.md, "The worker's own CPU at saturation"). A
@@ -123,11 +121,6 @@ local held = ARGV[5] and cjson.decode(ARGV[5]) or {}
 local plans = ARGV[6] and cjson.decode(ARGV[6]) or {}
 local out, i = {}, 1
 local function flat(h) if #h == 0 then return '[]' end return cjson.encode(h) end
--- A terminal's hashes hold only what the write scripts put there: activity maps an hour
--- bucket (or a day, 'd:<day>') to a count (integers: JSON numbers as they stand), labels
--- map 'k:<bucket>' or 'b:<bucket>' to a count (nothing to escape). Joined as they are,
--- not by cjson, so the client parses no digits in Python (python ops/bench/busy_terminals.py).
-local function plain(h) if #h == 0 then return '[]' end return '["' .. table.concat(h, '","') .. '"]' end
 for _ = 1, ns do
   local snap = redis.call('GET', keys[i])
   if snap and #snap > 0 then out[#out + 1] = snap else out[#out + 1] = 'null' end
@@ -148,14 +141,15 @@ for c = 1, nc do
   i = i + 3
 end
 for t = 1, nt do
-  out[#out + 1] = read_activity(keys[i], plans[t])
-  out[#out + 1] = plain(redis.call('HGETALL', keys[i + 1]))
+  local plan = plans[t] or {}
+  out[#out + 1] = read_terminal_hash(keys[i], plan[1], ACTIVITY)
+  out[#out + 1] = read_terminal_hash(keys[i + 1], plan[2], LABELS)
   i = i + 2
 end
 return '[' .. table.concat(out, ',') .. ']'
 """
 
-_WRITE_EVENTS = LUA_RECORD_ACTIVITY + """
+_WRITE_EVENTS = LUA_WRITE_TERMINAL + """
 -- ARGV[1]: the batch's operations (JSON); ARGV[2]: every new snapshot, concatenated;
 -- snapshot n is bytes ops.cuts[n-1]+1 .. ops.cuts[n] of it (one argument, not one per
 -- event: the client sends the batch in a few writes, not one per snapshot).
@@ -200,14 +194,17 @@ for _, c in ipairs(ops.customers) do
   end
 end
 for _, t in ipairs(ops.terminals) do
-  record_activity(t[1], activity[t[1]] or {})
-  if #t[3] > 0 then redis.call('HDEL', t[2], unpack(t[3])) end
+  -- old hours and labels go on the server, where the day sums they belong to are
+  local newest = record_activity(t[1], activity[t[1]] or {})
+  if newest then prune_labels(t[2], newest - KEEP_HOURS) end
   redis.call('PEXPIRE', t[1], ops.state_ttl)
 end
 return {lost, stale}
 """
 
-_WRITE_LABELS = """
+_WRITE_LABELS = LUA_WRITE_TERMINAL + """
+-- ARGV[1]: [[label key, terminal's label HASH, arrival hour, bad], ...]; ARGV[2]: the TTL.
+-- A label that changed (another hour or verdict) moves its count.
 local labels = cjson.decode(ARGV[1])
 local ttl = tonumber(ARGV[2])
 local changed = 0
@@ -218,18 +215,10 @@ for _, l in ipairs(labels) do
   if old then
     local o = cjson.decode(old)
     same = (o[1] == tkey and o[2] == bucket and o[3] == bad)
-    if not same then
-      local k = redis.call('HINCRBY', o[1], 'k:' .. o[2], -1)
-      if k <= 0 then redis.call('HDEL', o[1], 'k:' .. o[2]) end
-      if o[3] == 1 then
-        local b = redis.call('HINCRBY', o[1], 'b:' .. o[2], -1)
-        if b <= 0 then redis.call('HDEL', o[1], 'b:' .. o[2]) end
-      end
-    end
+    if not same then count_label(o[1], o[2], o[3] == 1, -1) end
   end
   if not same then
-    redis.call('HINCRBY', tkey, 'k:' .. bucket, 1)
-    if bad == 1 then redis.call('HINCRBY', tkey, 'b:' .. bucket, 1) end
+    count_label(tkey, bucket, bad == 1, 1)
     redis.call('PEXPIRE', tkey, ttl)
     redis.call('SET', key, cjson.encode({tkey, bucket, bad}), 'PX', ttl)
     changed = changed + 1
@@ -320,7 +309,7 @@ class RedisFeatureStore:
         hours: dict[str, set[int]] = {tid: set() for tid in terminal_ids}
         for e in events:
             hours[e.terminal_id].add(e.event_time_ms // BUCKET_MS)
-        plans = [read_plan(hours[tid]) for tid in terminal_ids]
+        plans = [read_plans(hours[tid]) for tid in terminal_ids]
         replies = iter(self._read(event_ids, customer_ids, terminal_ids, mine, plans))  # round trip 1
 
         seen: dict[str, ContextSnapshot] = {}
@@ -339,13 +328,9 @@ class RedisFeatureStore:
             else:
                 customers[cid] = _customer_from(rows, devices)
                 self.customer_reads += 1
-        terminals: dict[str, TerminalState] = {}
-        newest_written: dict[str, int | None] = {}
-        for tid in terminal_ids:
-            terminals[tid], newest_written[tid] = terminal_state(next(replies), next(replies))
+        terminals = {tid: terminal_state(next(replies), next(replies)) for tid in terminal_ids}
         loaded = dict(seen)
         devices_before = {cid: set(c.devices) for cid, c in customers.items()}
-        labels_before = {tid: set(t.known) | set(t.bad) for tid, t in terminals.items()}
 
         snaps = enrich_batch(events, customers, terminals, seen, self.settings.features.history_order)
 
@@ -392,10 +377,8 @@ class RedisFeatureStore:
                            sorted(devices_before[c] - set(customers[c].devices)),
                            self._k("cver", c), read_tokens[c]]
                           for c in touched_c],
-            # activity older than the kept span is deleted by the script (terminal_days)
-            "terminals": [[self._k("tact", t), self._k("tlab", t),
-                           _stale_labels(labels_before[t], terminals[t], newest_written[t])]
-                          for t in touched_t],
+            # what falls out of the kept span is deleted by the script (terminal_days)
+            "terminals": [[self._k("tact", t), self._k("tlab", t)] for t in touched_t],
         }
         if self._cluster is None:
             self._round_trips += 1
@@ -479,10 +462,10 @@ class RedisFeatureStore:
                     {"e": per_customer[cev], "keep": keep, "stale": stale, "ttl": ops["state_ttl"],
                      "token": ops["token"], "expect": expect})]))
         written = [keys[2] for _, keys, _ in calls]
-        for tact, tlab, stale_lab in ops["terminals"]:
+        for tact, tlab in ops["terminals"]:
             if tact in per_terminal:
                 calls.append(("terminal_write", [tact, tlab], [_dumps(
-                    {"b": per_terminal[tact], "lab": stale_lab, "ttl": ops["state_ttl"]})]))
+                    {"b": per_terminal[tact], "ttl": ops["state_ttl"]})]))
         replies = self._cluster.run(calls)
         stale_tokens = [cver for cver, ours in zip(written, replies) if not ours]
         return [op[0] for op, ok in zip(events, claimed) if not ok], stale_tokens
@@ -532,15 +515,3 @@ def _customer_from(rows: list[list[Any]], flat: list[str]) -> CustomerState:
         c.times, c.amounts, c.terminals, c.countries, c.event_ids = (list(col) for col in zip(*rows))
     c.devices = {flat[i]: int(flat[i + 1]) for i in range(0, len(flat), 2)}
     return c
-
-
-def _floor(term: TerminalState, newest_written: int | None) -> int:
-    """Buckets older than this are deleted: the kept span before the newest activity
-    (written before, or by this batch), or before the newest label if there is none."""
-    newest = [b for b in (newest_written, term.activity.newest() if len(term.activity) else None) if b is not None]
-    return (max(newest) if newest else term.known.newest()) - TERMINAL_KEEP_BUCKETS
-
-
-def _stale_labels(before: set[int], term: TerminalState, newest_written: int | None) -> list[str]:
-    floor = _floor(term, newest_written)
-    return [f"{kind}:{b}" for b in before if b < floor for kind in ("k", "b")]

@@ -20,6 +20,11 @@ expire apart from the hours they sum):
   (written before this layout); the read then takes every hour, and the next write adds
   the day sums.
 
+``{p}:tlab:{terminal}`` has the same layout for the labels (by arrival hour): ``"k:<hour>"``
+and ``"b:<hour>"`` (known, bad), their sums ``"dk:<day>"`` and ``"db:<day>"``, ``"o"`` and
+``"v"``. The label windows end at the hour before the event's, so their edges are one
+hour earlier than activity's.
+
 The in-memory store keeps every hour (``compute.TerminalState``), and ``RedisFeatureStore``
 runs ``compute.enrich_batch`` on the state rebuilt here: each stretch of hours that no
 edge splits (a whole day, or part of one) becomes one bucket holding its sum, which
@@ -42,31 +47,36 @@ assert all(w % HOURS_PER_DAY == 0 for w in _WINDOWS), "day sums need windows of 
 #: metadata): a plan that would ask for more reads the whole hash instead.
 _MOST_FIELDS = TERMINAL_KEEP_BUCKETS + 1 + TERMINAL_KEEP_BUCKETS // HOURS_PER_DAY + 2 + 3
 
-#: What the read script is asked for one terminal: ``[first day, last day, [edges]]``,
-#: an edge ``p`` lying between hours ``p - 1`` and ``p``; ``None``: every hour field.
+#: What the read script is asked for one of a terminal's hashes: ``[first day, last day,
+#: [edges]]``, an edge ``p`` lying between hours ``p - 1`` and ``p``; ``None``: all of it.
 ReadPlan = list[Any] | None
 
 
-def read_plan(hours: Collection[int]) -> ReadPlan:
-    """What a batch whose events fall in ``hours`` (hour buckets) reads of a terminal: the
-    days from the oldest window start to the newest event's day, and the edges that fall
-    strictly inside one of them (a day holding an edge is read hour by hour and summed
-    between its edges; every other day as its sum).
+def read_plans(hours: Collection[int]) -> list[ReadPlan]:
+    """What a batch whose events fall in ``hours`` (hour buckets) reads of a terminal's
+    activity and of its labels: the days from the oldest window start to the newest
+    window end, and the edges that fall strictly inside one of them. A day holding an
+    edge is read hour by hour and summed between its edges; every other day as its sum.
 
-    The edges: each window's first hour, the hour after the event's, and the floor
+    The edges: each window's first hour and the hour after its last (activity counts the
+    event's own hour, labels only the hours before it), and the floor that
     ``compute.record_event`` prunes at (inside the days read only when a batch spans more
     than a day).
 
-    >>> read_plan([24 * 100 + 5])  # one event at 05:00 of day 100
-    [70, 100, [1686, 2238, 2382, 2406]]
-    >>> read_plan([24 * 100 + 23])  # a day's last hour: every window is whole days
+    >>> read_plans([24 * 100 + 5])  # one event at 05:00 of day 100
+    [[70, 100, [1686, 2238, 2382, 2406]], [70, 100, [1685, 2237, 2381, 2405]]]
+    >>> read_plans([24 * 100 + 23])[0]  # a day's last hour: activity's windows are whole days
     [71, 100, []]
     """
     if not hours:
-        return None
-    lo_day = (min(hours) - max(_WINDOWS) + 1) // HOURS_PER_DAY
-    hi_day = max(hours) // HOURS_PER_DAY
-    offsets = [1 - w for w in _WINDOWS] + [1, -TERMINAL_KEEP_BUCKETS]
+        return [None, None]
+    return [_plan(hours, [1 - w for w in _WINDOWS] + [1]), _plan(hours, [-w for w in _WINDOWS] + [0])]
+
+
+def _plan(hours: Collection[int], offsets: list[int]) -> ReadPlan:
+    lo_day = (min(hours) + min(offsets)) // HOURS_PER_DAY
+    hi_day = (max(hours) + max(offsets) - 1) // HOURS_PER_DAY
+    offsets = offsets + [-TERMINAL_KEEP_BUCKETS]
     edges = {p for h in set(hours) for off in offsets
              if (p := h + off) % HOURS_PER_DAY and lo_day <= p // HOURS_PER_DAY <= hi_day}
     split_days = len({p // HOURS_PER_DAY for p in edges})
@@ -75,47 +85,47 @@ def read_plan(hours: Collection[int]) -> ReadPlan:
     return [lo_day, hi_day, sorted(edges)]
 
 
-def activity_from_reply(reply: list[int] | dict[str, Any]) -> tuple[BucketCounter, int | None]:
-    """The activity counter a batch computes on, and the newest hour written (``None``
-    when unknown: the reply then holds every hour, whose newest it is).
-
-    ``reply`` is the read script's: a flat ``[hour, count, ...]`` list (every hour), or
-    ``{"n": newest, "d": [day, sum, ...], "s": [first hour, sum, ...]}`` (the plan's: the
-    days left whole, and the stretches between the edges of the others)."""
-    if isinstance(reply, list):
-        return BucketCounter.from_items(zip(reply[0::2], reply[1::2])), None
-    days, stretches = reply["d"], reply["s"]
+def _summed(part: dict[str, list[int]]) -> BucketCounter:
+    # the stretches at their first hour, each whole day at its first hour
+    stretches, days = part["s"], part["d"]
     items = list(zip(stretches[0::2], stretches[1::2]))
     items += [(day * HOURS_PER_DAY, total) for day, total in zip(days[0::2], days[1::2])]
-    return BucketCounter.from_items(items), reply["n"]
+    return BucketCounter.from_items(items)
 
 
-def terminal_state(activity: list[int] | dict[str, Any], labels: list[str]) -> tuple[TerminalState, int | None]:
-    """A terminal's state from the read script's activity reply and its label hash (a
-    flat list of strings), with the newest hour written (``activity_from_reply``)."""
+def terminal_state(activity: list[int] | dict[str, Any], labels: list[str] | dict[str, Any]) -> TerminalState:
+    """A terminal's state from the read script's two replies.
+
+    Activity: a flat ``[hour, count, ...]`` list (every hour), or ``{"d": [day, sum,
+    ...], "s": [first hour, sum, ...]}`` (the plan's: the days left whole, and the
+    stretches between the edges of the others). Labels: a flat ``["k:<hour>", count,
+    ...]`` list of strings (every field), or ``{"k": ..., "b": ...}``, each as activity's.
+    """
     t = TerminalState()
-    t.activity, newest = activity_from_reply(activity)
+    if isinstance(activity, list):
+        t.activity = BucketCounter.from_items(zip(activity[0::2], activity[1::2]))
+    else:
+        t.activity = _summed(activity)
+    if isinstance(labels, dict):
+        t.known, t.bad = _summed(labels["k"]), _summed(labels["b"])
+        return t
     known, bad = [], []
     for i in range(0, len(labels), 2):
         kind, bucket = labels[i].split(":", 1)
         (known if kind == "k" else bad).append((int(bucket), int(labels[i + 1])))
     t.known, t.bad = BucketCounter.from_items(known), BucketCounter.from_items(bad)
-    return t, newest
+    return t
 
 
-# The Lua both the single server's scripts and the cluster's per-slot scripts include.
+# The Lua that the single server's scripts and the cluster's per-slot scripts include.
 # Counts are integers and hours about 5e5, well inside the 2^53 that Lua's doubles hold,
-# and Lua 5.1 prints such numbers without a decimal point, so '"d:" .. day' is exact.
-_LUA_CONSTANTS = f"""
+# and Lua 5.1 prints such numbers without a decimal point, so 'd:' .. day is exact.
+_LUA_COMMON = f"""
 local HOURS_PER_DAY, KEEP_HOURS = {HOURS_PER_DAY}, {TERMINAL_KEEP_BUCKETS}
-"""
-
-LUA_READ_ACTIVITY = _LUA_CONSTANTS + """
--- The hour fields of a terminal's activity hash as a JSON list [hour, count, ...] (its
--- day sums and metadata left out), or, given a plan {first day, last day, {edges}} and a
--- hash in the day layout, {"n": newest, "d": [day, sum, ...], "s": [first hour, sum,
--- ...]}: the sums of the days no edge splits, and of the stretches between the edges of
--- the others (engine.features.terminal_days).
+""" + """
+-- A terminal's hashes (engine.features.terminal_days): activity holds '<hour>' fields
+-- with 'd:<day>' sums, labels 'k:<hour>' and 'b:<hour>' with 'dk:<day>' and 'db:<day>'.
+local ACTIVITY, LABELS = {{'', 'd:'}}, {{'k:', 'dk:'}, {'b:', 'db:'}}
 local function hmget_chunked(key, fields)
   local got = {}
   for i = 1, #fields, 1000 do  -- unpack has a limit on its arguments
@@ -124,33 +134,33 @@ local function hmget_chunked(key, fields)
   end
   return got
 end
-local function every_hour(key)
-  local flat, out = redis.call('HGETALL', key), {}
-  for i = 1, #flat, 2 do
-    if tonumber(flat[i]) then out[#out + 1] = flat[i]; out[#out + 1] = flat[i + 1] end
-  end
-  return '[' .. table.concat(out, ',') .. ']'
+local function hour_of(field, prefix)
+  if prefix == '' then return tonumber(field) end
+  if string.sub(field, 1, #prefix) == prefix then return tonumber(string.sub(field, #prefix + 1)) end
+  return nil
 end
-local function read_activity(key, plan)
-  if plan == nil or plan == cjson.null then return every_hour(key) end
-  local edges, split = {}, 0  -- day -> its edges, in order (the client sorts them)
+"""
+
+LUA_READ_TERMINAL = _LUA_COMMON + """
+local function edges_of(plan)  -- day -> its edges in order (the client sorts them), and how many days
+  local edges, split = {}, 0
   for _, p in ipairs(plan[3]) do
     local d = math.floor(p / HOURS_PER_DAY)
     if not edges[d] then edges[d] = {}; split = split + 1 end
     table.insert(edges[d], p)
   end
-  -- a quiet terminal's hash has fewer fields than the plan would ask for: read it whole
-  local asked = split * HOURS_PER_DAY + (plan[2] - plan[1] + 1 - split)
-  if redis.call('HLEN', key) <= asked then return every_hour(key) end
-  local meta = redis.call('HMGET', key, 'v', 'n')
-  if not meta[1] then return every_hour(key) end  -- hours only: written before the day layout
+  return edges, split
+end
+-- '"d":[day, sum, ...],"s":[first hour, sum, ...]': the day sums of the days no edge
+-- splits, and the sums of the stretches between the edges of the others.
+local function summed(key, plan, edges, kind)
   local days, day_fields, hour_fields = {}, {}, {}
   for d = plan[1], plan[2] do
     if edges[d] then
-      for h = d * HOURS_PER_DAY, d * HOURS_PER_DAY + HOURS_PER_DAY - 1 do hour_fields[#hour_fields + 1] = h end
+      for h = d * HOURS_PER_DAY, d * HOURS_PER_DAY + HOURS_PER_DAY - 1 do hour_fields[#hour_fields + 1] = kind[1] .. h end
     else
       days[#days + 1] = d
-      day_fields[#day_fields + 1] = 'd:' .. d
+      day_fields[#day_fields + 1] = kind[2] .. d
     end
   end
   local d_out, s_out = {}, {}
@@ -162,10 +172,9 @@ local function read_activity(key, plan)
   for d = plan[1], plan[2] do
     local cuts = edges[d]
     if cuts then
-      local stop = d * HOURS_PER_DAY + HOURS_PER_DAY
       for k = 0, #cuts do
         local first = (k == 0) and d * HOURS_PER_DAY or cuts[k]
-        local after = cuts[k + 1] or stop
+        local after = cuts[k + 1] or d * HOURS_PER_DAY + HOURS_PER_DAY
         local total = 0
         for _ = first, after - 1 do
           if counts[at] then total = total + tonumber(counts[at]) end
@@ -175,31 +184,93 @@ local function read_activity(key, plan)
       end
     end
   end
-  return '{"n":' .. meta[2] .. ',"d":[' .. table.concat(d_out, ',') .. '],"s":[' .. table.concat(s_out, ',') .. ']}'
+  return '"d":[' .. table.concat(d_out, ',') .. '],"s":[' .. table.concat(s_out, ',') .. ']'
+end
+-- Every field of a hash, as the client parses it whole: activity's hours as JSON numbers
+-- [hour, count, ...], the labels' 'k:'/'b:' fields as strings (day sums and metadata left
+-- out). Joined as they are, not by cjson, so the client parses no digits in Python.
+local function every_hour(key)
+  local flat, out = redis.call('HGETALL', key), {}
+  for i = 1, #flat, 2 do
+    if tonumber(flat[i]) then out[#out + 1] = flat[i]; out[#out + 1] = flat[i + 1] end
+  end
+  return '[' .. table.concat(out, ',') .. ']'
+end
+local function every_label(key)
+  local flat, out = redis.call('HGETALL', key), {}
+  for i = 1, #flat, 2 do
+    local kind = string.sub(flat[i], 1, 2)
+    if kind == 'k:' or kind == 'b:' then out[#out + 1] = flat[i]; out[#out + 1] = flat[i + 1] end
+  end
+  if #out == 0 then return '[]' end
+  return '["' .. table.concat(out, '","') .. '"]'
+end
+-- One of a terminal's hashes as its plan asks, or whole: without a plan, when the hash
+-- is smaller than what the plan asks for (a quiet terminal), or in the older layout
+-- (no day sums: written before them).
+local function read_terminal_hash(key, plan, kinds)
+  local whole = (kinds == ACTIVITY) and every_hour or every_label
+  if plan == nil or plan == cjson.null then return whole(key) end
+  local edges, split = edges_of(plan)
+  local asked = #kinds * (split * HOURS_PER_DAY + (plan[2] - plan[1] + 1 - split))
+  if redis.call('HLEN', key) <= asked or redis.call('HEXISTS', key, 'v') == 0 then return whole(key) end
+  if kinds == ACTIVITY then return '{' .. summed(key, plan, edges, kinds[1]) .. '}' end
+  return '{"k":{' .. summed(key, plan, edges, kinds[1]) .. '},"b":{' .. summed(key, plan, edges, kinds[2]) .. '}}'
 end
 """
 
-LUA_RECORD_ACTIVITY = _LUA_CONSTANTS + """
--- Adds counts {hour string -> events} to a terminal's activity hash, keeps its day sums,
--- "n" and "o", and deletes the hours older than KEEP_HOURS before the newest (and their
--- share of the day sums). A hash in the older layout (hours only) gets its day sums first.
+LUA_WRITE_TERMINAL = _LUA_COMMON + """
+-- Adds the day sums of an older release's hash (hour fields only) and marks it with
+-- "v"; returns the newest and oldest hour found.
+local function add_day_sums(key, kinds)
+  local flat, sums, newest, oldest = redis.call('HGETALL', key), {}, nil, nil
+  for i = 1, #flat, 2 do
+    for _, kind in ipairs(kinds) do
+      local h = hour_of(flat[i], kind[1])
+      if h then
+        local f = kind[2] .. math.floor(h / HOURS_PER_DAY)
+        sums[f] = (sums[f] or 0) + tonumber(flat[i + 1])
+        if newest == nil or h > newest then newest = h end
+        if oldest == nil or h < oldest then oldest = h end
+      end
+    end
+  end
+  for f, total in pairs(sums) do redis.call('HSET', key, f, total) end
+  redis.call('HSET', key, 'v', 2)
+  return newest, oldest
+end
+-- Deletes every field of `kind` older than `floor`, with its share of the day sums,
+-- looking from the day of `oldest` (no field of the hash is older).
+local function drop_before(key, oldest, floor, kind)
+  for d = math.floor(oldest / HOURS_PER_DAY), math.floor((floor - 1) / HOURS_PER_DAY) do
+    local day_field = kind[2] .. d
+    if redis.call('HEXISTS', key, day_field) == 1 then
+      local first, last = d * HOURS_PER_DAY, d * HOURS_PER_DAY + HOURS_PER_DAY - 1
+      local fields = {}
+      for h = first, math.min(last, floor - 1) do fields[#fields + 1] = kind[1] .. h end
+      if last < floor then  -- the whole day is older than the floor
+        redis.call('HDEL', key, day_field, unpack(fields))
+      else
+        local left, gone = redis.call('HMGET', key, unpack(fields)), 0
+        for i = 1, #fields do if left[i] then gone = gone + tonumber(left[i]) end end
+        if gone > 0 then
+          redis.call('HDEL', key, unpack(fields))
+          if redis.call('HINCRBY', key, day_field, -gone) <= 0 then redis.call('HDEL', key, day_field) end
+        end
+      end
+    end
+  end
+end
+-- Adds counts {hour string -> events} to a terminal's activity hash with their day sums,
+-- keeps "n" (the newest hour) and "o" (no hour is older), and deletes the hours older
+-- than KEEP_HOURS before the newest. Returns the newest hour (nil: the hash is empty).
 local function record_activity(key, counts)
   local meta = redis.call('HMGET', key, 'v', 'n', 'o')
   local newest, oldest = tonumber(meta[2]), tonumber(meta[3])
   local was_newest, was_oldest = newest, oldest
   if not meta[1] then
-    local flat, days = redis.call('HGETALL', key), {}
-    newest, oldest = nil, nil
-    for i = 1, #flat, 2 do
-      local h = tonumber(flat[i])
-      if h then
-        local d = math.floor(h / HOURS_PER_DAY)
-        days[d] = (days[d] or 0) + tonumber(flat[i + 1])
-        if newest == nil or h > newest then newest = h end
-        if oldest == nil or h < oldest then oldest = h end
-      end
-    end
-    for d, total in pairs(days) do redis.call('HSET', key, 'd:' .. d, total) end
+    if next(counts) == nil and redis.call('EXISTS', key) == 0 then return nil end
+    newest, oldest = add_day_sums(key, ACTIVITY)
   end
   for hour, n in pairs(counts) do
     local h = tonumber(hour)
@@ -208,31 +279,50 @@ local function record_activity(key, counts)
     if newest == nil or h > newest then newest = h end
     if oldest == nil or h < oldest then oldest = h end
   end
-  if newest == nil then return end  -- nothing here, and nothing written
-  local floor = newest - KEEP_HOURS
-  if oldest < floor then
-    for d = math.floor(oldest / HOURS_PER_DAY), math.floor((floor - 1) / HOURS_PER_DAY) do
-      local day_field = 'd:' .. d
-      if redis.call('HEXISTS', key, day_field) == 1 then
-        local first, last = d * HOURS_PER_DAY, d * HOURS_PER_DAY + HOURS_PER_DAY - 1
-        local fields = {}
-        for h = first, math.min(last, floor - 1) do fields[#fields + 1] = h end
-        if last < floor then  -- the whole day is older than the floor
-          redis.call('HDEL', key, day_field, unpack(fields))
-        else
-          local counts_left, gone = redis.call('HMGET', key, unpack(fields)), 0
-          for i = 1, #fields do if counts_left[i] then gone = gone + tonumber(counts_left[i]) end end
-          if gone > 0 then
-            redis.call('HDEL', key, unpack(fields))
-            if redis.call('HINCRBY', key, day_field, -gone) <= 0 then redis.call('HDEL', key, day_field) end
-          end
-        end
+  if newest == nil then return nil end
+  if oldest < newest - KEEP_HOURS then
+    drop_before(key, oldest, newest - KEEP_HOURS, ACTIVITY[1])
+    oldest = newest - KEEP_HOURS
+  end
+  if newest ~= was_newest or oldest ~= was_oldest then redis.call('HSET', key, 'n', newest, 'o', oldest) end
+  return newest
+end
+-- A label hash in the day layout: an older release's gets its day sums and "o" first.
+local function label_layout(key)
+  if redis.call('HEXISTS', key, 'v') == 1 then return end
+  local _, oldest = add_day_sums(key, LABELS)
+  if oldest then redis.call('HSET', key, 'o', oldest) end
+end
+-- One label more (delta 1) or less (-1) in arrival hour `bucket`, bad or not; a label
+-- less where none is counted (its hour already deleted) changes nothing.
+local function count_label(key, bucket, bad, delta)
+  if delta < 0 and redis.call('EXISTS', key) == 0 then return end
+  label_layout(key)
+  local d = math.floor(bucket / HOURS_PER_DAY)
+  for i, kind in ipairs(LABELS) do
+    if i == 1 or bad then
+      local field, day_field = kind[1] .. bucket, kind[2] .. d
+      if delta > 0 then
+        redis.call('HINCRBY', key, field, 1)
+        redis.call('HINCRBY', key, day_field, 1)
+      elseif redis.call('HEXISTS', key, field) == 1 then
+        if redis.call('HINCRBY', key, field, -1) <= 0 then redis.call('HDEL', key, field) end
+        if redis.call('HINCRBY', key, day_field, -1) <= 0 then redis.call('HDEL', key, day_field) end
       end
     end
-    oldest = floor
   end
-  if newest ~= was_newest or oldest ~= was_oldest or not meta[1] then
-    redis.call('HSET', key, 'v', 2, 'n', newest, 'o', oldest)
+  if delta > 0 then
+    local oldest = tonumber(redis.call('HGET', key, 'o'))
+    if oldest == nil or bucket < oldest then redis.call('HSET', key, 'o', bucket) end
   end
+end
+-- Deletes the labels of arrival hours older than `floor`, and their day sums.
+local function prune_labels(key, floor)
+  if redis.call('EXISTS', key) == 0 then return end
+  label_layout(key)
+  local oldest = tonumber(redis.call('HGET', key, 'o'))
+  if oldest == nil or oldest >= floor then return end
+  for _, kind in ipairs(LABELS) do drop_before(key, oldest, floor, kind) end
+  redis.call('HSET', key, 'o', floor)
 end
 """

@@ -11,7 +11,9 @@ worker writes every terminal. This measures what that costs as the history grows
 
 For each history length: ``--terminals`` terminals get one payment per hour for that many
 hours (recorded through the store, from many customers), then ``--batches`` batches of
-512 payments from new customers spread evenly over the same terminals are enriched. It
+512 payments from new customers spread evenly over the same terminals are enriched
+(``--outcome-share``: that share of the history's payments also get an outcome a day
+later, recorded through the store, so the terminals' label hashes fill up too). It
 prints per event: the client's thread CPU, the Redis server's time in the store's scripts
 (``INFO commandstats``, so run it on a Redis nothing else uses), and the wall time. Each run uses its own key namespace, deleted afterwards.
 
@@ -39,11 +41,12 @@ T0 = 1_700_000_000_000 - (1_700_000_000_000 % DAY_MS)
 BATCH = 512
 
 
-def measure(hours: int, terminals: int, batches: int) -> dict[str, Any]:
+def measure(hours: int, terminals: int, batches: int, outcome_share: float) -> dict[str, Any]:
     """Per event over the measured batches: client thread CPU, the Redis server's time in
     scripts, wall time (µs); and the terminal's activity fields in Redis."""
     # local: imported here, after main() has put the tree being measured first on sys.path
     from engine.features.redis_store import RedisFeatureStore
+    from engine.features.store import LabelArrival
     from engine.records import TransactionEvent
     from engine.settings import Settings
 
@@ -57,7 +60,12 @@ def measure(hours: int, terminals: int, batches: int) -> dict[str, Any]:
                    for k, (h, t) in enumerate((h, t) for h in range(hours) for t in range(terminals))]
         for i in range(0, len(history), 2048):
             store.enrich(history[i:i + 2048])
-        fields = int(store.client.hlen(store._k("tact", "t0")))
+            # an outcome a day after the payment, for a share of them (every k-th)
+            every = round(1 / outcome_share) if outcome_share else 0
+            store.record_outcomes([LabelArrival(e.event_id, e.terminal_id, e.event_time_ms, e.event_time_ms + DAY_MS,
+                                                j % 50 == 0) for j, e in enumerate(history[i:i + 2048], i)
+                                   if every and j % every == 0])
+        fields = int(store.client.hlen(store._k("tact", "t0"))) + int(store.client.hlen(store._k("tlab", "t0")))
         now, k, cpu, n = T0 + hours * HOUR_MS, len(history), 0.0, 0
         del history  # its objects would make the collector's passes over the batches longer
         gc.collect()
@@ -79,9 +87,10 @@ def measure(hours: int, terminals: int, batches: int) -> dict[str, Any]:
             store.client.unlink(key)
 
 
-def _side(tree: Path, hours: int, terminals: int, batches: int) -> dict[str, Any]:
+def _side(tree: Path, hours: int, terminals: int, batches: int, outcome_share: float) -> dict[str, Any]:
     run = subprocess.run([sys.executable, __file__, "--tree", str(tree), "--hours", str(hours),
-                          "--terminals", str(terminals), "--batches", str(batches)],
+                          "--terminals", str(terminals), "--batches", str(batches),
+                          "--outcome-share", str(outcome_share)],
                          capture_output=True, text=True, timeout=1800)
     if run.returncode:
         raise SystemExit(f"measuring {tree} failed:\n{run.stderr}")
@@ -93,24 +102,27 @@ def main() -> None:
     ap.add_argument("--terminals", type=int, default=64)
     ap.add_argument("--hours", type=int, nargs="+", default=[1, 168, 744])
     ap.add_argument("--batches", type=int, default=20)
+    ap.add_argument("--outcome-share", type=float, default=0.0,
+                    help="the share of the history's payments whose outcome arrives (a day later)")
     ap.add_argument("--before", help="another checkout, measured in the same run (git archive REV | tar -x -C DIR)")
     ap.add_argument("--tree", help=argparse.SUPPRESS)  # one measurement of that tree, as JSON
     args = ap.parse_args()
     if args.tree:
         sys.path.insert(0, str(Path(args.tree).resolve()))
-        print(json.dumps(measure(args.hours[0], args.terminals, args.batches)))
+        print(json.dumps(measure(args.hours[0], args.terminals, args.batches, args.outcome_share)))
         return
     trees = {"this tree": REPO} | ({"before": Path(args.before).resolve()} if args.before else {})
     print(f"enrich, batches of {BATCH} payments over {args.terminals} terminals "
-          f"({BATCH // args.terminals} per terminal per batch); per event: client thread CPU, "
+          f"({BATCH // args.terminals} per terminal per batch), outcomes for {args.outcome_share:.0%} of the "
+          f"history's payments; per event: client thread CPU, "
           f"Redis time in scripts, wall (µs)")
     for hours in args.hours:
         # each side in its own process; the order alternates with the history length
         order = list(trees.items()) if hours % 2 else list(trees.items())[::-1]
-        got = {name: _side(tree, hours, args.terminals, args.batches) for name, tree in order}
+        got = {name: _side(tree, hours, args.terminals, args.batches, args.outcome_share) for name, tree in order}
         for name in trees:
             r = got[name]
-            print(f"  {hours:5d} h of hourly history, {name:9s} ({r['fields']:4d} activity fields): client "
+            print(f"  {hours:5d} h of hourly history, {name:9s} ({r['fields']:4d} fields in t0's hashes): client "
                   f"{r['client']:6.1f}, Redis {r['redis']:6.1f}, wall {r['wall']:6.1f}")
         if args.before:
             a, b = got["this tree"], got["before"]

@@ -407,53 +407,78 @@ def test_redis_state_stays_bounded_evicted_devices_and_old_buckets_are_deleted(r
     assert len(buckets) < n_devices  # some really were deleted
 
 
-def _activity_hash(client, key: str) -> dict[int, int]:
-    """A terminal's hour buckets in Redis, after checking the rest of its hash against
-    them (``engine.features.terminal_days``): each day's sum is its hours' sum, ``n`` is
-    the newest hour and ``o`` no newer than the oldest."""
+def _day_layout(client, key: str, kinds: dict[str, str], meta: set[str]) -> dict[str, dict[int, int]]:
+    """A terminal hash's hour fields per kind (``{"": ...}`` for activity, ``{"k:": ...,
+    "b:": ...}`` for labels), after checking the rest of it against them
+    (``engine.features.terminal_days``): each day's sum is its hours' sum, and ``o`` is
+    no newer than the oldest hour."""
     flat = {reply_text(k): int(v) for k, v in client.hgetall(key).items()}
-    hours = {int(k): v for k, v in flat.items() if k.isdigit()}
-    days = {int(k[2:]): v for k, v in flat.items() if k.startswith("d:")}
-    assert set(flat) == {str(h) for h in hours} | {f"d:{d}" for d in days} | {"v", "n", "o"}
-    assert flat["v"] == 2 and flat["n"] == max(hours) and flat["o"] <= min(hours)
-    sums: dict[int, int] = {}
-    for h, n in hours.items():
-        sums[h // 24] = sums.get(h // 24, 0) + n
-    assert days == sums
+    fields, out = set(meta), {}
+    for prefix, day_prefix in kinds.items():
+        hours = {int(k[len(prefix):]): v for k, v in flat.items() if k.startswith(prefix) and k[len(prefix):].isdigit()}
+        days = {int(k[len(day_prefix):]): v for k, v in flat.items() if k.startswith(day_prefix)}
+        sums: dict[int, int] = {}
+        for h, n in hours.items():
+            sums[h // 24] = sums.get(h // 24, 0) + n
+        assert days == sums, (key, prefix)
+        fields |= {f"{prefix}{h}" for h in hours} | {f"{day_prefix}{d}" for d in days}
+        out[prefix] = hours
+    assert set(flat) == fields and flat["v"] == 2
+    every = [h for hours in out.values() for h in hours]
+    assert not every or flat["o"] <= min(every)
+    return out
+
+
+def _activity_hash(client, key: str) -> dict[int, int]:
+    """A terminal's activity hours in Redis, checked (``_day_layout``; ``n`` the newest)."""
+    hours = _day_layout(client, key, {"": "d:"}, {"v", "n", "o"})[""]
+    assert int(client.hget(key, "n")) == max(hours)
     return hours
+
+
+def _label_hash(client, key: str) -> dict[str, dict[int, int]]:
+    return _day_layout(client, key, {"k:": "dk:", "b:": "db:"}, {"v", "o"})
 
 
 def _busy_terminal_history(store: FeatureStore, memory: MemoryFeatureStore, hours: int, start: int) -> None:
     """Two terminals that took a payment or three every hour for ``hours`` hours (from
-    many customers), recorded through both stores."""
+    many customers), each payment's outcome arriving one to 72 hours later (one in ten
+    corrected once), recorded through both stores."""
     rng = random.Random(5)
     history = [ev(f"h{h}-{k}-{term}", start + h * HOUR_MS + rng.randrange(HOUR_MS), customer=f"old{(h * 3 + k) % 97}",
                   terminal=term, device=None)
                for h in range(hours) for term in ("t1", "t2") for k in range(rng.randrange(1, 4))]
     for k in range(0, len(history), 500):
-        assert store.enrich(history[k:k + 500]) == memory.enrich(history[k:k + 500])
+        chunk = history[k:k + 500]
+        assert store.enrich(chunk) == memory.enrich(chunk)
+        labels = [LabelArrival(e.event_id, e.terminal_id, e.event_time_ms,
+                               e.event_time_ms + rng.randrange(HOUR_MS, 72 * HOUR_MS), rng.random() < 0.1)
+                  for e in chunk]
+        labels += [lab._replace(is_bad=not lab.is_bad) for lab in labels if rng.random() < 0.1]
+        for target in (store, memory):
+            target.record_outcomes(labels)
 
 
 @pytest.mark.integration
 def test_busy_terminal_is_read_as_day_sums_with_memory_s_numbers(redis_url, unique, ns_client, monkeypatch):
-    """A terminal with activity every hour for 40 days (past the kept span) is read as a
-    few days of hours and day sums (``engine.features.terminal_days``), and every window
-    still counts what the in-memory store counts: events at a day's first and last hour,
-    a batch spanning days, late events whose windows reach the oldest kept hours, and
-    events of several hours of one batch."""
-    import engine.features.terminal_days as terminal_days
+    """A terminal with activity and outcomes every hour for 40 days (past the kept span)
+    is read as a few stretches of hours and day sums (``engine.features.terminal_days``),
+    and every window still counts what the in-memory store counts: events at a day's
+    first and last hour, a batch spanning days, late events whose windows reach the
+    oldest kept hours, and events of several hours of one batch."""
+    import engine.features.redis_store as redis_store
 
     red = RedisFeatureStore(settings=Settings(redis={"url": redis_url}), namespace=unique)
     memory = MemoryFeatureStore()
     _busy_terminal_history(red, memory, 40 * 24, T0)
-    replies: list[object] = []
-    real = terminal_days.activity_from_reply
-    monkeypatch.setattr(terminal_days, "activity_from_reply", lambda r: replies.append(r) or real(r))
+    replies: list[tuple[object, object]] = []
+    real = redis_store.terminal_state
+    monkeypatch.setattr(redis_store, "terminal_state", lambda a, b: replies.append((a, b)) or real(a, b))
     now = T0 + 40 * DAY_MS
     rng = random.Random(9)
     batches = [
         [ev("a0", now + 5 * MIN)],  # a day's first hour
-        [ev("a1", now + 23 * HOUR_MS + 5 * MIN, terminal="t2")],  # its last hour: whole days only
+        [ev("a1", now + 23 * HOUR_MS + 5 * MIN, terminal="t2")],  # its last hour
         [ev(f"b{i}", now + DAY_MS + i * 3 * HOUR_MS + 7 * MIN, customer=f"n{i}", terminal=f"t{1 + i % 2}")
          for i in range(12)],  # a batch over a day and a half
         [ev(f"c{i}", now + 2 * DAY_MS - rng.randrange(1, 30 * DAY_MS), customer=f"l{i}", terminal=f"t{1 + i % 2}")
@@ -463,30 +488,43 @@ def test_busy_terminal_is_read_as_day_sums_with_memory_s_numbers(redis_url, uniq
     for k, batch in enumerate(batches):
         assert red.enrich(batch) == memory.enrich(batch), f"batch {k} differs"
         _activity_hash(ns_client, red._k("tact", "t1"))
-    # the first batch (at 00:05): two stretches in each of the days 1, 7 and 30 before
-    # (its own day holds nothing yet), and 27 day sums, for 720 hours of history
-    first = replies[0]
-    assert isinstance(first, dict) and (len(first["s"]) // 2, len(first["d"]) // 2) == (3 * 2, 27)
-    summarised = [r for r in replies if isinstance(r, dict)]
+        _label_hash(ns_client, red._k("tlab", "t1"))
+    # the first batch (at 00:05): of its activity, two stretches in each of the days 1, 7
+    # and 30 before (its own day holds nothing yet) and 27 day sums; of its labels, which
+    # count the hours before the event's, 30 whole days
+    activity, labels = replies[0]
+    assert isinstance(activity, dict) and (len(activity["s"]) // 2, len(activity["d"]) // 2) == (3 * 2, 27)
+    assert isinstance(labels, dict) and (len(labels["k"]["s"]), len(labels["k"]["d"]) // 2) == (0, 30)
+    activity, labels = replies[1]  # at 23:05, the other way round: activity in 29 whole
+    # days with payments (its own day has none yet), labels split in four days
+    assert isinstance(activity, dict) and (len(activity["s"]), len(activity["d"]) // 2) == (0, 29)
+    assert isinstance(labels, dict) and len(labels["k"]["s"]) // 2 <= 4 * 2 and len(labels["k"]["d"]) // 2 == 27
+    summarised = [r for r in replies if isinstance(r[0], dict) and isinstance(r[1], dict)]
     assert len(summarised) >= len(batches)  # the day sums were read, not every hour
 
 
 @pytest.mark.integration
-def test_terminal_hash_written_before_day_sums_is_read_whole_then_upgraded(redis_url, unique, ns_client):
-    """A terminal hash written by an older release holds hour fields only: the first batch
-    reads all of it with the in-memory store's numbers, and its write adds the day sums,
-    after which the next batch reads those."""
+def test_terminal_hashes_written_before_day_sums_are_read_whole_then_upgraded(redis_url, unique, ns_client):
+    """A terminal's hashes written by an older release hold hour fields only: the first
+    batch reads all of them with the in-memory store's numbers, and the writes add the day
+    sums (an outcome's write, or the batch's), after which the next batch reads those."""
     red = RedisFeatureStore(settings=Settings(redis={"url": redis_url}), namespace=unique)
     memory = MemoryFeatureStore()
     _busy_terminal_history(red, memory, 33 * 24, T0)
-    key = red._k("tact", "t1")
-    meta = [reply_text(f) for f in ns_client.hkeys(key) if not reply_text(f).isdigit()]
-    ns_client.hdel(key, *meta)  # as the older release left it
-    assert not any(not reply_text(f).isdigit() for f in ns_client.hkeys(key))
+    for key, kept in ((red._k("tact", "t1"), ("",)), (red._k("tlab", "t1"), ("k:", "b:")),
+                      (red._k("tlab", "t2"), ("k:", "b:"))):
+        fields = [reply_text(f) for f in ns_client.hkeys(key)]
+        ns_client.hdel(key, *[f for f in fields if not (f.isdigit() if kept == ("",) else f[:2] in kept)])
     now = T0 + 33 * DAY_MS + 5 * HOUR_MS
+    # t2's labels are upgraded by an outcome (a correction of an old one, and a new one)
+    moved = [LabelArrival("h790-0-t2", "t2", T0, now, True), LabelArrival("x1", "t2", now, now + MIN, False)]
+    for target in (red, memory):
+        target.record_outcomes(moved)
+    _label_hash(ns_client, red._k("tlab", "t2"))
     assert red.enrich([ev("u0", now)]) == memory.enrich([ev("u0", now)])
-    _activity_hash(ns_client, key)  # day sums, newest and oldest are back, and agree
-    later = [ev(f"u{i}", now + i * HOUR_MS, customer=f"u{i}") for i in range(1, 4)]
+    _activity_hash(ns_client, red._k("tact", "t1"))  # day sums, newest and oldest are back, and agree
+    _label_hash(ns_client, red._k("tlab", "t1"))
+    later = [ev(f"u{i}", now + i * HOUR_MS, customer=f"u{i}", terminal=f"t{1 + i % 2}") for i in range(1, 6)]
     assert red.enrich(later) == memory.enrich(later)
 
 

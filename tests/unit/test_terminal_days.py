@@ -1,7 +1,8 @@
-"""``engine.features.terminal_days``: a terminal read as day sums plus the hours its plan
-names gives every event of the batch the totals that all its hours give.
+"""``engine.features.terminal_days``: a terminal read as day sums plus the stretches its
+plan names gives every event of the batch the totals that all its hours give, for its
+activity and for its labels.
 
-The read script is played here in Python over a dict of hours (the integration contract
+The read script is played here in Python over dicts of hours (the integration contract
 tests run the real one, on a server and a cluster); what is checked is the plan: that no
 stretch it sums holds a window edge, or the floor the state is pruned at.
 """
@@ -15,16 +16,14 @@ from hypothesis import strategies as st
 
 from engine.features.compute import TERMINAL_KEEP_BUCKETS, BucketCounter, TerminalState, enrich_batch
 from engine.features.spec import BUCKET_MS
-from engine.features.terminal_days import HOURS_PER_DAY, activity_from_reply, read_plan, terminal_state
+from engine.features.terminal_days import HOURS_PER_DAY, read_plans, terminal_state
 from tests.support.events import event
 
 NOW_HOUR = 490_000  # about 2025-11: hours since the epoch, as the store keys them
 
 
-def _reply(hours: dict[int, int], plan) -> list[int] | dict:
-    """What the read script answers for a hash holding ``hours`` (and their day sums)."""
-    if plan is None:
-        return [x for h in sorted(hours) for x in (h, hours[h])]
+def _summed(hours: dict[int, int], plan) -> dict[str, list[int]]:
+    """What the read script sums for one kind of field holding ``hours``."""
     lo, hi, edges = plan
     days: dict[int, int] = {}
     for h, n in hours.items():
@@ -38,28 +37,44 @@ def _reply(hours: dict[int, int], plan) -> list[int] | dict:
             total = sum(hours.get(h, 0) for h in range(first, after))
             if total:
                 s_out += [first, total]
-    return {"n": max(hours) if hours else 0, "d": d_out, "s": s_out}
+    return {"d": d_out, "s": s_out}
 
 
-histories = st.dictionaries(st.integers(NOW_HOUR - TERMINAL_KEEP_BUCKETS, NOW_HOUR), st.integers(1, 5),
-                            max_size=TERMINAL_KEEP_BUCKETS)
+def _replies(activity: dict[int, int], known: dict[int, int], bad: dict[int, int], plans):
+    if plans[0] is None:
+        act: list | dict = [x for h in sorted(activity) for x in (h, activity[h])]
+    else:
+        act = _summed(activity, plans[0])
+    if plans[1] is None:
+        labels: list | dict = [x for kind, table in (("k", known), ("b", bad)) for h, n in table.items()
+                               for x in (f"{kind}:{h}", str(n))]
+    else:
+        labels = {"k": _summed(known, plans[1]), "b": _summed(bad, plans[1])}
+    return act, labels
+
+
+span = st.integers(NOW_HOUR - TERMINAL_KEEP_BUCKETS, NOW_HOUR)
+histories = st.dictionaries(span, st.integers(1, 5), max_size=TERMINAL_KEEP_BUCKETS)
 batch_hours = st.lists(st.integers(NOW_HOUR - 40 * HOURS_PER_DAY, NOW_HOUR + 3 * HOURS_PER_DAY),
                        min_size=1, max_size=40)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(hours=histories, batch=batch_hours, busy=st.booleans())
-def test_day_sums_give_every_event_the_totals_of_every_hour(hours, batch, busy):
-    if busy:  # every hour of the kept span: large enough for compute to prune mid-batch
-        hours = {h: hours.get(h, 1) for h in range(NOW_HOUR - TERMINAL_KEEP_BUCKETS, NOW_HOUR + 1)}
+@given(activity=histories, known=histories, bad_share=st.floats(0, 1), batch=batch_hours, busy=st.booleans())
+def test_day_sums_give_every_event_the_totals_of_every_hour(activity, known, bad_share, batch, busy):
+    if busy:  # every hour of the kept span
+        activity = {h: activity.get(h, 1) for h in range(NOW_HOUR - TERMINAL_KEEP_BUCKETS, NOW_HOUR + 1)}
+        known = {h: known.get(h, 2) for h in range(NOW_HOUR - TERMINAL_KEEP_BUCKETS, NOW_HOUR + 1)}
+    bad = {h: n for h, n in known.items() if (h * 7919 % 100) < bad_share * 100}
     full = TerminalState()
-    full.activity = BucketCounter.from_items(hours.items())
-    plan = read_plan(set(batch))
-    rebuilt, newest = terminal_state(_reply(hours, plan), [])
-    if plan is not None:  # at most a bucket per day, and one more per edge
-        lo, hi, edges = plan
-        assert len(rebuilt.activity) <= (hi - lo + 1) + len(edges)
-        assert newest == (max(hours) if hours else 0)
+    full.activity = BucketCounter.from_items(activity.items())
+    full.known, full.bad = BucketCounter.from_items(known.items()), BucketCounter.from_items(bad.items())
+    plans = read_plans(set(batch))
+    rebuilt = terminal_state(*_replies(activity, known, bad, plans))
+    for plan, table in zip(plans, (rebuilt.activity, rebuilt.known)):
+        if plan is not None:  # at most a bucket per day, and one more per edge
+            lo, hi, edges = plan
+            assert len(table) <= (hi - lo + 1) + len(edges)
     events = [event(i, event_id=f"e{i}", event_time_ms=h * BUCKET_MS + i, customer_id=f"c{i}")
               for i, h in enumerate(batch)]
     by_hours = enrich_batch(events, {}, {"t1": copy.deepcopy(full)}, {})
@@ -67,17 +82,18 @@ def test_day_sums_give_every_event_the_totals_of_every_hour(hours, batch, busy):
     assert [s.values for s in by_days] == [s.values for s in by_hours]
 
 
-def test_a_real_time_batch_reads_four_days_of_hours_at_most():
-    plan = read_plan({NOW_HOUR + k for k in range(5)})  # five hours of one day
-    assert plan is not None
-    lo, hi, edges = plan
-    assert hi - lo + 1 == 31 and len({p // HOURS_PER_DAY for p in edges}) <= 4
+def test_a_real_time_batch_splits_four_days_at_most():
+    for plan in read_plans({NOW_HOUR + k for k in range(5)}):  # five hours of one day
+        assert plan is not None
+        lo, hi, edges = plan
+        assert hi - lo + 1 == 31 and len({p // HOURS_PER_DAY for p in edges}) <= 4
 
 
 def test_a_batch_spanning_weeks_reads_every_hour():
-    assert read_plan({NOW_HOUR - 24 * k - 5 for k in range(40)}) is None
+    assert read_plans({NOW_HOUR - 24 * k - 5 for k in range(40)}) == [None, None]
 
 
-def test_older_replies_are_every_hour():
-    counter, newest = activity_from_reply([NOW_HOUR, 2, NOW_HOUR + 1, 3])
-    assert list(counter.items()) == [(NOW_HOUR, 2), (NOW_HOUR + 1, 3)] and newest is None
+def test_whole_replies_are_every_field():
+    t = terminal_state([NOW_HOUR, 2, NOW_HOUR + 1, 3], [f"k:{NOW_HOUR}", "4", f"b:{NOW_HOUR}", "1"])
+    assert list(t.activity.items()) == [(NOW_HOUR, 2), (NOW_HOUR + 1, 3)]
+    assert list(t.known.items()) == [(NOW_HOUR, 4)] and list(t.bad.items()) == [(NOW_HOUR, 1)]
