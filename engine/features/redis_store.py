@@ -309,7 +309,15 @@ class RedisFeatureStore:
         hours: dict[str, set[int]] = {tid: set() for tid in terminal_ids}
         for e in events:
             hours[e.terminal_id].add(e.event_time_ms // BUCKET_MS)
-        plans = [read_plans(hours[tid]) for tid in terminal_ids]
+        # most terminals of a live batch share its hour or two: one plan each
+        by_hours: dict[frozenset[int], list[Any]] = {}
+        plans = []
+        for tid in terminal_ids:
+            key = frozenset(hours[tid])
+            plan = by_hours.get(key)
+            if plan is None:
+                plan = by_hours[key] = read_plans(key)
+            plans.append(plan)
         replies = iter(self._read(event_ids, customer_ids, terminal_ids, mine, plans))  # round trip 1
 
         seen: dict[str, ContextSnapshot] = {}
