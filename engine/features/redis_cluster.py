@@ -52,12 +52,13 @@ return 0
 
 _TERMINAL_WRITE = LUA_WRITE_TERMINAL + """
 -- KEYS[1] terminal's activity HASH, KEYS[2] its label HASH (one slot: {terminal}).
--- ARGV[1] JSON {b: [bucket per event], ttl}
+-- ARGV[1] JSON {b: [bucket per event], act: [stale hour...], lab: [stale label...],
+-- floor: the labels' floor, ttl} (engine.features.terminal_days)
 local op = cjson.decode(ARGV[1])
 local counts = {}
 for _, b in ipairs(op.b) do counts[b] = (counts[b] or 0) + 1 end
-local newest = record_activity(KEYS[1], counts)
-if newest then prune_labels(KEYS[2], newest - KEEP_HOURS) end
+record_activity(KEYS[1], counts, op.act)
+prune_labels(KEYS[2], op.floor, op.lab)
 redis.call('PEXPIRE', KEYS[1], op.ttl)
 return 1
 """

@@ -194,9 +194,10 @@ for _, c in ipairs(ops.customers) do
   end
 end
 for _, t in ipairs(ops.terminals) do
-  -- old hours and labels go on the server, where the day sums they belong to are
-  local newest = record_activity(t[1], activity[t[1]] or {})
-  if newest then prune_labels(t[2], newest - KEEP_HOURS) end
+  -- t[3], t[4]: the hours and labels the client read whole and found stale; t[5] the
+  -- labels' floor (a hash in the day layout is pruned by the script: terminal_days)
+  record_activity(t[1], activity[t[1]] or {}, t[3])
+  prune_labels(t[2], t[5], t[4])
   redis.call('PEXPIRE', t[1], ops.state_ttl)
 end
 return {lost, stale}
@@ -336,7 +337,8 @@ class RedisFeatureStore:
             else:
                 customers[cid] = _customer_from(rows, devices)
                 self.customer_reads += 1
-        terminals = {tid: terminal_state(next(replies), next(replies)) for tid in terminal_ids}
+        read = {tid: terminal_state(next(replies), next(replies)) for tid in terminal_ids}
+        terminals = {tid: r.state for tid, r in read.items()}
         loaded = dict(seen)
         devices_before = {cid: set(c.devices) for cid, c in customers.items()}
 
@@ -385,8 +387,8 @@ class RedisFeatureStore:
                            sorted(devices_before[c] - set(customers[c].devices)),
                            self._k("cver", c), read_tokens[c]]
                           for c in touched_c],
-            # what falls out of the kept span is deleted by the script (terminal_days)
-            "terminals": [[self._k("tact", t), self._k("tlab", t)] for t in touched_t],
+            "terminals": [[self._k("tact", t), self._k("tlab", t), read[t].stale_activity(), read[t].stale_labels(),
+                           read[t].floor()] for t in touched_t],
         }
         if self._cluster is None:
             self._round_trips += 1
@@ -470,10 +472,11 @@ class RedisFeatureStore:
                     {"e": per_customer[cev], "keep": keep, "stale": stale, "ttl": ops["state_ttl"],
                      "token": ops["token"], "expect": expect})]))
         written = [keys[2] for _, keys, _ in calls]
-        for tact, tlab in ops["terminals"]:
+        for tact, tlab, stale_act, stale_lab, floor in ops["terminals"]:
             if tact in per_terminal:
                 calls.append(("terminal_write", [tact, tlab], [_dumps(
-                    {"b": per_terminal[tact], "ttl": ops["state_ttl"]})]))
+                    {"b": per_terminal[tact], "act": stale_act, "lab": stale_lab, "floor": floor,
+                     "ttl": ops["state_ttl"]})]))
         replies = self._cluster.run(calls)
         stale_tokens = [cver for cver, ours in zip(written, replies) if not ours]
         return [op[0] for op, ok in zip(events, claimed) if not ok], stale_tokens

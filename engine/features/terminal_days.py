@@ -34,6 +34,7 @@ contract tests hold them equal on busy terminals.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection
 from typing import Any
 
@@ -46,6 +47,11 @@ assert all(w % HOURS_PER_DAY == 0 for w in _WINDOWS), "day sums need windows of 
 #: The most fields a terminal's hash holds (hours within the kept span, their days, the
 #: metadata): a plan that would ask for more reads the whole hash instead.
 _MOST_FIELDS = TERMINAL_KEEP_BUCKETS + 1 + TERMINAL_KEEP_BUCKETS // HOURS_PER_DAY + 2 + 3
+
+#: A hash with more fields than this (a week of hours; twice that for labels, known and
+#: bad) moves to the day layout on its next write. A quiet terminal's hash stays hours
+#: only: its day sums would double its size, and reading it whole is cheaper than a plan.
+SMALL_FIELDS = 7 * HOURS_PER_DAY
 
 #: What the read script is asked for one of a terminal's hashes: ``[first day, last day,
 #: [edges]]``, an edge ``p`` lying between hours ``p - 1`` and ``p``; ``None``: all of it.
@@ -93,28 +99,69 @@ def _summed(part: dict[str, list[int]]) -> BucketCounter:
     return BucketCounter.from_items(items)
 
 
-def terminal_state(activity: list[int] | dict[str, Any], labels: list[str] | dict[str, Any]) -> TerminalState:
+@dataclasses.dataclass(slots=True)
+class LoadedTerminal:
+    """A terminal's state as a batch read it, and what that batch's write tells Redis.
+
+    A hash read whole (a quiet terminal's, of hours only): the client knows every hour,
+    and names those to delete, which the script heeds while the hash holds hours only. A
+    hash in the day layout is kept by the script itself."""
+
+    state: TerminalState
+    #: the hours read, when the activity hash was read whole; None when read as day sums
+    activity_read: set[int] | None
+    #: the arrival hours read, when the label hash was read whole
+    labels_read: set[int] | None
+    #: "n" of a hash read as day sums: the newest hour written
+    newest_written: int | None
+
+    def floor(self) -> int:
+        """Buckets older than this are deleted: the kept span before the newest activity
+        (written before, or by this batch), or before the newest label if there is none."""
+        activity = self.state.activity
+        newest = [b for b in (self.newest_written, activity.newest() if len(activity) else None) if b is not None]
+        return (max(newest) if newest else self.state.known.newest()) - TERMINAL_KEEP_BUCKETS
+
+    def stale_activity(self) -> list[str]:
+        """Hours read whole that fall out of the kept span (or that compute pruned)."""
+        if self.activity_read is None:
+            return []
+        floor, kept = self.floor(), self.state.activity
+        return [str(b) for b in self.activity_read if b < floor or b not in kept]
+
+    def stale_labels(self) -> list[str]:
+        if self.labels_read is None:
+            return []
+        floor = self.floor()
+        return [f"{kind}:{b}" for b in self.labels_read if b < floor for kind in ("k", "b")]
+
+
+def terminal_state(activity: list[int] | dict[str, Any], labels: list[str] | dict[str, Any]) -> LoadedTerminal:
     """A terminal's state from the read script's two replies.
 
-    Activity: a flat ``[hour, count, ...]`` list (every hour), or ``{"d": [day, sum,
-    ...], "s": [first hour, sum, ...]}`` (the plan's: the days left whole, and the
-    stretches between the edges of the others). Labels: a flat ``["k:<hour>", count,
-    ...]`` list of strings (every field), or ``{"k": ..., "b": ...}``, each as activity's.
+    Activity: a flat ``[hour, count, ...]`` list (every hour), or ``{"n": newest, "d":
+    [day, sum, ...], "s": [first hour, sum, ...]}`` (the plan's: the days left whole,
+    and the stretches between the edges of the others). Labels: a flat ``["k:<hour>",
+    count, ...]`` list of strings (every field), or ``{"k": ..., "b": ...}``, each as
+    activity's.
     """
     t = TerminalState()
+    activity_read = labels_read = newest = None
     if isinstance(activity, list):
         t.activity = BucketCounter.from_items(zip(activity[0::2], activity[1::2]))
+        activity_read = set(t.activity)
     else:
-        t.activity = _summed(activity)
+        t.activity, newest = _summed(activity), activity["n"]
     if isinstance(labels, dict):
         t.known, t.bad = _summed(labels["k"]), _summed(labels["b"])
-        return t
-    known, bad = [], []
-    for i in range(0, len(labels), 2):
-        kind, bucket = labels[i].split(":", 1)
-        (known if kind == "k" else bad).append((int(bucket), int(labels[i + 1])))
-    t.known, t.bad = BucketCounter.from_items(known), BucketCounter.from_items(bad)
-    return t
+    else:
+        known, bad = [], []
+        for i in range(0, len(labels), 2):
+            kind, bucket = labels[i].split(":", 1)
+            (known if kind == "k" else bad).append((int(bucket), int(labels[i + 1])))
+        t.known, t.bad = BucketCounter.from_items(known), BucketCounter.from_items(bad)
+        labels_read = set(t.known) | set(t.bad)
+    return LoadedTerminal(t, activity_read, labels_read, newest)
 
 
 # The Lua that the single server's scripts and the cluster's per-slot scripts include.
@@ -122,6 +169,7 @@ def terminal_state(activity: list[int] | dict[str, Any], labels: list[str] | dic
 # and Lua 5.1 prints such numbers without a decimal point, so 'd:' .. day is exact.
 _LUA_COMMON = f"""
 local HOURS_PER_DAY, KEEP_HOURS = {HOURS_PER_DAY}, {TERMINAL_KEEP_BUCKETS}
+local SMALL_ACTIVITY, SMALL_LABELS = {SMALL_FIELDS}, {2 * SMALL_FIELDS}
 """ + """
 -- A terminal's hashes (engine.features.terminal_days): activity holds '<hour>' fields
 -- with 'd:<day>' sums, labels 'k:<hour>' and 'b:<hour>' with 'dk:<day>' and 'db:<day>'.
@@ -213,15 +261,17 @@ local function read_terminal_hash(key, plan, kinds)
   if plan == nil or plan == cjson.null then return whole(key) end
   local edges, split = edges_of(plan)
   local asked = #kinds * (split * HOURS_PER_DAY + (plan[2] - plan[1] + 1 - split))
-  if redis.call('HLEN', key) <= asked or redis.call('HEXISTS', key, 'v') == 0 then return whole(key) end
-  if kinds == ACTIVITY then return '{' .. summed(key, plan, edges, kinds[1]) .. '}' end
+  if redis.call('HLEN', key) <= asked then return whole(key) end
+  local meta = redis.call('HMGET', key, 'v', 'n')
+  if not meta[1] then return whole(key) end  -- hours only: grown within this batch's reach
+  if kinds == ACTIVITY then return '{"n":' .. meta[2] .. ',' .. summed(key, plan, edges, kinds[1]) .. '}' end
   return '{"k":{' .. summed(key, plan, edges, kinds[1]) .. '},"b":{' .. summed(key, plan, edges, kinds[2]) .. '}}'
 end
 """
 
 LUA_WRITE_TERMINAL = _LUA_COMMON + """
--- Adds the day sums of an older release's hash (hour fields only) and marks it with
--- "v"; returns the newest and oldest hour found.
+-- Adds the day sums of a hash of hours only (grown past its small size, or an older
+-- release's) and marks it with "v"; returns the newest and oldest hour found.
 local function add_day_sums(key, kinds)
   local flat, sums, newest, oldest = redis.call('HGETALL', key), {}, nil, nil
   for i = 1, #flat, 2 do
@@ -261,66 +311,76 @@ local function drop_before(key, oldest, floor, kind)
     end
   end
 end
--- Adds counts {hour string -> events} to a terminal's activity hash with their day sums,
--- keeps "n" (the newest hour) and "o" (no hour is older), and deletes the hours older
--- than KEEP_HOURS before the newest. Returns the newest hour (nil: the hash is empty).
-local function record_activity(key, counts)
+-- Adds counts {hour string -> events} to a terminal's activity hash. Hours only (a
+-- quiet terminal's hash, or an older release's): the hours the client names as stale go,
+-- and a hash grown past SMALL_ACTIVITY fields gets its day sums. Day layout: the day sums
+-- follow, "n" (the newest hour) and "o" (no hour is older) are kept, and the hours older
+-- than KEEP_HOURS before the newest are deleted here (the client saw only sums of them).
+local function record_activity(key, counts, stale)
   local meta = redis.call('HMGET', key, 'v', 'n', 'o')
+  if not meta[1] then
+    for hour, n in pairs(counts) do redis.call('HINCRBY', key, hour, n) end
+    if #stale > 0 then redis.call('HDEL', key, unpack(stale)) end
+    if redis.call('HLEN', key) > SMALL_ACTIVITY then
+      local newest, oldest = add_day_sums(key, ACTIVITY)
+      redis.call('HSET', key, 'n', newest, 'o', oldest)
+    end
+    return
+  end
   local newest, oldest = tonumber(meta[2]), tonumber(meta[3])
   local was_newest, was_oldest = newest, oldest
-  if not meta[1] then
-    if next(counts) == nil and redis.call('EXISTS', key) == 0 then return nil end
-    newest, oldest = add_day_sums(key, ACTIVITY)
-  end
   for hour, n in pairs(counts) do
     local h = tonumber(hour)
     redis.call('HINCRBY', key, hour, n)
     redis.call('HINCRBY', key, 'd:' .. math.floor(h / HOURS_PER_DAY), n)
-    if newest == nil or h > newest then newest = h end
-    if oldest == nil or h < oldest then oldest = h end
+    if h > newest then newest = h end
+    if h < oldest then oldest = h end
   end
-  if newest == nil then return nil end
   if oldest < newest - KEEP_HOURS then
     drop_before(key, oldest, newest - KEEP_HOURS, ACTIVITY[1])
     oldest = newest - KEEP_HOURS
   end
   if newest ~= was_newest or oldest ~= was_oldest then redis.call('HSET', key, 'n', newest, 'o', oldest) end
-  return newest
 end
--- A label hash in the day layout: an older release's gets its day sums and "o" first.
-local function label_layout(key)
-  if redis.call('HEXISTS', key, 'v') == 1 then return end
+-- A label hash past SMALL_LABELS fields moves to the day layout (with "o").
+local function grow_labels(key)
+  if redis.call('HLEN', key) <= SMALL_LABELS then return end
   local _, oldest = add_day_sums(key, LABELS)
   if oldest then redis.call('HSET', key, 'o', oldest) end
 end
 -- One label more (delta 1) or less (-1) in arrival hour `bucket`, bad or not; a label
 -- less where none is counted (its hour already deleted) changes nothing.
 local function count_label(key, bucket, bad, delta)
-  if delta < 0 and redis.call('EXISTS', key) == 0 then return end
-  label_layout(key)
+  local days = redis.call('HEXISTS', key, 'v') == 1
   local d = math.floor(bucket / HOURS_PER_DAY)
   for i, kind in ipairs(LABELS) do
     if i == 1 or bad then
       local field, day_field = kind[1] .. bucket, kind[2] .. d
       if delta > 0 then
         redis.call('HINCRBY', key, field, 1)
-        redis.call('HINCRBY', key, day_field, 1)
+        if days then redis.call('HINCRBY', key, day_field, 1) end
       elseif redis.call('HEXISTS', key, field) == 1 then
         if redis.call('HINCRBY', key, field, -1) <= 0 then redis.call('HDEL', key, field) end
-        if redis.call('HINCRBY', key, day_field, -1) <= 0 then redis.call('HDEL', key, day_field) end
+        if days and redis.call('HINCRBY', key, day_field, -1) <= 0 then redis.call('HDEL', key, day_field) end
       end
     end
   end
-  if delta > 0 then
+  if delta > 0 and days then
     local oldest = tonumber(redis.call('HGET', key, 'o'))
     if oldest == nil or bucket < oldest then redis.call('HSET', key, 'o', bucket) end
+  elseif delta > 0 then
+    grow_labels(key)
   end
 end
--- Deletes the labels of arrival hours older than `floor`, and their day sums.
-local function prune_labels(key, floor)
-  if redis.call('EXISTS', key) == 0 then return end
-  label_layout(key)
-  local oldest = tonumber(redis.call('HGET', key, 'o'))
+-- Deletes the labels of arrival hours older than `floor`: those the client names (it
+-- read the hash whole), or, in the day layout, all of them with their day sums.
+local function prune_labels(key, floor, stale)
+  local meta = redis.call('HMGET', key, 'v', 'o')
+  if not meta[1] then
+    if #stale > 0 then redis.call('HDEL', key, unpack(stale)) end
+    return
+  end
+  local oldest = tonumber(meta[2])
   if oldest == nil or oldest >= floor then return end
   for _, kind in ipairs(LABELS) do drop_before(key, oldest, floor, kind) end
   redis.call('HSET', key, 'o', floor)

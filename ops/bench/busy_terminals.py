@@ -15,7 +15,8 @@ hours (recorded through the store, from many customers), then ``--batches`` batc
 (``--outcome-share``: that share of the history's payments also get an outcome a day
 later, recorded through the store, so the terminals' label hashes fill up too). It
 prints per event: the client's thread CPU, the Redis server's time in the store's scripts
-(``INFO commandstats``, so run it on a Redis nothing else uses), and the wall time. Each run uses its own key namespace, deleted afterwards.
+(``INFO commandstats``, so run it on a Redis nothing else uses), and the wall time; and
+the fields and bytes (``MEMORY USAGE``) of the first terminal's two hashes after the history. Each run uses its own key namespace, deleted afterwards.
 
 Since terminals keep day sums (``engine.features.terminal_days``), a batch reads a few
 days of a busy terminal's hours and a sum for each other day, not all 744 hours. ``--before DIR`` runs the same measurement
@@ -65,7 +66,9 @@ def measure(hours: int, terminals: int, batches: int, outcome_share: float) -> d
             store.record_outcomes([LabelArrival(e.event_id, e.terminal_id, e.event_time_ms, e.event_time_ms + DAY_MS,
                                                 j % 50 == 0) for j, e in enumerate(history[i:i + 2048], i)
                                    if every and j % every == 0])
-        fields = int(store.client.hlen(store._k("tact", "t0"))) + int(store.client.hlen(store._k("tlab", "t0")))
+        keys = (store._k("tact", "t0"), store._k("tlab", "t0"))
+        fields = sum(int(store.client.hlen(key)) for key in keys)
+        memory = sum(int(store.client.memory_usage(key) or 0) for key in keys)
         now, k, cpu, n = T0 + hours * HOUR_MS, len(history), 0.0, 0
         del history  # its objects would make the collector's passes over the batches longer
         gc.collect()
@@ -81,7 +84,8 @@ def measure(hours: int, terminals: int, batches: int, outcome_share: float) -> d
         wall = time.perf_counter() - wall0
         stats = store.client.info("commandstats")
         script_us = sum(v["usec"] for name, v in stats.items() if name in ("cmdstat_evalsha", "cmdstat_eval"))
-        return {"client": cpu / n * 1e6, "redis": script_us / n, "wall": wall / n * 1e6, "fields": fields}
+        return {"client": cpu / n * 1e6, "redis": script_us / n, "wall": wall / n * 1e6, "fields": fields,
+                "bytes": memory}
     finally:
         for key in store.client.scan_iter(f"{store.prefix}:*", count=10_000):
             store.client.unlink(key)
@@ -122,7 +126,8 @@ def main() -> None:
         got = {name: _side(tree, hours, args.terminals, args.batches, args.outcome_share) for name, tree in order}
         for name in trees:
             r = got[name]
-            print(f"  {hours:5d} h of hourly history, {name:9s} ({r['fields']:4d} fields in t0's hashes): client "
+            print(f"  {hours:5d} h of hourly history, {name:9s} (t0's hashes: {r['fields']:4d} fields, "
+                  f"{r['bytes'] / 1024:5.1f} KiB): client "
                   f"{r['client']:6.1f}, Redis {r['redis']:6.1f}, wall {r['wall']:6.1f}")
         if args.before:
             a, b = got["this tree"], got["before"]

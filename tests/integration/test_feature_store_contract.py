@@ -405,34 +405,43 @@ def test_redis_state_stays_bounded_evicted_devices_and_old_buckets_are_deleted(r
     assert buckets == {e.event_time_ms // BUCKET_MS for e in events
                        if e.event_time_ms // BUCKET_MS >= newest - TERMINAL_KEEP_BUCKETS}
     assert len(buckets) < n_devices  # some really were deleted
+    assert not _is_day_layout(ns_client, red._k("tact", "t1"))  # two payments a day: hours only
 
 
 def _day_layout(client, key: str, kinds: dict[str, str], meta: set[str]) -> dict[str, dict[int, int]]:
     """A terminal hash's hour fields per kind (``{"": ...}`` for activity, ``{"k:": ...,
     "b:": ...}`` for labels), after checking the rest of it against them
-    (``engine.features.terminal_days``): each day's sum is its hours' sum, and ``o`` is
-    no newer than the oldest hour."""
+    (``engine.features.terminal_days``): a quiet terminal's holds hours only; one in the
+    day layout holds each day's sum of its hours, and ``o`` no newer than its oldest hour."""
     flat = {reply_text(k): int(v) for k, v in client.hgetall(key).items()}
-    fields, out = set(meta), {}
+    hour_fields, out = set(), {}
     for prefix, day_prefix in kinds.items():
         hours = {int(k[len(prefix):]): v for k, v in flat.items() if k.startswith(prefix) and k[len(prefix):].isdigit()}
         days = {int(k[len(day_prefix):]): v for k, v in flat.items() if k.startswith(day_prefix)}
         sums: dict[int, int] = {}
         for h, n in hours.items():
             sums[h // 24] = sums.get(h // 24, 0) + n
-        assert days == sums, (key, prefix)
-        fields |= {f"{prefix}{h}" for h in hours} | {f"{day_prefix}{d}" for d in days}
+        assert days == (sums if "v" in flat else {}), (key, prefix)
+        hour_fields |= {f"{prefix}{h}" for h in hours}
         out[prefix] = hours
-    assert set(flat) == fields and flat["v"] == 2
+    if "v" not in flat:
+        assert set(flat) == hour_fields, key
+        return out
+    day_fields = {f"{day_prefix}{d}" for prefix, day_prefix in kinds.items() for d in {h // 24 for h in out[prefix]}}
+    assert set(flat) == hour_fields | day_fields | meta and flat["v"] == 2
     every = [h for hours in out.values() for h in hours]
     assert not every or flat["o"] <= min(every)
     return out
 
 
+def _is_day_layout(client, key: str) -> bool:
+    return bool(client.hexists(key, "v"))
+
+
 def _activity_hash(client, key: str) -> dict[int, int]:
     """A terminal's activity hours in Redis, checked (``_day_layout``; ``n`` the newest)."""
     hours = _day_layout(client, key, {"": "d:"}, {"v", "n", "o"})[""]
-    assert int(client.hget(key, "n")) == max(hours)
+    assert not _is_day_layout(client, key) or int(client.hget(key, "n")) == max(hours)
     return hours
 
 
@@ -485,6 +494,7 @@ def test_busy_terminal_is_read_as_day_sums_with_memory_s_numbers(redis_url, uniq
          for i in range(20)],  # late events, some near the oldest kept hours
         [ev(f"d{i}", now + 2 * DAY_MS + i * MIN, customer=f"m{i}") for i in range(30)],
     ]
+    assert all(_is_day_layout(ns_client, red._k(kind, t)) for kind in ("tact", "tlab") for t in ("t1", "t2"))
     for k, batch in enumerate(batches):
         assert red.enrich(batch) == memory.enrich(batch), f"batch {k} differs"
         _activity_hash(ns_client, red._k("tact", "t1"))

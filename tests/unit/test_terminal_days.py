@@ -44,7 +44,7 @@ def _replies(activity: dict[int, int], known: dict[int, int], bad: dict[int, int
     if plans[0] is None:
         act: list | dict = [x for h in sorted(activity) for x in (h, activity[h])]
     else:
-        act = _summed(activity, plans[0])
+        act = {"n": max(activity, default=0), **_summed(activity, plans[0])}
     if plans[1] is None:
         labels: list | dict = [x for kind, table in (("k", known), ("b", bad)) for h, n in table.items()
                                for x in (f"{kind}:{h}", str(n))]
@@ -70,7 +70,7 @@ def test_day_sums_give_every_event_the_totals_of_every_hour(activity, known, bad
     full.activity = BucketCounter.from_items(activity.items())
     full.known, full.bad = BucketCounter.from_items(known.items()), BucketCounter.from_items(bad.items())
     plans = read_plans(set(batch))
-    rebuilt = terminal_state(*_replies(activity, known, bad, plans))
+    rebuilt = terminal_state(*_replies(activity, known, bad, plans)).state
     for plan, table in zip(plans, (rebuilt.activity, rebuilt.known)):
         if plan is not None:  # at most a bucket per day, and one more per edge
             lo, hi, edges = plan
@@ -93,7 +93,13 @@ def test_a_batch_spanning_weeks_reads_every_hour():
     assert read_plans({NOW_HOUR - 24 * k - 5 for k in range(40)}) == [None, None]
 
 
-def test_whole_replies_are_every_field():
-    t = terminal_state([NOW_HOUR, 2, NOW_HOUR + 1, 3], [f"k:{NOW_HOUR}", "4", f"b:{NOW_HOUR}", "1"])
-    assert list(t.activity.items()) == [(NOW_HOUR, 2), (NOW_HOUR + 1, 3)]
-    assert list(t.known.items()) == [(NOW_HOUR, 4)] and list(t.bad.items()) == [(NOW_HOUR, 1)]
+def test_hashes_read_whole_name_their_stale_hours_and_day_sums_leave_it_to_the_script():
+    old, new = NOW_HOUR - TERMINAL_KEEP_BUCKETS - 1, NOW_HOUR
+    read = terminal_state([old, 2, new, 3], [f"k:{old}", "4", f"b:{old}", "1", f"k:{new}", "1"])
+    t = read.state
+    assert list(t.activity.items()) == [(old, 2), (new, 3)]
+    assert list(t.known.items()) == [(old, 4), (new, 1)] and list(t.bad.items()) == [(old, 1)]
+    assert read.floor() == new - TERMINAL_KEEP_BUCKETS
+    assert read.stale_activity() == [str(old)] and sorted(read.stale_labels()) == [f"b:{old}", f"k:{old}"]
+    summed = terminal_state({"n": new, "d": [], "s": [old, 2]}, {"k": {"d": [], "s": []}, "b": {"d": [], "s": []}})
+    assert summed.stale_activity() == [] and summed.stale_labels() == [] and summed.floor() == new - TERMINAL_KEEP_BUCKETS
