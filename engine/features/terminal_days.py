@@ -54,7 +54,9 @@ _MOST_FIELDS = TERMINAL_KEEP_BUCKETS + 1 + TERMINAL_KEEP_BUCKETS // HOURS_PER_DA
 SMALL_FIELDS = 7 * HOURS_PER_DAY
 
 #: What the read script is asked for one of a terminal's hashes: ``[first day, last day,
-#: [edges]]``, an edge ``p`` lying between hours ``p - 1`` and ``p``; ``None``: all of it.
+#: [edges], fields]``, an edge ``p`` lying between hours ``p - 1`` and ``p``, and how many
+#: fields of one kind that reads (a hash with no more fields is read whole, without
+#: working out the plan); ``None``: all of it.
 ReadPlan = list[Any] | None
 
 
@@ -70,9 +72,9 @@ def read_plans(hours: Collection[int]) -> list[ReadPlan]:
     than a day).
 
     >>> read_plans([24 * 100 + 5])  # one event at 05:00 of day 100
-    [[70, 100, [1686, 2238, 2382, 2406]], [70, 100, [1685, 2237, 2381, 2405]]]
+    [[70, 100, [1686, 2238, 2382, 2406], 123], [70, 100, [1685, 2237, 2381, 2405], 123]]
     >>> read_plans([24 * 100 + 23])[0]  # a day's last hour: activity's windows are whole days
-    [71, 100, []]
+    [71, 100, [], 30]
     """
     if not hours:
         return [None, None]
@@ -86,9 +88,10 @@ def _plan(hours: Collection[int], offsets: list[int]) -> ReadPlan:
     edges = {p for h in set(hours) for off in offsets
              if (p := h + off) % HOURS_PER_DAY and lo_day <= p // HOURS_PER_DAY <= hi_day}
     split_days = len({p // HOURS_PER_DAY for p in edges})
-    if HOURS_PER_DAY * split_days + (hi_day - lo_day + 1 - split_days) >= _MOST_FIELDS:
+    fields = HOURS_PER_DAY * split_days + (hi_day - lo_day + 1 - split_days)
+    if fields >= _MOST_FIELDS:
         return None  # a batch spanning weeks: the whole hash is fewer fields
-    return [lo_day, hi_day, sorted(edges)]
+    return [lo_day, hi_day, sorted(edges), fields]
 
 
 def _summed(part: dict[str, list[int]]) -> BucketCounter:
@@ -190,14 +193,14 @@ end
 """
 
 LUA_READ_TERMINAL = _LUA_COMMON + """
-local function edges_of(plan)  -- day -> its edges in order (the client sorts them), and how many days
-  local edges, split = {}, 0
+local function edges_of(plan)  -- day -> its edges in order (the client sorts them)
+  local edges = {}
   for _, p in ipairs(plan[3]) do
     local d = math.floor(p / HOURS_PER_DAY)
-    if not edges[d] then edges[d] = {}; split = split + 1 end
+    edges[d] = edges[d] or {}
     table.insert(edges[d], p)
   end
-  return edges, split
+  return edges
 end
 -- '"d":[day, sum, ...],"s":[first hour, sum, ...]': the day sums of the days no edge
 -- splits, and the sums of the stretches between the edges of the others.
@@ -259,9 +262,10 @@ end
 local function read_terminal_hash(key, plan, kinds)
   local whole = (kinds == ACTIVITY) and every_hour or every_label
   if plan == nil or plan == cjson.null then return whole(key) end
-  local edges, split = edges_of(plan)
-  local asked = #kinds * (split * HOURS_PER_DAY + (plan[2] - plan[1] + 1 - split))
-  if redis.call('HLEN', key) <= asked then return whole(key) end
+  local size = redis.call('HLEN', key)
+  if size == 0 then return '[]' end
+  if size <= #kinds * plan[4] then return whole(key) end
+  local edges = edges_of(plan)
   local meta = redis.call('HMGET', key, 'v', 'n')
   if not meta[1] then return whole(key) end  -- hours only: grown within this batch's reach
   if kinds == ACTIVITY then return '{"n":' .. meta[2] .. ',' .. summed(key, plan, edges, kinds[1]) .. '}' end
@@ -319,9 +323,10 @@ end
 local function record_activity(key, counts, stale)
   local meta = redis.call('HMGET', key, 'v', 'n', 'o')
   if not meta[1] then
-    for hour, n in pairs(counts) do redis.call('HINCRBY', key, hour, n) end
+    local grew = false
+    for hour, n in pairs(counts) do grew = (redis.call('HINCRBY', key, hour, n) == n) or grew end
     if #stale > 0 then redis.call('HDEL', key, unpack(stale)) end
-    if redis.call('HLEN', key) > SMALL_ACTIVITY then
+    if grew and redis.call('HLEN', key) > SMALL_ACTIVITY then
       local newest, oldest = add_day_sums(key, ACTIVITY)
       redis.call('HSET', key, 'n', newest, 'o', oldest)
     end
@@ -373,7 +378,8 @@ local function count_label(key, bucket, bad, delta)
   end
 end
 -- Deletes the labels of arrival hours older than `floor`: those the client names (it
--- read the hash whole), or, in the day layout, all of them with their day sums.
+-- read the hash whole), or, in the day layout, all of them with their day sums. (The
+-- callers skip it when the client read the hash whole and found nothing stale.)
 local function prune_labels(key, floor, stale)
   local meta = redis.call('HMGET', key, 'v', 'o')
   if not meta[1] then

@@ -24,7 +24,7 @@ NOW_HOUR = 490_000  # about 2025-11: hours since the epoch, as the store keys th
 
 def _summed(hours: dict[int, int], plan) -> dict[str, list[int]]:
     """What the read script sums for one kind of field holding ``hours``."""
-    lo, hi, edges = plan
+    lo, hi, edges, fields = plan
     days: dict[int, int] = {}
     for h, n in hours.items():
         days[h // HOURS_PER_DAY] = days.get(h // HOURS_PER_DAY, 0) + n
@@ -73,8 +73,10 @@ def test_day_sums_give_every_event_the_totals_of_every_hour(activity, known, bad
     rebuilt = terminal_state(*_replies(activity, known, bad, plans)).state
     for plan, table in zip(plans, (rebuilt.activity, rebuilt.known)):
         if plan is not None:  # at most a bucket per day, and one more per edge
-            lo, hi, edges = plan
+            lo, hi, edges, fields = plan
             assert len(table) <= (hi - lo + 1) + len(edges)
+            split = {p // HOURS_PER_DAY for p in edges}
+            assert fields == HOURS_PER_DAY * len(split) + (hi - lo + 1 - len(split))
     events = [event(i, event_id=f"e{i}", event_time_ms=h * BUCKET_MS + i, customer_id=f"c{i}")
               for i, h in enumerate(batch)]
     by_hours = enrich_batch(events, {}, {"t1": copy.deepcopy(full)}, {})
@@ -85,8 +87,8 @@ def test_day_sums_give_every_event_the_totals_of_every_hour(activity, known, bad
 def test_a_real_time_batch_splits_four_days_at_most():
     for plan in read_plans({NOW_HOUR + k for k in range(5)}):  # five hours of one day
         assert plan is not None
-        lo, hi, edges = plan
-        assert hi - lo + 1 == 31 and len({p // HOURS_PER_DAY for p in edges}) <= 4
+        lo, hi, edges, fields = plan
+        assert hi - lo + 1 == 31 and len({p // HOURS_PER_DAY for p in edges}) <= 4 and fields <= 4 * 24 + 27
 
 
 def test_a_batch_spanning_weeks_reads_every_hour():
