@@ -111,8 +111,10 @@ class BucketCounter:
     @classmethod
     def from_items(cls, items) -> BucketCounter:
         c = cls()
-        pairs = sorted(p for p in items if p[1] > 0)
-        if pairs:
+        pairs = sorted(items)
+        if pairs:  # most terminals of a batch hold none or a few: no work for them
+            if any(n <= 0 for _, n in pairs):
+                pairs = [p for p in pairs if p[1] > 0]
             c.buckets = [b for b, _ in pairs]
             c.counts = [n for _, n in pairs]
             c.cum = [0, *accumulate(c.counts)]

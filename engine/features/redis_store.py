@@ -388,8 +388,7 @@ class RedisFeatureStore:
                            sorted(devices_before[c] - set(customers[c].devices)),
                            self._k("cver", c), read_tokens[c]]
                           for c in touched_c],
-            "terminals": [[self._k("tact", t), self._k("tlab", t), read[t].stale_activity(), read[t].stale_labels(),
-                           read[t].floor(), 0 if read[t].labels_read is not None else 1] for t in touched_t],
+            "terminals": [[self._k("tact", t), self._k("tlab", t), *read[t].write_args()] for t in touched_t],
         }
         if self._cluster is None:
             self._round_trips += 1

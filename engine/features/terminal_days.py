@@ -1,5 +1,6 @@
-"""A terminal's activity in Redis: hour buckets plus a sum per day, so that a batch reads
-a few days of hours and whole days as one number each, not 744 hours.
+"""A busy terminal's activity and labels in Redis: hour buckets plus a sum per day, so
+that a batch reads a few stretches of hours and whole days as one number each, not 744
+hours.
 
 A terminal's windows (``TERMINAL_WINDOWS``: 1, 7 and 30 days) are whole days long, so the
 window edges of an event at hour ``h`` fall inside at most four days: ``h``'s own day and
@@ -16,9 +17,10 @@ expire apart from the hours they sum):
 * ``"d:<day>"``: the sum of that day's hour fields (``day = hour // 24``), kept by every
   write, including when old hours are deleted;
 * ``"n"``: the newest hour written; ``"o"``: no hour field is older than this;
-* ``"v"``: ``2``: the hash carries the fields above. A hash without it holds hours only
-  (written before this layout); the read then takes every hour, and the next write adds
-  the day sums.
+* ``"v"``: ``2``: the hash carries the fields above. A hash without it holds hours only:
+  a quiet terminal's (day sums would double it, and reading it whole is cheap), or one
+  an older release wrote. The read takes every hour of it and the client names the hours
+  to delete; the write that takes it past ``SMALL_FIELDS`` adds the day sums.
 
 ``{p}:tlab:{terminal}`` has the same layout for the labels (by arrival hour): ``"k:<hour>"``
 and ``"b:<hour>"`` (known, bad), their sums ``"dk:<day>"`` and ``"db:<day>"``, ``"o"`` and
@@ -28,8 +30,10 @@ hour earlier than activity's.
 The in-memory store keeps every hour (``compute.TerminalState``), and ``RedisFeatureStore``
 runs ``compute.enrich_batch`` on the state rebuilt here: each stretch of hours that no
 edge splits (a whole day, or part of one) becomes one bucket holding its sum, which
-leaves every window total of the batch's events as it is over the hours. That is what keeps one feature implementation for both backends; the
-contract tests hold them equal on busy terminals.
+leaves every window total of the batch's events as it is over the hours. That keeps one
+feature implementation for both backends; the contract tests hold them equal on busy
+terminals (tests/integration/test_feature_store_contract.py) and a property test on
+random ones (tests/unit/test_terminal_days.py).
 """
 
 from __future__ import annotations
@@ -121,22 +125,23 @@ class LoadedTerminal:
     def floor(self) -> int:
         """Buckets older than this are deleted: the kept span before the newest activity
         (written before, or by this batch), or before the newest label if there is none."""
-        activity = self.state.activity
-        newest = [b for b in (self.newest_written, activity.newest() if len(activity) else None) if b is not None]
-        return (max(newest) if newest else self.state.known.newest()) - TERMINAL_KEEP_BUCKETS
+        buckets = self.state.activity.buckets
+        if buckets:
+            newest = buckets[-1] if self.newest_written is None else max(buckets[-1], self.newest_written)
+        else:
+            newest = self.state.known.newest() if self.newest_written is None else self.newest_written
+        return newest - TERMINAL_KEEP_BUCKETS
 
-    def stale_activity(self) -> list[str]:
-        """Hours read whole that fall out of the kept span (or that compute pruned)."""
-        if self.activity_read is None:
-            return []
+    def write_args(self) -> list[Any]:
+        """What the write script needs of this terminal: the hours and the labels read
+        whole that are stale (out of the kept span, or pruned by compute), the labels'
+        floor, and 1 if the labels were read as day sums (the script prunes those)."""
         floor, kept = self.floor(), self.state.activity
-        return [str(b) for b in self.activity_read if b < floor or b not in kept]
-
-    def stale_labels(self) -> list[str]:
-        if self.labels_read is None:
-            return []
-        floor = self.floor()
-        return [f"{kind}:{b}" for b in self.labels_read if b < floor for kind in ("k", "b")]
+        stale_activity = [] if self.activity_read is None else [
+            str(b) for b in self.activity_read if b < floor or b not in kept]
+        stale_labels = [] if self.labels_read is None else [
+            f"{kind}:{b}" for b in self.labels_read if b < floor for kind in ("k", "b")]
+        return [stale_activity, stale_labels, floor, 1 if self.labels_read is None else 0]
 
 
 def terminal_state(activity: list[int] | dict[str, Any], labels: list[str] | dict[str, Any]) -> LoadedTerminal:
@@ -151,19 +156,22 @@ def terminal_state(activity: list[int] | dict[str, Any], labels: list[str] | dic
     t = TerminalState()
     activity_read = labels_read = newest = None
     if isinstance(activity, list):
-        t.activity = BucketCounter.from_items(zip(activity[0::2], activity[1::2]))
-        activity_read = set(t.activity)
+        if activity:
+            t.activity = BucketCounter.from_items(zip(activity[0::2], activity[1::2]))
+        activity_read = set(t.activity.buckets)
     else:
         t.activity, newest = _summed(activity), activity["n"]
     if isinstance(labels, dict):
         t.known, t.bad = _summed(labels["k"]), _summed(labels["b"])
-    else:
+    elif labels:
         known, bad = [], []
         for i in range(0, len(labels), 2):
             kind, bucket = labels[i].split(":", 1)
             (known if kind == "k" else bad).append((int(bucket), int(labels[i + 1])))
         t.known, t.bad = BucketCounter.from_items(known), BucketCounter.from_items(bad)
-        labels_read = set(t.known) | set(t.bad)
+        labels_read = set(t.known.buckets) | set(t.bad.buckets)
+    else:
+        labels_read = set()
     return LoadedTerminal(t, activity_read, labels_read, newest)
 
 
