@@ -53,12 +53,13 @@ return 0
 _TERMINAL_WRITE = LUA_WRITE_TERMINAL + """
 -- KEYS[1] terminal's activity HASH, KEYS[2] its label HASH (one slot: {terminal}).
 -- ARGV[1] JSON {b: [bucket per event], act: [stale hour...], lab: [stale label...],
--- floor: the labels' floor, days: 1 if the labels were read as day sums, ttl}
+-- floor: the labels' floor, days: 1 if the labels were read as day sums, size: the hours
+-- read whole, ttl}
 -- (engine.features.terminal_days)
 local op = cjson.decode(ARGV[1])
 local counts = {}
 for _, b in ipairs(op.b) do counts[b] = (counts[b] or 0) + 1 end
-record_activity(KEYS[1], counts, op.act)
+record_activity(KEYS[1], counts, op.act, op.size)
 if op.days == 1 or #op.lab > 0 then prune_labels(KEYS[2], op.floor, op.lab) end
 redis.call('PEXPIRE', KEYS[1], op.ttl)
 return 1

@@ -195,9 +195,9 @@ for _, c in ipairs(ops.customers) do
 end
 for _, t in ipairs(ops.terminals) do
   -- t[3], t[4]: the hours and labels the client read whole and found stale; t[5] the
-  -- labels' floor, t[6] 1 if it read them as day sums (the script prunes those itself:
-  -- terminal_days)
-  record_activity(t[1], activity[t[1]] or {}, t[3])
+  -- labels' floor, t[6] 1 if it read them as day sums (the script prunes those itself),
+  -- t[7] how many hours it read whole (terminal_days.LoadedTerminal.write_args)
+  record_activity(t[1], activity[t[1]] or {}, t[3], t[7])
   if t[6] == 1 or #t[4] > 0 then prune_labels(t[2], t[5], t[4]) end
   redis.call('PEXPIRE', t[1], ops.state_ttl)
 end
@@ -472,11 +472,11 @@ class RedisFeatureStore:
                     {"e": per_customer[cev], "keep": keep, "stale": stale, "ttl": ops["state_ttl"],
                      "token": ops["token"], "expect": expect})]))
         written = [keys[2] for _, keys, _ in calls]
-        for tact, tlab, stale_act, stale_lab, floor, label_days in ops["terminals"]:
+        for tact, tlab, stale_act, stale_lab, floor, label_days, size_read in ops["terminals"]:
             if tact in per_terminal:
                 calls.append(("terminal_write", [tact, tlab], [_dumps(
                     {"b": per_terminal[tact], "act": stale_act, "lab": stale_lab, "floor": floor,
-                     "days": label_days, "ttl": ops["state_ttl"]})]))
+                     "days": label_days, "size": size_read, "ttl": ops["state_ttl"]})]))
         replies = self._cluster.run(calls)
         stale_tokens = [cver for cver, ours in zip(written, replies) if not ours]
         return [op[0] for op, ok in zip(events, claimed) if not ok], stale_tokens

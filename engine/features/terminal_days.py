@@ -135,13 +135,16 @@ class LoadedTerminal:
     def write_args(self) -> list[Any]:
         """What the write script needs of this terminal: the hours and the labels read
         whole that are stale (out of the kept span, or pruned by compute), the labels'
-        floor, and 1 if the labels were read as day sums (the script prunes those)."""
+        floor, 1 if the labels were read as day sums (the script prunes those), and how
+        many hours were read whole (-1: none; the script measures the hash only when that
+        and the new hours could pass ``SMALL_FIELDS``)."""
         floor, kept = self.floor(), self.state.activity
         stale_activity = [] if self.activity_read is None else [
             str(b) for b in self.activity_read if b < floor or b not in kept]
         stale_labels = [] if self.labels_read is None else [
             f"{kind}:{b}" for b in self.labels_read if b < floor for kind in ("k", "b")]
-        return [stale_activity, stale_labels, floor, 1 if self.labels_read is None else 0]
+        return [stale_activity, stale_labels, floor, 1 if self.labels_read is None else 0,
+                -1 if self.activity_read is None else len(self.activity_read)]
 
 
 def terminal_state(activity: list[int] | dict[str, Any], labels: list[str] | dict[str, Any]) -> LoadedTerminal:
@@ -328,13 +331,18 @@ end
 -- and a hash grown past SMALL_ACTIVITY fields gets its day sums. Day layout: the day sums
 -- follow, "n" (the newest hour) and "o" (no hour is older) are kept, and the hours older
 -- than KEEP_HOURS before the newest are deleted here (the client saw only sums of them).
-local function record_activity(key, counts, stale)
+local function record_activity(key, counts, stale, size_read)
   local meta = redis.call('HMGET', key, 'v', 'n', 'o')
   if not meta[1] then
-    local grew = false
-    for hour, n in pairs(counts) do grew = (redis.call('HINCRBY', key, hour, n) == n) or grew end
+    local grew = 0
+    for hour, n in pairs(counts) do
+      if redis.call('HINCRBY', key, hour, n) == n then grew = grew + 1 end
+    end
     if #stale > 0 then redis.call('HDEL', key, unpack(stale)) end
-    if grew and redis.call('HLEN', key) > SMALL_ACTIVITY then
+    -- measured only when what the client read and the new hours could pass the bound
+    -- (another writer's hours in between are counted by a later write)
+    if grew > 0 and (size_read < 0 or size_read + grew > SMALL_ACTIVITY)
+        and redis.call('HLEN', key) > SMALL_ACTIVITY then
       local newest, oldest = add_day_sums(key, ACTIVITY)
       redis.call('HSET', key, 'n', newest, 'o', oldest)
     end

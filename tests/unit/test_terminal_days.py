@@ -101,8 +101,8 @@ def test_hashes_read_whole_name_their_stale_hours_and_day_sums_leave_it_to_the_s
     t = read.state
     assert list(t.activity.items()) == [(old, 2), (new, 3)]
     assert list(t.known.items()) == [(old, 4), (new, 1)] and list(t.bad.items()) == [(old, 1)]
-    stale_activity, stale_labels, floor, labels_as_days = read.write_args()
-    assert (stale_activity, sorted(stale_labels), floor, labels_as_days) == (
-        [str(old)], [f"b:{old}", f"k:{old}"], new - TERMINAL_KEEP_BUCKETS, 0)
+    stale_activity, stale_labels, floor, labels_as_days, size_read = read.write_args()
+    assert (stale_activity, sorted(stale_labels), floor, labels_as_days, size_read) == (
+        [str(old)], [f"b:{old}", f"k:{old}"], new - TERMINAL_KEEP_BUCKETS, 0, 2)
     summed = terminal_state({"n": new + 5, "d": [], "s": [old, 2]}, {"k": {"d": [], "s": []}, "b": {"d": [], "s": []}})
-    assert summed.write_args() == [[], [], new + 5 - TERMINAL_KEEP_BUCKETS, 1]
+    assert summed.write_args() == [[], [], new + 5 - TERMINAL_KEEP_BUCKETS, 1, -1]
