@@ -109,7 +109,8 @@ _READ_STATE = LUA_READ_TERMINAL + """
 -- one JSON array (snapshot keys; per customer its event ZSET, device HASH and state
 -- token; per terminal its two HASHes); ARGV[5] (optional): per customer the token and
 -- event count of the copy the client holds (engine.features.customer_cache); ARGV[6]
--- (optional): per terminal what to read of its two hashes (terminal_days.read_plans). The reply
+-- (optional): what to read of each terminal's two hashes (terminal_days.read_plans), as
+-- [distinct plans, per terminal the index of its plan] (a batch's terminals share a few). The reply
 -- is ONE JSON array, one document per key (null: no snapshot): the client parses one
 -- string per batch instead of a RESP element per key, and sends one argument instead
 -- of a thousand (docs/performance.md, "The worker's own CPU at saturation"). A
@@ -118,7 +119,8 @@ _READ_STATE = LUA_READ_TERMINAL + """
 local ns, nc, nt = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local keys = cjson.decode(ARGV[4])
 local held = ARGV[5] and cjson.decode(ARGV[5]) or {}
-local plans = ARGV[6] and cjson.decode(ARGV[6]) or {}
+local plan_table = ARGV[6] and cjson.decode(ARGV[6]) or {{}, {}}
+local plans, plan_of = plan_table[1], plan_table[2]
 local out, i = {}, 1
 local function flat(h) if #h == 0 then return '[]' end return cjson.encode(h) end
 for _ = 1, ns do
@@ -141,7 +143,7 @@ for c = 1, nc do
   i = i + 3
 end
 for t = 1, nt do
-  local plan = plans[t] or {}
+  local plan = plans[plan_of[t] or 0] or {}
   out[#out + 1] = read_terminal_hash(keys[i], plan[1], ACTIVITY)
   out[#out + 1] = read_terminal_hash(keys[i + 1], plan[2], LABELS)
   i = i + 2
@@ -433,9 +435,14 @@ class RedisFeatureStore:
                 keys += [self._k("tact", tid), self._k("tlab", tid)]
             self._round_trips += 1
             self._commands += 1
+            distinct: dict[int, int] = {}  # the terminals' plans are shared objects (by_hours)
+            for plan in plans:
+                distinct.setdefault(id(plan), len(distinct) + 1)
+            table = list({id(plan): plan for plan in plans}.values())
+            of = [distinct[id(plan)] for plan in plans]
             return _loads(self._read_state(
                 args=[len(event_ids), len(customer_ids), len(terminal_ids), _dumps(keys), _dumps(mine),
-                      _dumps(plans)]))
+                      _dumps([table, of])]))
         calls: list[tuple[str, list[str], list[Any]]] = [
             ("cmd:GET", [self._k("snap", eid)], []) for eid in event_ids]
         for cid, held_copy in zip(customer_ids, mine):  # one slot each: the read script given that slot's keys
@@ -443,7 +450,7 @@ class RedisFeatureStore:
             calls.append(("read", [cev], [0, 1, 0, _dumps([cev, cdev, cver]), _dumps([held_copy])]))
         for tid, plan in zip(terminal_ids, plans):
             tact, tlab = self._k("tact", tid), self._k("tlab", tid)
-            calls.append(("read", [tact], [0, 0, 1, _dumps([tact, tlab]), b"[]", _dumps([plan])]))
+            calls.append(("read", [tact], [0, 0, 1, _dumps([tact, tlab]), b"[]", _dumps([[plan], [1]])]))
         replies = self._cluster.run(calls)
         out: list[Any] = [_loads(r) if r else None for r in replies[:len(event_ids)]]
         for packed in replies[len(event_ids):]:
