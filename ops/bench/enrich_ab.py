@@ -63,17 +63,16 @@ def child(tree: str, unique: str, n: int) -> None:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--child"]:  # one side: tree, unique, events
+        child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        return
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--before", required=True, help="the tree before the change")
     ap.add_argument("--after", default=str(REPO), help="the tree after it (default: this one)")
     ap.add_argument("--events", type=int, default=40_000)
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--warm-batches", type=int, default=10, help="batches run first on both sides and not counted")
-    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)  # tree, unique, events
     args = ap.parse_args()
-    if args.child:
-        child(args.child[0], args.child[1], int(args.child[2]))
-        return
     unique = uuid.uuid4().hex[:6]
     trees = {"before": str(Path(args.before).resolve()), "after": str(Path(args.after).resolve())}
     kids = {name: subprocess.Popen([sys.executable, __file__, "--child", tree, f"{unique}-{name}", str(args.events)],
@@ -103,9 +102,12 @@ def main() -> None:
             ratios.append(sum(got["after"]) / sum(got["before"]))
     finally:
         for kid in kids.values():
-            if kid.stdin is not None:
-                kid.stdin.write("0 0\n")
-                kid.stdin.close()
+            try:
+                if kid.stdin is not None:
+                    kid.stdin.write("0 0\n")
+                    kid.stdin.close()
+            except BrokenPipeError:  # that side has already stopped
+                pass
             kid.wait(timeout=300)
     print(f"{counted} events in batches of {args.batch} (after {args.warm_batches} warm), interleaved; "
           f"µs per event")
