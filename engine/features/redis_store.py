@@ -313,16 +313,18 @@ class RedisFeatureStore:
         hours: dict[str, set[int]] = {tid: set() for tid in terminal_ids}
         for e in events:
             hours[e.terminal_id].add(e.event_time_ms // BUCKET_MS)
-        # most terminals of a live batch share its hour or two: one plan each
-        by_hours: dict[frozenset[int], list[Any]] = {}
-        plans = []
+        # most terminals of a live batch share its hour or two: each distinct plan is
+        # worked out and sent once, and a terminal names its plan by index (1-based, Lua's)
+        plan_index: dict[frozenset[int], int] = {}
+        plans: list[Any] = []
+        plan_of = []
         for tid in terminal_ids:
             key = frozenset(hours[tid])
-            plan = by_hours.get(key)
-            if plan is None:
-                plan = by_hours[key] = read_plans(key)
-            plans.append(plan)
-        replies = iter(self._read(event_ids, customer_ids, terminal_ids, mine, plans))  # round trip 1
+            if key not in plan_index:
+                plans.append(read_plans(key))
+                plan_index[key] = len(plans)
+            plan_of.append(plan_index[key])
+        replies = iter(self._read(event_ids, customer_ids, terminal_ids, mine, (plans, plan_of)))  # round trip 1
 
         seen: dict[str, ContextSnapshot] = {}
         for eid in event_ids:
@@ -421,9 +423,10 @@ class RedisFeatureStore:
         return snaps
 
     def _read(self, event_ids: list[str], customer_ids: list[str], terminal_ids: list[str],
-              mine: list[list[Any]], plans: list[Any]) -> list[Any]:
+              mine: list[list[Any]], plans: tuple[list[Any], list[int]]) -> list[Any]:
         """Snapshots (a dict, or None), then per customer (events, devices, token), then
-        per terminal (activity as ``plans`` asks, ``terminal_days``; labels): one parsed
+        per terminal (activity and labels as its plan asks, ``terminal_days``; ``plans``:
+        the distinct plans, and per terminal the 1-based index of its own): one parsed
         document per key, in that order. A customer whose token and event count are
         ``mine``'s (the copy this store wrote; ``["", 0]``: none) answers None, None and
         the token."""
@@ -435,22 +438,18 @@ class RedisFeatureStore:
                 keys += [self._k("tact", tid), self._k("tlab", tid)]
             self._round_trips += 1
             self._commands += 1
-            distinct: dict[int, int] = {}  # the terminals' plans are shared objects (by_hours)
-            for plan in plans:
-                distinct.setdefault(id(plan), len(distinct) + 1)
-            table = list({id(plan): plan for plan in plans}.values())
-            of = [distinct[id(plan)] for plan in plans]
             return _loads(self._read_state(
                 args=[len(event_ids), len(customer_ids), len(terminal_ids), _dumps(keys), _dumps(mine),
-                      _dumps([table, of])]))
+                      _dumps(plans)]))
         calls: list[tuple[str, list[str], list[Any]]] = [
             ("cmd:GET", [self._k("snap", eid)], []) for eid in event_ids]
         for cid, held_copy in zip(customer_ids, mine):  # one slot each: the read script given that slot's keys
             cev, cdev, cver = self._k("cev", cid), self._k("cdev", cid), self._k("cver", cid)
             calls.append(("read", [cev], [0, 1, 0, _dumps([cev, cdev, cver]), _dumps([held_copy])]))
-        for tid, plan in zip(terminal_ids, plans):
+        table, plan_of = plans
+        for tid, index in zip(terminal_ids, plan_of):
             tact, tlab = self._k("tact", tid), self._k("tlab", tid)
-            calls.append(("read", [tact], [0, 0, 1, _dumps([tact, tlab]), b"[]", _dumps([[plan], [1]])]))
+            calls.append(("read", [tact], [0, 0, 1, _dumps([tact, tlab]), b"[]", _dumps([[table[index - 1]], [1]])]))
         replies = self._cluster.run(calls)
         out: list[Any] = [_loads(r) if r else None for r in replies[:len(event_ids)]]
         for packed in replies[len(event_ids):]:

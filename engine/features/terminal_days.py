@@ -188,6 +188,9 @@ local SMALL_ACTIVITY, SMALL_LABELS = {SMALL_FIELDS}, {2 * SMALL_FIELDS}
 -- A terminal's hashes (engine.features.terminal_days): activity holds '<hour>' fields
 -- with 'd:<day>' sums, labels 'k:<hour>' and 'b:<hour>' with 'dk:<day>' and 'db:<day>'.
 local ACTIVITY, LABELS = {{'', 'd:'}}, {{'k:', 'dk:'}, {'b:', 'db:'}}
+"""
+
+LUA_READ_TERMINAL = _LUA_COMMON + """
 local function hmget_chunked(key, fields)
   local got = {}
   for i = 1, #fields, 1000 do  -- unpack has a limit on its arguments
@@ -196,14 +199,6 @@ local function hmget_chunked(key, fields)
   end
   return got
 end
-local function hour_of(field, prefix)
-  if prefix == '' then return tonumber(field) end
-  if string.sub(field, 1, #prefix) == prefix then return tonumber(string.sub(field, #prefix + 1)) end
-  return nil
-end
-"""
-
-LUA_READ_TERMINAL = _LUA_COMMON + """
 local function edges_of(plan)  -- day -> its edges in order (the client sorts them)
   local edges = {}
   for _, p in ipairs(plan[3]) do
@@ -268,8 +263,7 @@ local function every_label(key)
   return '["' .. table.concat(out, '","') .. '"]'
 end
 -- One of a terminal's hashes as its plan asks, or whole: without a plan, when the hash
--- is smaller than what the plan asks for (a quiet terminal), or in the older layout
--- (no day sums: written before them).
+-- is no larger than what the plan asks for (a quiet terminal), or of hours only.
 local function read_terminal_hash(key, plan, kinds)
   local whole = (kinds == ACTIVITY) and every_hour or every_label
   if plan == nil or plan == cjson.null then return whole(key) end
@@ -285,6 +279,11 @@ end
 """
 
 LUA_WRITE_TERMINAL = _LUA_COMMON + """
+local function hour_of(field, prefix)
+  if prefix == '' then return tonumber(field) end
+  if string.sub(field, 1, #prefix) == prefix then return tonumber(string.sub(field, #prefix + 1)) end
+  return nil
+end
 -- Adds the day sums of a hash of hours only (grown past its small size, or an older
 -- release's) and marks it with "v"; returns the newest and oldest hour found.
 local function add_day_sums(key, kinds)
