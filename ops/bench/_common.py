@@ -75,3 +75,11 @@ def stack_from_env() -> tuple[str, str] | None:
         print("set TOLLGATE_KAFKA_BOOTSTRAP and TOLLGATE_REDIS_URL (source the stack's env)", file=sys.stderr)
         return None
     return bootstrap, redis_url
+
+
+def redis_script_usec(client) -> int:
+    """Microseconds the Redis server has spent in Lua scripts since its stats were last
+    reset (``INFO commandstats``: ``EVALSHA`` and ``EVAL``, which include the commands
+    the scripts call). Server-wide: run on a Redis nothing else uses."""
+    stats = client.info("commandstats")
+    return sum(v["usec"] for name, v in stats.items() if name in ("cmdstat_evalsha", "cmdstat_eval"))

@@ -16,7 +16,8 @@ hours (recorded through the store, from many customers), then ``--batches`` batc
 later, recorded through the store, so the terminals' label hashes fill up too). It
 prints per event: the client's thread CPU, the Redis server's time in the store's scripts
 (``INFO commandstats``, so run it on a Redis nothing else uses), and the wall time; and
-the fields and bytes (``MEMORY USAGE``) of the first terminal's two hashes after the history. Each run uses its own key namespace, deleted afterwards.
+the fields and bytes (``MEMORY USAGE``) of the first terminal's two hashes after the
+history. Each run uses its own key namespace, deleted afterwards.
 
 Since terminals keep day sums (``engine.features.terminal_days``), a batch reads a few
 days of a busy terminal's hours and a sum for each other day, not all 744 hours. ``--before DIR`` runs the same measurement
@@ -35,7 +36,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from _common import REPO
+from _common import REPO, redis_script_usec
 
 DAY_MS, HOUR_MS = 86_400_000, 3_600_000
 T0 = 1_700_000_000_000 - (1_700_000_000_000 % DAY_MS)
@@ -82,8 +83,7 @@ def measure(hours: int, terminals: int, batches: int, outcome_share: float) -> d
             cpu += time.thread_time() - t0
             n += BATCH
         wall = time.perf_counter() - wall0
-        stats = store.client.info("commandstats")
-        script_us = sum(v["usec"] for name, v in stats.items() if name in ("cmdstat_evalsha", "cmdstat_eval"))
+        script_us = redis_script_usec(store.client)
         return {"client": cpu / n * 1e6, "redis": script_us / n, "wall": wall / n * 1e6, "fields": fields,
                 "bytes": memory}
     finally:

@@ -27,7 +27,7 @@ import time
 import uuid
 from pathlib import Path
 
-from _common import REPO
+from _common import REPO, redis_script_usec
 
 
 def child(tree: str, unique: str, n: int) -> None:
@@ -41,10 +41,6 @@ def child(tree: str, unique: str, n: int) -> None:
     events = [b.event for b in realistic_events(unique, n)]
     store = RedisFeatureStore(settings=Settings(), namespace=f"enrich-ab-{uuid.uuid4().hex[:8]}")
 
-    def script_us() -> int:
-        stats = store.client.info("commandstats")
-        return sum(v["usec"] for name, v in stats.items() if name in ("cmdstat_evalsha", "cmdstat_eval"))
-
     gc.collect()
     print("ready", flush=True)
     try:
@@ -52,11 +48,11 @@ def child(tree: str, unique: str, n: int) -> None:
             first, size = map(int, line.split())
             if size == 0:
                 break
-            before = script_us()
+            before = redis_script_usec(store.client)
             t0 = time.thread_time()
             store.enrich(events[first:first + size])
             cpu = time.thread_time() - t0
-            print(json.dumps([cpu * 1e6, script_us() - before]), flush=True)
+            print(json.dumps([cpu * 1e6, redis_script_usec(store.client) - before]), flush=True)
     finally:
         for key in store.client.scan_iter(f"{store.prefix}:*", count=10_000):
             store.client.unlink(key)
