@@ -3,8 +3,10 @@ Cluster for context, two workers deciding a stream. SIGKILL the leader of a ``tx
 partition, then the transaction coordinator of a worker; restart each broker with
 ``ops/stack up`` and count verdicts read_committed: every event exactly once. Nobody
 touches the workers: one whose librdkafka call overruns its bound while the coordinator
-moves exits with its "restart me" code (engine/worker/watchdog.py), and the test restarts
-it as a supervisor would (docs/operations.md); any other exit fails the test.
+moves exits with its "restart me" code (engine/worker/watchdog.py), and the test's
+``Supervisor`` restarts it as compose's ``restart:`` or systemd would (docs/operations.md),
+all the time, the final read included; any other exit fails the test. A failure names the
+missing events' partitions and prints each worker's last log lines.
 
 The stack is this module's own (``ops/stack up --brokers 3 --redis-shards 3`` on free
 ports, stopped after), or the one whose state dir ``TOLLGATE_TEST_CLUSTER_STATE_DIR``
@@ -18,8 +20,9 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,6 +142,70 @@ def fully_replicated(admin: AdminClient, topics: list[str]) -> bool:
     return True
 
 
+class Supervisor:
+    """What compose's ``restart:`` or systemd does, on its own thread for the whole test: a
+    worker that exits with a "restart me" code (3: a fatal Kafka error, e.g. a librdkafka
+    call past its bound while the coordinator moves; 4: stalled) is started again under the
+    same id within a fraction of a second. Any other exit is recorded, left down, and fails
+    the test at its next ``check()``. It once polled only while the test waited for
+    progress, so a worker that exited during the final read stayed down, its open
+    transaction held back every later verdict, and the read timed out (CI of stop 47)."""
+
+    def __init__(self, workers: list[WorkerProcess], start: Callable[[str], WorkerProcess]):
+        self.workers = workers
+        self.restarts: list[tuple[str, int]] = []
+        self.failures: list[str] = []
+        self._left_down: set[str] = set()
+        self._start = start
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="supervisor", daemon=True)
+
+    def __enter__(self) -> Supervisor:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stopped.set()
+        self._thread.join(30)
+
+    def _run(self) -> None:
+        while not self._stopped.wait(0.2):
+            self.poll()
+
+    def poll(self) -> None:
+        with self._lock:
+            for i, w in enumerate(self.workers):
+                code = w.proc.poll()
+                if code is None or w.worker_id in self._left_down:
+                    continue
+                if code not in (EXIT_FATAL_KAFKA, EXIT_STALLED):
+                    self._left_down.add(w.worker_id)
+                    self.failures.append(f"worker {w.worker_id} exited {code}:\n{w.tail()}")
+                    continue
+                self.restarts.append((w.worker_id, code))
+                self.workers[i] = self._start(w.worker_id)
+
+    def check(self) -> None:
+        self.poll()
+        assert not self.failures, self.failures[0]
+
+    def log_tails(self, n: int = 12) -> str:
+        """Each running worker's last log lines of its own (not librdkafka's connection
+        chatter nor shadow rules), for a failure message."""
+        out = []
+        for w in self.workers:
+            own = [line for line in w.log_path.read_text(errors="replace").splitlines()
+                   if "[rdkafka#" not in line and "shadow rule" not in line]
+            out.append(f"--- {w.worker_id}, exit {w.proc.poll()}:\n" + "\n".join(own[-n:]))
+        return "\n".join(out)
+
+
+def missing_by_partition(expected: set[str], seen: set[str], events: dict[str, int]) -> dict[int, int]:
+    """How many events of each ``tx.events`` partition have no verdict."""
+    return dict(sorted(Counter(events[e] for e in expected - seen).items()))
+
+
 def test_sigkill_partition_leader_and_transaction_coordinator_loses_nothing(kafka_cluster, unique, tmp_path):
     cluster = kafka_cluster
     codec = Codec()
@@ -164,54 +231,45 @@ def test_sigkill_partition_leader_and_transaction_coordinator_loses_nothing(kafk
     redis.set(f"{wenv.key_prefix}:model:serving", "v1")
 
     workers = [WorkerProcess(wenv, wid, tmp_path) for wid in ("w1", "w2")]
-    restarts: list[tuple[str, int]] = []
     stream = EventStream(wenv, codec, rate_per_s=150)
+    supervisor = Supervisor(workers, lambda worker_id: WorkerProcess(wenv, worker_id, tmp_path))
     try:
         for w in workers:
             w.wait_for("worker ready", timeout=180)
+        with supervisor:
+            def committed() -> int:
+                supervisor.check()
+                return len(read_committed(cluster.bootstrap, wenv.verdicts, 1, timeout=3, settle_s=0))
 
-        def supervise() -> None:
-            # What compose's `restart:` or systemd does, never a person: a worker that exits with
-            # its "restart me" codes (3 fatal Kafka error, e.g. a librdkafka call past its bound
-            # while the coordinator moves; 4 stalled) is started again under the same id.
-            for i, w in enumerate(workers):
-                code = w.proc.poll()
-                if code is None:
-                    continue
-                assert code in (EXIT_FATAL_KAFKA, EXIT_STALLED), f"worker {w.worker_id} exited {code}:\n{w.tail()}"
-                restarts.append((w.worker_id, code))
-                workers[i] = WorkerProcess(wenv, w.worker_id, tmp_path)
+            def progress(beyond: int, what: str) -> int:
+                wait_until(lambda: committed() >= beyond, 180, what)
+                return committed()
 
-        def committed() -> int:
-            supervise()
-            return len(read_committed(cluster.bootstrap, wenv.verdicts, 1, timeout=3, settle_s=0))
+            stream.start()
+            seen = progress(500, "first verdicts")
 
-        def progress(beyond: int, what: str) -> int:
-            wait_until(lambda: committed() >= beyond, 180, what)
-            return committed()
+            # 1. The leader of tx.events partition 0 dies mid-stream.
+            leader = admin.list_topics(wenv.events, timeout=10).topics[wenv.events].partitions[0].leader
+            cluster.kill(leader)
+            seen = progress(seen + 500, f"verdicts with broker {leader} dead")
+            cluster.restart_missing()
+            wait_until(lambda: fully_replicated(admin, topics + ["__transaction_state"]), 180, "ISR back to 3")
 
-        stream.start()
-        seen = progress(500, "first verdicts")
-
-        # 1. The leader of tx.events partition 0 dies mid-stream.
-        leader = admin.list_topics(wenv.events, timeout=10).topics[wenv.events].partitions[0].leader
-        cluster.kill(leader)
-        seen = progress(seen + 500, f"verdicts with broker {leader} dead")
-        cluster.restart_missing()
-        wait_until(lambda: fully_replicated(admin, topics + ["__transaction_state"]), 180, "ISR back to 3")
-
-        # 2. The transaction coordinator of worker w1 dies mid-stream.
-        coordinator = transaction_coordinator(admin, f"engine-{unique}-w1")
-        cluster.kill(coordinator)
-        seen = progress(seen + 500, f"verdicts with coordinator {coordinator} dead")
-        cluster.restart_missing()
-        progress(seen + 300, "verdicts after the restart")
-        stream.stop_and_join()
-        assert not stream.errors, stream.errors[:3]
-        verdicts = read_verdicts(cluster.bootstrap, wenv.verdicts, stream.produced, codec, timeout=240)
-        supervise()  # nobody restarted a worker by hand; any restart was the supervisor's, above
-        if restarts:
-            print(f"supervised restarts: {restarts}")
+            # 2. The transaction coordinator of worker w1 dies mid-stream.
+            coordinator = transaction_coordinator(admin, f"engine-{unique}-w1")
+            cluster.kill(coordinator)
+            seen = progress(seen + 500, f"verdicts with coordinator {coordinator} dead")
+            cluster.restart_missing()
+            progress(seen + 300, "verdicts after the restart")
+            stream.stop_and_join()
+            assert not stream.errors, stream.errors[:3]
+            verdicts = read_verdicts(cluster.bootstrap, wenv.verdicts, stream.produced, codec, timeout=240)
+            supervisor.check()  # nobody restarted a worker by hand; any restart was the supervisor's
+        if supervisor.restarts:
+            print(f"supervised restarts: {supervisor.restarts}")
+        partition_of = {codec.decode_event(m.value()).event_id: m.partition()
+                        for m in read_committed(cluster.bootstrap, wenv.events, stream.produced, timeout=60, settle_s=0)}
+        tails = supervisor.log_tails()
     finally:
         stream.stop_and_join()
         for w in workers:
@@ -225,6 +283,8 @@ def test_sigkill_partition_leader_and_transaction_coordinator_loses_nothing(kafk
     counts = Counter(v.event_id for v in verdicts)
     expected = {e.event_id for e in make_events(unique, stream.sent)}
     assert stream.produced == stream.sent
-    assert set(counts) == expected, f"{len(expected - set(counts))} events have no verdict"
+    assert set(counts) == expected, (
+        f"{len(expected - set(counts))} events have no verdict; by tx.events partition: "
+        f"{missing_by_partition(expected, set(counts), partition_of)}; restarts: {supervisor.restarts}\n{tails}")
     assert sum(counts.values()) == len(expected), f"duplicates: {[k for k, n in counts.items() if n > 1][:5]}"
     assert read_committed(cluster.bootstrap, wenv.dead_letters, 0, timeout=3, settle_s=1) == []
