@@ -19,7 +19,11 @@
 
 What is sent (``ops/bench/engine_events.py``, ``--event-mix users``, the default): what
 users send — JSON and Avro (``--json-share``), about 5 % memos of realistic lengths
-(most a few words, a long tail), returning customers with skewed activity and new ones.
+(most a few words, a long tail), returning customers with skewed activity and new ones,
+at shops whose trade is skewed too. Before each run, a month of those customers' payments
+and their outcomes is written through the worker's own feature store
+(``--history-events``, ``ops/bench/engine_history.py``), so enrich reads full windows and
+busy shops, as a running system does.
 The model is made the way users get one (``--model-source bootstrap``, the default):
 ``tollgate model bootstrap`` (fewer simulated days and epochs than its defaults, so the
 benchmark starts in minutes; the architecture, and so the serving cost, is the same)
@@ -85,7 +89,7 @@ from collections.abc import Sequence
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from engine.wire.codec import Codec  # noqa: E402
-from ops.bench.engine_events import describe, make_bench_events  # noqa: E402
+from ops.bench.engine_events import BASE_TIME_MS, describe, history_events, make_bench_events  # noqa: E402
 from ops.bench.engine_io import VerdictReader, machine_cpu, produce_backlog, produce_timed, scrape  # noqa: E402
 from ops.bench.engine_report import (  # noqa: E402
     LEGEND,
@@ -191,6 +195,7 @@ class Bench:
         # checkout's architecture (say, before PLE numeric embeddings), not today's.
         self.model_dir = self._model(args)
         self._described = False
+        self._history_said = False
 
     def _model(self, args: argparse.Namespace) -> Path:
         import shutil
@@ -231,8 +236,9 @@ class Bench:
 
     def run(self, label: str, pipeline: str, batch: tuple[int, float], rate: float | None,
             env: dict[str, str] | None = None, duration: float | None = None,
-            tree: Path | None = None) -> RunResult:
-        """``tree``: the worker runs that source tree's code (``ops/bench/engine_ab.py``)."""
+            tree: Path | None = None, history: bool = True) -> RunResult:
+        """``tree``: the worker runs that source tree's code (``ops/bench/engine_ab.py``).
+        ``history``: write ``--history-events`` first (a broker warm-up needs none)."""
         from tests.support.worker_support import WorkerEnv, WorkerProcess
 
         u = uuid.uuid4().hex[:8]
@@ -242,6 +248,10 @@ class Bench:
                                                  "TOLLGATE_BATCH__MAX_WAIT_MS": str(batch[1]), **(env or {})})
         n = self.args.saturation_events if rate is None else int(rate * (duration or self.args.duration))
         events = self.events(u, n)
+        # The month before the run: up to now for paced events (stamped when sent), up to
+        # the pre-filled backlog's first event time for saturation.
+        if history:
+            self._write_history(wenv.key_prefix, int(time.time() * 1000) if rate is not None else BASE_TIME_MS, tree)
         if rate is None:  # pre-fill: the worker starts with a full backlog
             produce_backlog(self.bootstrap, topics["events"], events, self.codec)
         where = {} if tree is None else {"command": _common.tree_cli(tree), "cwd": tree}
@@ -271,6 +281,30 @@ class Bench:
         result = worker_result(label, rate, n, reader.received, before, after)
         result.machine_pct = core_shares(machine_before, machine_after, span)
         return result
+
+    def _write_history(self, prefix: str, end_ms: int, tree: Path | None) -> None:
+        """``--history-events`` payments (and their outcomes) of the returning customers at
+        the shops over the month before ``end_ms``, through ``tree``'s own feature store
+        (``ops/bench/engine_history.py``)."""
+        import subprocess
+        import tempfile
+
+        if not self.args.history_events or self.args.event_mix != "users":
+            return
+        history = history_events("h", self.args.history_events, end_ms, days=self.args.history_days)
+        with tempfile.NamedTemporaryFile("w", suffix=".json", dir=self.workdir) as f:
+            json.dump([e.to_dict() for e in history], f)
+            f.flush()
+            where = tree or REPO
+            out = subprocess.run([sys.executable, str(Path(__file__).with_name("engine_history.py")),
+                                  "--redis-url", self.redis_url, "--prefix", prefix, "--events", f.name,
+                                  "--tree", str(where)], cwd=str(where), capture_output=True, text=True,
+                                 timeout=1800, check=False)
+        if out.returncode:
+            raise RuntimeError(f"writing the history failed:\n{out.stderr[-3000:]}")
+        if not self._history_said:
+            print(f"history: {out.stdout.strip()} ({self.args.history_days} days, written before each run)", flush=True)
+            self._history_said = True
 
     def _create_topics(self, u: str) -> dict[str, str]:
         """This run's own events, verdicts and dead-letter topics."""
@@ -394,6 +428,10 @@ def add_event_arguments(ap: argparse.ArgumentParser) -> None:
                     help="users: JSON and Avro, ~5 %% memos, returning and new customers "
                          "(ops/bench/engine_events.py); legacy: the test factory's events, as before #19")
     ap.add_argument("--json-share", type=float, default=0.5, help="--event-mix users: share of JSON events")
+    ap.add_argument("--history-events", type=int, default=100_000,
+                    help="--event-mix users: payments (with outcomes) written before each run, so windows "
+                         "hold a month as in a running system (0: none, every window starts empty)")
+    ap.add_argument("--history-days", type=int, default=30, help="the span of --history-events")
 
 
 def add_model_arguments(ap: argparse.ArgumentParser) -> None:
@@ -469,7 +507,7 @@ def main() -> None:
         # and first compilers, and its CPU per event falls over its first runs (the
         # "where the cores went" table shows it). A broker in service is warm; so is the
         # one measured here.
-        warm = bench.run("broker warm-up", model, default, 1000.0, duration=args.warmup)
+        warm = bench.run("broker warm-up", model, default, 1000.0, duration=args.warmup, history=False)
         print(f"broker warm-up, discarded: {args.warmup:g} s at 1,000 events/s, broker "
               f"{warm.machine_pct.get('broker', float('nan')):.0f} % of a core")
     old_label = f"old {tag}"

@@ -11,6 +11,9 @@ directory: ``engine.tree_cli``), serving ``ops.bench.engine:model_pipeline`` of 
 (both layouts have it). Which tree goes first alternates by round, so a noisy neighbour
 hits both alike; medians per tree, then after / before.
 
+Before each measured run, the month of history (``--history-events``) is written by that
+run's tree, in its own layout of the state (``ops/bench/engine_history.py``).
+
 Both trees serve one model: a fresh model of the serving architecture saved by the
 before tree (a newer tree reads an older model card; an older tree refuses fields it
 does not know), so the model's cost is the same on both sides.
@@ -79,7 +82,7 @@ def main() -> int:
     print(f"B={batch[0]} W={batch[1]:g}; before={trees['before']} after={trees['after']}", flush=True)
     if args.warmup:
         bench.run("broker warm-up", pipeline, batch, 1000.0, env={"PYTHONPATH": str(trees["after"])},
-                  tree=trees["after"], duration=args.warmup)
+                  tree=trees["after"], duration=args.warmup, history=False)
     results: dict[tuple[str, float | None], list[RunResult]] = {}
     for rnd in range(args.rounds):
         order = list(trees) if rnd % 2 == 0 else list(reversed(trees))

@@ -12,7 +12,14 @@ issue's outside driver sent (#19) and what a card issuer's stream looks like:
   customers make many payments; Zipf-like), and a share of events from customers never
   seen before (``new_share``), so enrich sees empty and full history windows alike;
   each customer keeps their own account, devices, home country and usual channel;
-* **amounts**: log-normal around a customer's own typical spend.
+* **amounts**: log-normal around a customer's own typical spend;
+* **terminals**: 2,000 shops whose trade is skewed too (weight 1 / (k + 5)): the busiest
+  takes about 3 % of the payments, the median one a few a day;
+* **history** (``history_events``, ``--history-events``): the same returning customers
+  and shops had a month of payments before the run, so enrich reads the windows a
+  running system reads: a returning customer's rows, a busy shop's 744 hours of
+  activity and labels (day sums, ``engine/features/terminal_days.py``), and a quiet
+  shop's few hours. Without it every window held only the run's own minutes.
 
 ``legacy_events`` (``--event-mix legacy``) is ``tests.support.worker_support.make_events``:
 200 customers, a memo on four events in seven, a short fixed list of memos, Avro only.
@@ -23,6 +30,7 @@ Both are deterministic for a seed; the run's unique prefix keeps event ids disti
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import random
 from collections.abc import Sequence
@@ -64,30 +72,63 @@ def memo_text(rng: random.Random, max_chars: int = 512) -> str:
     return text[:max_chars]
 
 
+#: Shops: weight 1 / (k + TERMINAL_SKEW) for terminal k.
+TERMINALS = 2000
+TERMINAL_SKEW = 5
+
+
+class Population:
+    """The returning customers and the shops, the same for a seed in every run: the
+    history and the live events share them."""
+
+    def __init__(self, seed: int = 1, returning: int = 5000):
+        self.returning = returning
+        # Zipf-like activity: customer k is drawn with weight 1 / (k + 10).
+        self.customer_weights = list(itertools.accumulate(1.0 / (k + 10) for k in range(returning)))
+        self.profiles = [_profile(random.Random(seed * 7919 + k), f"c{k}") for k in range(returning)]
+        self.terminal_weights = list(itertools.accumulate(1.0 / (k + TERMINAL_SKEW) for k in range(TERMINALS)))
+
+    def returning_profiles(self, rng: random.Random, n: int) -> list[dict]:
+        return [self.profiles[k] for k in rng.choices(range(self.returning), cum_weights=self.customer_weights, k=n)]
+
+    def event(self, rng: random.Random, event_id: str, time_ms: int, p: dict, memo: str | None) -> TransactionEvent:
+        """One payment of customer ``p`` at a shop drawn by its trade."""
+        (terminal,) = rng.choices(range(TERMINALS), cum_weights=self.terminal_weights)
+        channel = p["channel"] if rng.random() < 0.8 else rng.choice(_CHANNELS)
+        return TransactionEvent(
+            event_id=event_id, event_time_ms=time_ms, customer_id=p["customer"],
+            account_id=p["account"], terminal_id=f"t{terminal}", merchant_category=rng.choice(_MCCS),
+            amount=round(min(50_000.0, rng.lognormvariate(p["log_spend"], 0.8)), 2), currency="EUR",
+            channel=channel, country=p["country"] if rng.random() < 0.95 else rng.choice(_COUNTRIES),
+            device_id=rng.choice(p["devices"]), ip=f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}",
+            memo=memo)
+
+
 def realistic_events(unique: str, n: int, *, seed: int = 1, returning: int = 5000, new_share: float = 0.1,
                      memo_share: float = 0.05, json_share: float = 0.5) -> list[BenchEvent]:
     """``n`` events in event-time order (about 50 ms apart), as described in the module."""
     rng = random.Random(seed)
-    # Zipf-like activity: customer k is drawn with weight 1 / (k + 10).
-    weights = [1.0 / (k + 10) for k in range(returning)]
-    profile = [_profile(random.Random(seed * 7919 + k), f"c{k}") for k in range(returning)]
-    chosen = rng.choices(range(returning), weights=weights, k=n)
+    people = Population(seed, returning)
+    chosen = people.returning_profiles(rng, n)
     out = []
     for i in range(n):
-        if rng.random() < new_share:
-            p = _profile(rng, f"new-{unique}-{i}")
-        else:
-            p = profile[chosen[i]]
-        channel = p["channel"] if rng.random() < 0.8 else rng.choice(_CHANNELS)
-        event = TransactionEvent(
-            event_id=f"{unique}-{i}", event_time_ms=BASE_TIME_MS + i * 50, customer_id=p["customer"],
-            account_id=p["account"], terminal_id=f"t{rng.randrange(2000)}", merchant_category=rng.choice(_MCCS),
-            amount=round(min(50_000.0, rng.lognormvariate(p["log_spend"], 0.8)), 2), currency="EUR",
-            channel=channel, country=p["country"] if rng.random() < 0.95 else rng.choice(_COUNTRIES),
-            device_id=rng.choice(p["devices"]), ip=f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}",
-            memo=memo_text(rng) if rng.random() < memo_share else None)
-        out.append(BenchEvent(event, rng.random() < json_share))
+        p = _profile(rng, f"new-{unique}-{i}") if rng.random() < new_share else chosen[i]
+        memo = memo_text(rng) if rng.random() < memo_share else None
+        out.append(BenchEvent(people.event(rng, f"{unique}-{i}", BASE_TIME_MS + i * 50, p, memo), rng.random() < json_share))
     return out
+
+
+def history_events(unique: str, n: int, end_ms: int, *, days: int = 30, seed: int = 1,
+                   returning: int = 5000) -> list[TransactionEvent]:
+    """``n`` payments of the returning customers at the shops, spread evenly at random
+    over the ``days`` before ``end_ms``, in event-time order; no memos (history keeps
+    none)."""
+    rng = random.Random(seed * 104_729)
+    people = Population(seed, returning)
+    span = days * 86_400_000
+    times = sorted(end_ms - 1 - rng.randrange(span) for _ in range(n))
+    return [people.event(rng, f"{unique}-h{i}", t, p, None)
+            for i, (t, p) in enumerate(zip(times, people.returning_profiles(rng, n)))]
 
 
 def _profile(rng: random.Random, customer: str) -> dict:
