@@ -4,8 +4,11 @@
     python ops/bench/enrich_ab.py --before DIR [--after DIR] [--events 40000] [--batch 512]
 
 Each tree runs in its own process with its own key namespace on the stack's Redis, over
-the same ``ops/bench/engine_events.realistic_events`` (returning and new customers, about
-one distinct terminal per event, quiet terminals); the batches alternate between the two,
+the same ``ops/bench/engine_events.realistic_events`` (returning and new customers at
+shops of skewed trade), made here and handed to both sides as JSON (a side importing
+them from its own tree would get that tree's mix). First each side writes the same month
+of history (``--history-events``, as ``ops/bench/engine.py`` does: returning customers'
+rows, busy shops in the day layout) with its own code; then the batches alternate between the two,
 and which goes first alternates too, so a noisy neighbour hits both alike. Printed per
 event after ``--warm-batches``: the client's thread CPU in ``RedisFeatureStore.enrich``,
 the Redis server's time in the store's scripts (``INFO commandstats`` around each batch,
@@ -23,24 +26,33 @@ import json
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
 
 from _common import REPO, redis_script_usec
 
+from ops.bench.engine_history import outcomes, replay
 
-def child(tree: str, unique: str, n: int) -> None:
-    """Enrich the batches the parent names on stdin, answer [client µs, Redis µs] each."""
+
+def child(tree: str, events_file: str) -> None:
+    """Write the history, then enrich the batches the parent names on stdin, answering
+    [client µs, Redis µs] each."""
     sys.path.insert(0, tree)
     # local: imported here, after the tree being measured is first on sys.path
+    assert "engine" not in sys.modules, "the engine was imported before the tree being measured"
     from engine.features.redis_store import RedisFeatureStore
+    from engine.features.store import LabelArrival
+    from engine.records import TransactionEvent
     from engine.settings import Settings
-    from ops.bench.engine_events import realistic_events
 
-    events = [b.event for b in realistic_events(unique, n)]
+    given = json.loads(Path(events_file).read_text())
+    events = [TransactionEvent.from_dict(d) for d in given["live"]]
+    history = [TransactionEvent.from_dict(d) for d in given["history"]]
     store = RedisFeatureStore(settings=Settings(), namespace=f"enrich-ab-{uuid.uuid4().hex[:8]}")
-
+    replay(store, history, outcomes(history, given["label_delay_ms"], given["bad_every"], LabelArrival), 512)
+    del history
     gc.collect()
     print("ready", flush=True)
     try:
@@ -59,19 +71,29 @@ def child(tree: str, unique: str, n: int) -> None:
 
 
 def main() -> None:
-    if sys.argv[1:2] == ["--child"]:  # one side: tree, unique, events
-        child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    if sys.argv[1:2] == ["--child"]:  # one side: tree, events file
+        child(sys.argv[2], sys.argv[3])
         return
+    # local: the events import the engine, which a child must import from its own tree
+    from ops.bench.engine_events import BASE_TIME_MS, history_events, realistic_events
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--before", required=True, help="the tree before the change")
     ap.add_argument("--after", default=str(REPO), help="the tree after it (default: this one)")
     ap.add_argument("--events", type=int, default=40_000)
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--warm-batches", type=int, default=10, help="batches run first on both sides and not counted")
+    ap.add_argument("--history-events", type=int, default=100_000,
+                    help="payments (with outcomes) of the month before, written first (0: none)")
     args = ap.parse_args()
     unique = uuid.uuid4().hex[:6]
     trees = {"before": str(Path(args.before).resolve()), "after": str(Path(args.after).resolve())}
-    kids = {name: subprocess.Popen([sys.executable, __file__, "--child", tree, f"{unique}-{name}", str(args.events)],
+    events_file = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+    with events_file:
+        json.dump({"live": [b.event.to_dict() for b in realistic_events(unique, args.events)],
+                   "history": [e.to_dict() for e in history_events(unique, args.history_events, BASE_TIME_MS)],
+                   "label_delay_ms": 7 * 86_400_000, "bad_every": 500}, events_file)
+    kids = {name: subprocess.Popen([sys.executable, __file__, "--child", tree, events_file.name],
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             for name, tree in trees.items()}
     try:
@@ -105,6 +127,7 @@ def main() -> None:
             except BrokenPipeError:  # that side has already stopped
                 pass
             kid.wait(timeout=300)
+        Path(events_file.name).unlink()
     print(f"{counted} events in batches of {args.batch} (after {args.warm_batches} warm), interleaved; "
           f"µs per event")
     for name, (cpu, script) in totals.items():
