@@ -74,7 +74,7 @@ from engine.features.redis_cluster import SLOT_WRITE_SCRIPTS
 from engine.features.snapshot import ContextSnapshot
 from engine.features.spec import BUCKET_MS, IDLE_STATE_TTL_MS
 from engine.features.store import ContextUnavailable, LabelArrival
-from engine.features.terminal_days import LUA_READ_TERMINAL, LUA_WRITE_TERMINAL, read_plans, terminal_state
+from engine.features.terminal_days import LUA_READ_TERMINAL, LUA_WRITE_TERMINAL, read_plans, terminal_state, wire_plan
 from engine.records import EventValidationError, TransactionEvent
 from engine.settings import Settings, get_settings
 from engine.wire.cluster_scripts import ClusterScripts
@@ -109,7 +109,7 @@ _READ_STATE = LUA_READ_TERMINAL + """
 -- one JSON array (snapshot keys; per customer its event ZSET, device HASH and state
 -- token; per terminal its two HASHes); ARGV[5] (optional): per customer the token and
 -- event count of the copy the client holds (engine.features.customer_cache); ARGV[6]
--- (optional): what to read of each terminal's two hashes (terminal_days.read_plans), as
+-- (optional): what to read of each terminal's two hashes (terminal_days.wire_plan), as
 -- [distinct plans, per terminal the index of its plan] (a batch's terminals share a few). The reply
 -- is ONE JSON array, one document per key (null: no snapshot): the client parses one
 -- string per batch instead of a RESP element per key, and sends one argument instead
@@ -321,7 +321,7 @@ class RedisFeatureStore:
         for tid in terminal_ids:
             key = frozenset(hours[tid])
             if key not in plan_index:
-                plans.append(read_plans(key))
+                plans.append([wire_plan(plan) for plan in read_plans(key)])
                 plan_index[key] = len(plans)
             plan_of.append(plan_index[key])
         replies = iter(self._read(event_ids, customer_ids, terminal_ids, mine, (plans, plan_of)))  # round trip 1

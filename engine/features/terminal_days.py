@@ -98,6 +98,34 @@ def _plan(hours: Collection[int], offsets: list[int]) -> ReadPlan:
     return [lo_day, hi_day, sorted(edges), fields]
 
 
+def wire_plan(plan: ReadPlan) -> list[Any] | None:
+    """``plan`` as the read script takes it: followed by the whole days, the hours of the
+    split days (24 each, in order) and the stretches between their edges (``[first hour,
+    hours]``), every number already a string. Formatting numbers is the dearest thing Lua
+    does here: building a busy terminal's ~120 field names in the script cost more than
+    Redis looking them up (``python ops/bench/busy_terminals.py``; docs/performance.md,
+    "A month of history in the benchmarks"). The script builds each kind's names once per
+    batch from these and shares them among the terminals of the plan.
+
+    >>> w = wire_plan([70, 72, [1690], 27])  # days 70-72, an edge at 10:00 of day 70
+    >>> w[4], len(w[5]), w[5][0], w[6]
+    (['71', '72'], 24, '1680', [['1680', 10], ['1690', 14]])
+    """
+    if plan is None:
+        return None
+    lo, hi, edges, _ = plan
+    split = sorted({p // HOURS_PER_DAY for p in edges})
+    hours: list[str] = []
+    stretches: list[list[Any]] = []
+    for d in split:
+        start = d * HOURS_PER_DAY
+        bounds = [start, *(p for p in edges if p // HOURS_PER_DAY == d), start + HOURS_PER_DAY]
+        stretches += [[str(a), b - a] for a, b in zip(bounds, bounds[1:])]
+        hours += [str(h) for h in range(start, start + HOURS_PER_DAY)]
+    whole = [str(d) for d in range(lo, hi + 1) if d not in split]
+    return [*plan, whole, hours, stretches]
+
+
 def _summed(part: dict[str, list[int]]) -> BucketCounter:
     # the stretches at their first hour, each whole day at its first hour
     stretches, days = part["s"], part["d"]
@@ -192,6 +220,8 @@ local ACTIVITY, LABELS = {{'', 'd:'}}, {{'k:', 'dk:'}, {'b:', 'db:'}}
 
 LUA_READ_TERMINAL = _LUA_COMMON + """
 local function hmget_chunked(key, fields)
+  if #fields == 0 then return {} end
+  if #fields <= 1000 then return redis.call('HMGET', key, unpack(fields)) end
   local got = {}
   for i = 1, #fields, 1000 do  -- unpack has a limit on its arguments
     local part = redis.call('HMGET', key, unpack(fields, i, math.min(i + 999, #fields)))
@@ -199,47 +229,35 @@ local function hmget_chunked(key, fields)
   end
   return got
 end
-local function edges_of(plan)  -- day -> its edges in order (the client sorts them)
-  local edges = {}
-  for _, p in ipairs(plan[3]) do
-    local d = math.floor(p / HOURS_PER_DAY)
-    edges[d] = edges[d] or {}
-    table.insert(edges[d], p)
-  end
-  return edges
+-- A plan's field names of one kind (wire_plan: the days left whole, the split days'
+-- hours), built once per script call and kept on the plan, which its terminals share.
+local function names_of(plan, kind)
+  plan.names = plan.names or {}
+  local names = plan.names[kind[2]]
+  if names then return names end
+  local days, hours = {}, {}
+  for i, d in ipairs(plan[5]) do days[i] = kind[2] .. d end
+  if kind[1] == '' then hours = plan[6] else for i, h in ipairs(plan[6]) do hours[i] = kind[1] .. h end end
+  names = {days, hours}
+  plan.names[kind[2]] = names
+  return names
 end
 -- '"d":[day, sum, ...],"s":[first hour, sum, ...]': the day sums of the days no edge
 -- splits, and the sums of the stretches between the edges of the others.
-local function summed(key, plan, edges, kind)
-  local days, day_fields, hour_fields = {}, {}, {}
-  for d = plan[1], plan[2] do
-    if edges[d] then
-      for h = d * HOURS_PER_DAY, d * HOURS_PER_DAY + HOURS_PER_DAY - 1 do hour_fields[#hour_fields + 1] = kind[1] .. h end
-    else
-      days[#days + 1] = d
-      day_fields[#day_fields + 1] = kind[2] .. d
-    end
-  end
-  local d_out, s_out = {}, {}
-  local sums = hmget_chunked(key, day_fields)
+local function summed(key, plan, kind)
+  local names, days, d_out, s_out = names_of(plan, kind), plan[5], {}, {}
+  local sums = hmget_chunked(key, names[1])
   for i = 1, #days do
     if sums[i] then d_out[#d_out + 1] = days[i]; d_out[#d_out + 1] = sums[i] end
   end
-  local counts, at = hmget_chunked(key, hour_fields), 1
-  for d = plan[1], plan[2] do
-    local cuts = edges[d]
-    if cuts then
-      for k = 0, #cuts do
-        local first = (k == 0) and d * HOURS_PER_DAY or cuts[k]
-        local after = cuts[k + 1] or d * HOURS_PER_DAY + HOURS_PER_DAY
-        local total = 0
-        for _ = first, after - 1 do
-          if counts[at] then total = total + tonumber(counts[at]) end
-          at = at + 1
-        end
-        if total > 0 then s_out[#s_out + 1] = first; s_out[#s_out + 1] = total end
-      end
+  local counts, at = hmget_chunked(key, names[2]), 1
+  for _, stretch in ipairs(plan[7]) do
+    local total = 0
+    for _ = 1, stretch[2] do
+      if counts[at] then total = total + tonumber(counts[at]) end
+      at = at + 1
     end
+    if total > 0 then s_out[#s_out + 1] = stretch[1]; s_out[#s_out + 1] = total end
   end
   return '"d":[' .. table.concat(d_out, ',') .. '],"s":[' .. table.concat(s_out, ',') .. ']'
 end
@@ -270,11 +288,10 @@ local function read_terminal_hash(key, plan, kinds)
   local size = redis.call('HLEN', key)
   if size == 0 then return '[]' end
   if size <= #kinds * plan[4] then return whole(key) end
-  local edges = edges_of(plan)
   local meta = redis.call('HMGET', key, 'v', 'n')
   if not meta[1] then return whole(key) end  -- hours only: grown within this batch's reach
-  if kinds == ACTIVITY then return '{"n":' .. meta[2] .. ',' .. summed(key, plan, edges, kinds[1]) .. '}' end
-  return '{"k":{' .. summed(key, plan, edges, kinds[1]) .. '},"b":{' .. summed(key, plan, edges, kinds[2]) .. '}}'
+  if kinds == ACTIVITY then return '{"n":' .. meta[2] .. ',' .. summed(key, plan, kinds[1]) .. '}' end
+  return '{"k":{' .. summed(key, plan, kinds[1]) .. '},"b":{' .. summed(key, plan, kinds[2]) .. '}}'
 end
 """
 

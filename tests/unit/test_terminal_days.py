@@ -16,27 +16,29 @@ from hypothesis import strategies as st
 
 from engine.features.compute import TERMINAL_KEEP_BUCKETS, BucketCounter, TerminalState, enrich_batch
 from engine.features.spec import BUCKET_MS
-from engine.features.terminal_days import HOURS_PER_DAY, read_plans, terminal_state
+from engine.features.terminal_days import HOURS_PER_DAY, read_plans, terminal_state, wire_plan
 from tests.support.events import event
 
 NOW_HOUR = 490_000  # about 2025-11: hours since the epoch, as the store keys them
 
 
 def _summed(hours: dict[int, int], plan) -> dict[str, list[int]]:
-    """What the read script sums for one kind of field holding ``hours``."""
-    lo, hi, edges, fields = plan
+    """What the read script sums for one kind of field holding ``hours``, step by step as
+    its Lua does, from the plan as the client sends it (``wire_plan``: whole days, the
+    split days' hours, the stretches)."""
+    *_, whole, hour_names, stretches = wire_plan(plan)
     days: dict[int, int] = {}
     for h, n in hours.items():
         days[h // HOURS_PER_DAY] = days.get(h // HOURS_PER_DAY, 0) + n
-    split = {p // HOURS_PER_DAY for p in edges}
-    d_out = [x for d in range(lo, hi + 1) if d not in split and d in days for x in (d, days[d])]
-    s_out = []
-    for d in sorted(split):
-        starts = [d * HOURS_PER_DAY] + sorted(p for p in edges if p // HOURS_PER_DAY == d)
-        for first, after in zip(starts, starts[1:] + [(d + 1) * HOURS_PER_DAY]):
-            total = sum(hours.get(h, 0) for h in range(first, after))
-            if total:
-                s_out += [first, total]
+    d_out = [x for d in map(int, whole) if d in days for x in (d, days[d])]
+    counts = [hours.get(int(h), 0) for h in hour_names]
+    s_out, at = [], 0
+    for first, length in stretches:
+        total = sum(counts[at:at + length])
+        at += length
+        if total:
+            s_out += [int(first), total]
+    assert at == len(counts)
     return {"d": d_out, "s": s_out}
 
 
