@@ -9,7 +9,8 @@ comparisons there showed gains that did not hold). A change of a few percent is 
 when both sides run seconds apart on the same input; run it A/A first. So each tree gets a long-lived process (its own
 ``PYTHONPATH`` and working directory, so each imports its own ``engine``), both build
 the same pipeline (``engine.assemble.build_pipeline``), the same events
-(``ops/bench/engine_events.py``, one seed) and the same model, and the driver hands them
+(``ops/bench/engine_events.py``, one seed, made by the driver and handed to both as JSON)
+and the same model, and the driver hands them
 batch *k* in turn, alternating which goes first. Each process times its own thread's CPU
 per phase: decode (``engine.stages.decode``), prepare (enrich + encode), score (the
 model, in process), finish (detect, decide, guard) and the verdicts' Avro encoding.
@@ -37,7 +38,10 @@ import json
 import os
 import statistics
 import subprocess
+import tempfile
 import uuid
+
+from ops.bench.engine_events import make_bench_events  # noqa: E402
 
 PHASES = ("decode", "prepare", "score", "finish", "emit")
 
@@ -51,17 +55,17 @@ from engine.settings import RedisSettings, Settings
 from engine.stages.consume import RawRecord
 from engine.stages.decode import DecodeStage
 from engine.wire.codec import JSON_HEADERS, Codec
-from ops.bench.engine_events import make_bench_events
+from engine.records import TransactionEvent
 settings = Settings()
 if args["context"] == "redis":
     settings = settings.model_copy(update={"redis": RedisSettings(url=settings.redis.url, key_prefix=args["prefix"])})
 pipeline = build_pipeline(settings, model=args["model_dir"], context=args["context"], record=args["context"] == "redis")
 codec = Codec()
-events = make_bench_events("users", args["unique"], args["events"])
-records = [RawRecord("tx.events", i % 6, i, e.event.customer_id.encode(),
-                     codec.events.encode_json(e.event) if e.json else codec.encode_event(e.event),
-                     list(JSON_HEADERS) if e.json else [], 0, time.time() * 1000.0)
-           for i, e in enumerate(events)]
+events = [(TransactionEvent.from_dict(d), as_json) for d, as_json in json.loads(Path(args["events_file"]).read_text())]
+records = [RawRecord("tx.events", i % 6, i, e.customer_id.encode(),
+                     codec.events.encode_json(e) if as_json else codec.encode_event(e),
+                     list(JSON_HEADERS) if as_json else [], 0, time.time() * 1000.0)
+           for i, (e, as_json) in enumerate(events)]
 decode = DecodeStage(codec)
 import gc
 gc.collect()
@@ -136,12 +140,17 @@ def main() -> None:
     args = ap.parse_args()
 
     unique = uuid.uuid4().hex[:8]
+    # Made here and handed to both sides: a side importing them from its own tree would
+    # get that tree's mix (the shops' skew changed on 2026-12-07).
+    events_file = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+    with events_file:
+        json.dump([[b.event.to_dict(), b.json] for b in make_bench_events("users", unique, args.events)], events_file)
     sides = []
-    for name, tree in (("before", Path(args.before)), ("after", Path(args.after))):
-        config = {"context": args.context, "model_dir": str(Path(args.model_dir).resolve()), "events": args.events,
-                  "batch": args.batch, "unique": unique, "prefix": f"tg-stage-ab-{unique}-{name}"}
-        sides.append(Side(name, tree.resolve(), config))
     try:
+        for name, tree in (("before", Path(args.before)), ("after", Path(args.after))):
+            config = {"context": args.context, "model_dir": str(Path(args.model_dir).resolve()), "batch": args.batch,
+                      "events_file": events_file.name, "prefix": f"tg-stage-ab-{unique}-{name}"}
+            sides.append(Side(name, tree.resolve(), config))
         batches = -(-sides[0].ready // args.batch)
         totals = {s.name: dict.fromkeys(PHASES, 0.0) for s in sides}
         counted = 0
@@ -160,6 +169,7 @@ def main() -> None:
     finally:
         for s in sides:
             s.close()
+        Path(events_file.name).unlink()
 
     print(f"{counted} events in {len(ratios)} batches of {args.batch} (after {args.warm_batches} warm), "
           f"context {args.context}; thread CPU µs per event, batches interleaved")
