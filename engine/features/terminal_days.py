@@ -101,11 +101,11 @@ def _plan(hours: Collection[int], offsets: list[int]) -> ReadPlan:
 def wire_plan(plan: ReadPlan) -> list[Any] | None:
     """``plan`` as the read script takes it: followed by the whole days, the hours of the
     split days (24 each, in order) and the stretches between their edges (``[first hour,
-    hours]``), every number already a string. Formatting numbers is the dearest thing Lua
-    does here: building a busy terminal's ~120 field names in the script cost more than
-    Redis looking them up (``python ops/bench/busy_terminals.py``; docs/performance.md,
-    "A month of history in the benchmarks"). The script builds each kind's names once per
-    batch from these and shares them among the terminals of the plan.
+    hours]``), every number already a string. Lua formats numbers slowly: building a busy
+    terminal's ~120 field names in the script cost more than Redis looking them up
+    (ad hoc probes; the effect on enrich: ``python ops/bench/enrich_ab.py --before <tree>``,
+    docs/performance.md, "A month of history in the benchmarks"). The script builds each
+    kind's names once per batch from these and shares them among the terminals of the plan.
 
     >>> w = wire_plan([70, 72, [1690], 27])  # days 70-72, an edge at 10:00 of day 70
     >>> w[4], len(w[5]), w[5][0], w[6]

@@ -14,7 +14,7 @@ issue's outside driver sent (#19) and what a card issuer's stream looks like:
   each customer keeps their own account, devices, home country and usual channel;
 * **amounts**: log-normal around a customer's own typical spend;
 * **terminals**: 2,000 shops whose trade is skewed too (weight 1 / (k + 5)): the busiest
-  takes about 3 % of the payments, the median one a few a day;
+  takes about 3 % of the payments, the median one under 0.02 % (from the weights);
 * **history** (``history_events``, ``--history-events``): the same returning customers
   and shops had a month of payments before the run, so enrich reads the windows a
   running system reads: a returning customer's rows, a busy shop's 744 hours of

@@ -148,8 +148,10 @@ class Supervisor:
     call past its bound while the coordinator moves; 4: stalled) is started again under the
     same id within a fraction of a second. Any other exit is recorded, left down, and fails
     the test at its next ``check()``. It once polled only while the test waited for
-    progress, so a worker that exited during the final read stayed down, its open
-    transaction held back every later verdict, and the read timed out (CI of stop 47)."""
+    progress, so a worker that exited during the final read stayed down, and its open
+    transaction would hold back every later verdict: the likely cause, not confirmed (the
+    workers' logs were gone), of stop 47's CI failure, whose missing events were the
+    stream's last stretch."""
 
     def __init__(self, workers: list[WorkerProcess], start: Callable[[str], WorkerProcess]):
         self.workers = workers
