@@ -166,40 +166,43 @@ class LoadedTerminal:
         floor, 1 if the labels were read as day sums (the script prunes those), and how
         many hours were read whole (-1: none; the script measures the hash only when that
         and the new hours could pass ``SMALL_FIELDS``)."""
-        floor, kept = self.floor(), self.state.activity
-        stale_activity = [] if self.activity_read is None else [
-            str(b) for b in self.activity_read if b < floor or b not in kept]
+        floor = self.floor()
+        stale_activity: list[str] = []
+        if self.activity_read is not None:
+            kept = set(self.state.activity.buckets)
+            stale_activity = [str(b) for b in self.activity_read if b < floor or b not in kept]
         stale_labels = [] if self.labels_read is None else [
             f"{kind}:{b}" for b in self.labels_read if b < floor for kind in ("k", "b")]
         return [stale_activity, stale_labels, floor, 1 if self.labels_read is None else 0,
                 -1 if self.activity_read is None else len(self.activity_read)]
 
 
-def terminal_state(activity: list[int] | dict[str, Any], labels: list[str] | dict[str, Any]) -> LoadedTerminal:
+def terminal_state(activity: list[int] | dict[str, Any], labels: list[int] | dict[str, Any]) -> LoadedTerminal:
     """A terminal's state from the read script's two replies.
 
     Activity: a flat ``[hour, count, ...]`` list (every hour), or ``{"n": newest, "d":
     [day, sum, ...], "s": [first hour, sum, ...]}`` (the plan's: the days left whole,
-    and the stretches between the edges of the others). Labels: a flat ``["k:<hour>",
-    count, ...]`` list of strings (every field), or ``{"k": ..., "b": ...}``, each as
-    activity's.
+    and the stretches between the edges of the others). Labels: a flat ``[hour, count,
+    ...]`` list (every hour; a bad label's hour negated), or ``{"k": ..., "b": ...}``,
+    each as activity's.
     """
     t = TerminalState()
     activity_read = labels_read = newest = None
     if isinstance(activity, list):
         if activity:
-            t.activity = BucketCounter.from_items(zip(activity[0::2], activity[1::2]))
+            t.activity = BucketCounter.from_columns(activity[0::2], activity[1::2])
         activity_read = set(t.activity.buckets)
     else:
         t.activity, newest = _summed(activity), activity["n"]
     if isinstance(labels, dict):
         t.known, t.bad = _summed(labels["k"]), _summed(labels["b"])
     elif labels:
-        known, bad = [], []
-        for i in range(0, len(labels), 2):
-            kind, bucket = labels[i].split(":", 1)
-            (known if kind == "k" else bad).append((int(bucket), int(labels[i + 1])))
-        t.known, t.bad = BucketCounter.from_items(known), BucketCounter.from_items(bad)
+        hours, counts = labels[0::2], labels[1::2]
+        if min(hours) > 0:  # no bad label: the common case
+            t.known = BucketCounter.from_columns(hours, counts)
+        else:
+            t.known = BucketCounter.from_items([(h, n) for h, n in zip(hours, counts) if h > 0])
+            t.bad = BucketCounter.from_items([(-h, n) for h, n in zip(hours, counts) if h < 0])
         labels_read = set(t.known.buckets) | set(t.bad.buckets)
     else:
         labels_read = set()
@@ -261,35 +264,50 @@ local function summed(key, plan, kind)
   end
   return '"d":[' .. table.concat(d_out, ',') .. '],"s":[' .. table.concat(s_out, ',') .. ']'
 end
--- Every field of a hash, as the client parses it whole: activity's hours as JSON numbers
--- [hour, count, ...], the labels' 'k:'/'b:' fields as strings (day sums and metadata left
--- out). Joined as they are, not by cjson, so the client parses no digits in Python.
-local function every_hour(key)
-  local flat, out = redis.call('HGETALL', key), {}
-  for i = 1, #flat, 2 do
-    if tonumber(flat[i]) then out[#out + 1] = flat[i]; out[#out + 1] = flat[i + 1] end
+-- Every hour of a hash, as the client parses it whole: JSON numbers [hour, count, ...];
+-- for labels [+hour, count] known and [-hour, count] bad. A hash of hours only (a quiet
+-- terminal's: most of a batch's) is joined as HGETALL returns it, by table.concat and
+-- string.gsub in C: a loop over its fields in Lua cost twice the HGETALL, and parsing
+-- 'k:<hour>' strings in Python more than the rest of the terminal's state
+-- (docs/performance.md, "Quiet terminals read whole as numbers"). A hash in the day
+-- layout leaves its sums and metadata out.
+local function every_hour(key, hours_only)
+  local flat = redis.call('HGETALL', key)
+  if #flat == 0 then return '[]' end
+  if not hours_only then
+    local out = {}
+    for i = 1, #flat, 2 do
+      if tonumber(flat[i]) then out[#out + 1] = flat[i]; out[#out + 1] = flat[i + 1] end
+    end
+    flat = out
   end
-  return '[' .. table.concat(out, ',') .. ']'
+  return '[' .. table.concat(flat, ',') .. ']'
 end
-local function every_label(key)
-  local flat, out = redis.call('HGETALL', key), {}
-  for i = 1, #flat, 2 do
-    local kind = string.sub(flat[i], 1, 2)
-    if kind == 'k:' or kind == 'b:' then out[#out + 1] = flat[i]; out[#out + 1] = flat[i + 1] end
+local function every_label(key, hours_only)
+  local flat = redis.call('HGETALL', key)
+  if not hours_only then
+    local out = {}
+    for i = 1, #flat, 2 do
+      local kind = string.sub(flat[i], 1, 2)
+      if kind == 'k:' or kind == 'b:' then out[#out + 1] = flat[i]; out[#out + 1] = flat[i + 1] end
+    end
+    flat = out
   end
-  if #out == 0 then return '[]' end
-  return '["' .. table.concat(out, '","') .. '"]'
+  if #flat == 0 then return '[]' end
+  local joined = string.gsub(table.concat(flat, ','), 'k:', '')
+  joined = string.gsub(joined, 'b:', '-')
+  return '[' .. joined .. ']'
 end
 -- One of a terminal's hashes as its plan asks, or whole: without a plan, when the hash
 -- is no larger than what the plan asks for (a quiet terminal), or of hours only.
 local function read_terminal_hash(key, plan, kinds)
   local whole = (kinds == ACTIVITY) and every_hour or every_label
-  if plan == nil or plan == cjson.null then return whole(key) end
+  if plan == nil or plan == cjson.null then return whole(key, redis.call('HEXISTS', key, 'v') == 0) end
   local size = redis.call('HLEN', key)
   if size == 0 then return '[]' end
-  if size <= #kinds * plan[4] then return whole(key) end
+  if size <= #kinds * plan[4] then return whole(key, redis.call('HEXISTS', key, 'v') == 0) end
   local meta = redis.call('HMGET', key, 'v', 'n')
-  if not meta[1] then return whole(key) end  -- hours only: grown within this batch's reach
+  if not meta[1] then return whole(key, true) end  -- hours only: grown within this batch's reach
   if kinds == ACTIVITY then return '{"n":' .. meta[2] .. ',' .. summed(key, plan, kinds[1]) .. '}' end
   return '{"k":{' .. summed(key, plan, kinds[1]) .. '},"b":{' .. summed(key, plan, kinds[2]) .. '}}'
 end

@@ -48,8 +48,9 @@ def _replies(activity: dict[int, int], known: dict[int, int], bad: dict[int, int
     else:
         act = {"n": max(activity, default=0), **_summed(activity, plans[0])}
     if plans[1] is None:
-        labels: list | dict = [x for kind, table in (("k", known), ("b", bad)) for h, n in table.items()
-                               for x in (f"{kind}:{h}", str(n))]
+        # as the script joins a hash of hours only: in its own order, a bad label's hour negated
+        labels: list | dict = [x for sign, table in ((1, known), (-1, bad)) for h, n in table.items()
+                               for x in (sign * h, n)]
     else:
         labels = {"k": _summed(known, plans[1]), "b": _summed(bad, plans[1])}
     return act, labels
@@ -99,7 +100,7 @@ def test_a_batch_spanning_weeks_reads_every_hour():
 
 def test_hashes_read_whole_name_their_stale_hours_and_day_sums_leave_it_to_the_script():
     old, new = NOW_HOUR - TERMINAL_KEEP_BUCKETS - 1, NOW_HOUR
-    read = terminal_state([old, 2, new, 3], [f"k:{old}", "4", f"b:{old}", "1", f"k:{new}", "1"])
+    read = terminal_state([new, 3, old, 2], [old, 4, -old, 1, new, 1])
     t = read.state
     assert list(t.activity.items()) == [(old, 2), (new, 3)]
     assert list(t.known.items()) == [(old, 4), (new, 1)] and list(t.bad.items()) == [(old, 1)]
