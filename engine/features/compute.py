@@ -124,17 +124,18 @@ class BucketCounter:
     def from_columns(cls, buckets: list[int], counts: list[int]) -> BucketCounter:
         """From distinct ``buckets`` in any order (a hash's) and their ``counts``; the
         lists become the counter's. Cheaper than ``from_items`` on a whole hash: the
-        order is checked and sorted as plain integers, and pairs are built only when the
-        hash's order is not the buckets' own.
+        buckets are sorted as plain integers and the counts follow them by a lookup, with
+        no pair built.
 
         >>> c = BucketCounter.from_columns([9, 5, 7], [1, 2, 0]); c.buckets, c.counts, c.cum
         ([5, 9], [2, 1], [0, 2, 3])
         """
         c = cls()
         if buckets:
-            if sorted(buckets) != buckets:
-                pairs = sorted(zip(buckets, counts))
-                buckets, counts = [b for b, _ in pairs], [n for _, n in pairs]
+            ordered = sorted(buckets)
+            if ordered != buckets:
+                counts = list(map(dict(zip(buckets, counts)).__getitem__, ordered))
+                buckets = ordered
             if min(counts) <= 0:
                 kept = [(b, n) for b, n in zip(buckets, counts) if n > 0]
                 buckets, counts = [b for b, _ in kept], [n for _, n in kept]

@@ -39,6 +39,7 @@ random ones (tests/unit/test_terminal_days.py).
 from __future__ import annotations
 
 import dataclasses
+from bisect import bisect_left
 from collections.abc import Collection
 from typing import Any
 
@@ -143,10 +144,10 @@ class LoadedTerminal:
     hash in the day layout is kept by the script itself."""
 
     state: TerminalState
-    #: the hours read, when the activity hash was read whole; None when read as day sums
-    activity_read: set[int] | None
-    #: the arrival hours read, when the label hash was read whole
-    labels_read: set[int] | None
+    #: the hours read (sorted), when the activity hash was read whole; None when read as day sums
+    activity_read: list[int] | None
+    #: the arrival hours of known and of bad labels read (sorted), when the label hash was read whole
+    labels_read: tuple[list[int], list[int]] | None
     #: "n" of a hash read as day sums: the newest hour written
     newest_written: int | None
 
@@ -169,10 +170,15 @@ class LoadedTerminal:
         floor = self.floor()
         stale_activity: list[str] = []
         if self.activity_read is not None:
-            kept = set(self.state.activity.buckets)
-            stale_activity = [str(b) for b in self.activity_read if b < floor or b not in kept]
-        stale_labels = [] if self.labels_read is None else [
-            f"{kind}:{b}" for b in self.labels_read if b < floor for kind in ("k", "b")]
+            # compute prunes only below an event's own hour less the kept span, never at
+            # or above this floor, so the hours that went are those below it
+            read = self.activity_read
+            stale_activity = [str(b) for b in read[:bisect_left(read, floor)]]
+        stale_labels: list[str] = []
+        if self.labels_read is not None:
+            known, bad = self.labels_read
+            old = set(known[:bisect_left(known, floor)]) | set(bad[:bisect_left(bad, floor)])
+            stale_labels = [f"{kind}:{b}" for b in sorted(old) for kind in ("k", "b")]
         return [stale_activity, stale_labels, floor, 1 if self.labels_read is None else 0,
                 -1 if self.activity_read is None else len(self.activity_read)]
 
@@ -191,7 +197,7 @@ def terminal_state(activity: list[int] | dict[str, Any], labels: list[int] | dic
     if isinstance(activity, list):
         if activity:
             t.activity = BucketCounter.from_columns(activity[0::2], activity[1::2])
-        activity_read = set(t.activity.buckets)
+        activity_read = list(t.activity.buckets)  # a copy: compute changes the counter
     else:
         t.activity, newest = _summed(activity), activity["n"]
     if isinstance(labels, dict):
@@ -203,9 +209,9 @@ def terminal_state(activity: list[int] | dict[str, Any], labels: list[int] | dic
         else:
             t.known = BucketCounter.from_items([(h, n) for h, n in zip(hours, counts) if h > 0])
             t.bad = BucketCounter.from_items([(-h, n) for h, n in zip(hours, counts) if h < 0])
-        labels_read = set(t.known.buckets) | set(t.bad.buckets)
+        labels_read = (list(t.known.buckets), list(t.bad.buckets))
     else:
-        labels_read = set()
+        labels_read = ([], [])
     return LoadedTerminal(t, activity_read, labels_read, newest)
 
 
@@ -265,38 +271,36 @@ local function summed(key, plan, kind)
   return '"d":[' .. table.concat(d_out, ',') .. '],"s":[' .. table.concat(s_out, ',') .. ']'
 end
 -- Every hour of a hash, as the client parses it whole: JSON numbers [hour, count, ...];
--- for labels [+hour, count] known and [-hour, count] bad. A hash of hours only (a quiet
--- terminal's: most of a batch's) is joined as HGETALL returns it, by table.concat and
--- string.gsub in C: a loop over its fields in Lua cost twice the HGETALL, and parsing
--- 'k:<hour>' strings in Python more than the rest of the terminal's state
--- (docs/performance.md, "Quiet terminals read whole as numbers"). A hash in the day
--- layout leaves its sums and metadata out.
-local function every_hour(key, hours_only)
+-- for labels [+hour, count] known and [-hour, count] bad. The fields are joined as
+-- HGETALL returns them and edited with string.gsub, in C: a loop over the fields in
+-- Lua cost twice the HGETALL, and parsing 'k:<hour>' strings in Python more than the
+-- rest of the terminal's state (docs/performance.md, "Terminal hashes kept as
+-- listpacks"). A hash in the day layout (``hours_only`` false) loses its day sums and
+-- metadata (v, n, o: single letters, the only fields without a colon but hours).
+local function joined(key)
   local flat = redis.call('HGETALL', key)
-  if #flat == 0 then return '[]' end
+  if #flat == 0 then return nil end
+  return ',' .. table.concat(flat, ',')
+end
+local function every_hour(key, hours_only)
+  local s = joined(key)
+  if not s then return '[]' end
   if not hours_only then
-    local out = {}
-    for i = 1, #flat, 2 do
-      if tonumber(flat[i]) then out[#out + 1] = flat[i]; out[#out + 1] = flat[i + 1] end
-    end
-    flat = out
+    s = string.gsub(s, ',d:%d+,%-?%d+', '')
+    s = string.gsub(s, ',[vno],%-?%d+', '')
   end
-  return '[' .. table.concat(flat, ',') .. ']'
+  return '[' .. string.sub(s, 2) .. ']'
 end
 local function every_label(key, hours_only)
-  local flat = redis.call('HGETALL', key)
+  local s = joined(key)
+  if not s then return '[]' end
   if not hours_only then
-    local out = {}
-    for i = 1, #flat, 2 do
-      local kind = string.sub(flat[i], 1, 2)
-      if kind == 'k:' or kind == 'b:' then out[#out + 1] = flat[i]; out[#out + 1] = flat[i + 1] end
-    end
-    flat = out
+    s = string.gsub(s, ',d[kb]:%d+,%-?%d+', '')
+    s = string.gsub(s, ',[vno],%-?%d+', '')
   end
-  if #flat == 0 then return '[]' end
-  local joined = string.gsub(table.concat(flat, ','), 'k:', '')
-  joined = string.gsub(joined, 'b:', '-')
-  return '[' .. joined .. ']'
+  s = string.gsub(s, ',k:', ',')
+  s = string.gsub(s, ',b:', ',-')
+  return '[' .. string.sub(s, 2) .. ']'
 end
 -- One of a terminal's hashes as its plan asks, or whole: without a plan, when the hash
 -- is no larger than what the plan asks for (a quiet terminal), or of hours only.
@@ -308,6 +312,12 @@ local function read_terminal_hash(key, plan, kinds)
   if size <= #kinds * plan[4] then return whole(key, redis.call('HEXISTS', key, 'v') == 0) end
   local meta = redis.call('HMGET', key, 'v', 'n')
   if not meta[1] then return whole(key, true) end  -- hours only: grown within this batch's reach
+  -- A hash small enough to be a listpack (hash-max-listpack-entries, 512 by default)
+  -- finds a field by scanning it, so the plan's ~130 lookups of a 400-field hash took
+  -- ~1 ms; one pass over it takes a tenth of that (docs/performance.md, "Terminal
+  -- hashes kept as listpacks").
+  local encoding = redis.call('OBJECT', 'ENCODING', key)
+  if encoding == 'listpack' or encoding == 'ziplist' then return whole(key, false) end
   if kinds == ACTIVITY then return '{"n":' .. meta[2] .. ',' .. summed(key, plan, kinds[1]) .. '}' end
   return '{"k":{' .. summed(key, plan, kinds[1]) .. '},"b":{' .. summed(key, plan, kinds[2]) .. '}}'
 end

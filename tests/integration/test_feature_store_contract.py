@@ -514,6 +514,44 @@ def test_busy_terminal_is_read_as_day_sums_with_memory_s_numbers(redis_url, uniq
 
 
 @pytest.mark.integration
+def test_a_day_layout_hash_still_a_listpack_is_read_whole_with_memory_s_numbers(redis_url, unique, ns_client,
+                                                                                 monkeypatch):
+    """Twelve days of hourly payments and outcomes put a terminal's hashes in the day
+    layout while Redis still keeps them as listpacks (up to ``hash-max-listpack-entries``
+    fields, 512 by default), where every field lookup scans the hash. The read script
+    then takes each such hash whole, in one pass, leaving its day sums and metadata out,
+    and every window still counts what the in-memory store counts."""
+    import engine.features.redis_store as redis_store
+
+    red = RedisFeatureStore(settings=Settings(redis={"url": redis_url}), namespace=unique)
+    memory = MemoryFeatureStore()
+    _busy_terminal_history(red, memory, 12 * 24, T0)
+    keys = [red._k(kind, t) for kind in ("tact", "tlab") for t in ("t1", "t2")]
+    assert all(_is_day_layout(ns_client, key) for key in keys)
+    encodings = {reply_text(ns_client.object("encoding", key)) for key in keys}
+    if not encodings <= {"listpack", "ziplist"}:
+        pytest.skip(f"this server keeps these hashes as {encodings} (hash-max-listpack-entries)")
+    replies: list[tuple[object, object]] = []
+    real = redis_store.terminal_state
+    monkeypatch.setattr(redis_store, "terminal_state", lambda a, b: replies.append((a, b)) or real(a, b))
+    now = T0 + 12 * DAY_MS
+    batches = [
+        [ev("a0", now + 5 * MIN)],
+        [ev(f"b{i}", now + DAY_MS + i * 3 * HOUR_MS + 7 * MIN, customer=f"n{i}", terminal=f"t{1 + i % 2}")
+         for i in range(12)],
+        [ev(f"c{i}", now + 2 * DAY_MS - (i + 1) * 11 * HOUR_MS, customer=f"l{i}", terminal=f"t{1 + i % 2}")
+         for i in range(20)],  # late events
+    ]
+    for k, batch in enumerate(batches):
+        assert red.enrich(batch) == memory.enrich(batch), f"batch {k} differs"
+        _activity_hash(ns_client, red._k("tact", "t1"))
+        _label_hash(ns_client, red._k("tlab", "t1"))
+    activity, labels = replies[0]  # every hour of both, as JSON numbers
+    assert isinstance(activity, list) and len(activity) // 2 >= 12 * 24 - 1
+    assert isinstance(labels, list) and len(labels) // 2 >= 12 * 24 - 72
+
+
+@pytest.mark.integration
 def test_terminal_hashes_written_before_day_sums_are_read_whole_then_upgraded(redis_url, unique, ns_client):
     """A terminal's hashes written by an older release hold hour fields only: the first
     batch reads all of them with the in-memory store's numbers, and the writes add the day
