@@ -27,6 +27,11 @@ and ``"b:<hour>"`` (known, bad), their sums ``"dk:<day>"`` and ``"db:<day>"``, `
 ``"v"``. The label windows end at the hour before the event's, so their edges are one
 hour earlier than activity's.
 
+A hash in the day layout is read by its plan only while Redis keeps it as a hashtable.
+Up to ``hash-max-listpack-entries`` fields (512 by default) Redis keeps a hash as a
+listpack, where every field lookup scans the hash, so the read script takes such a hash
+whole, in one pass, and the client gets every hour (the day sums and metadata left out).
+
 The in-memory store keeps every hour (``compute.TerminalState``), and ``RedisFeatureStore``
 runs ``compute.enrich_batch`` on the state rebuilt here: each stretch of hours that no
 edge splits (a whole day, or part of one) becomes one bucket holding its sum, which
