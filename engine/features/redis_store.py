@@ -41,7 +41,9 @@ one entity it belongs to, so a Redis Cluster keeps an entity's keys in one slot:
 * ``{p}:tact:{<terminal>}`` HASH hour bucket -> events, with a sum per day
   (``engine.features.terminal_days`` has the layout); ``{p}:tlab:{<terminal>}`` HASH
   ``k:<hour>``/``b:<hour>`` -> labels known/bad by arrival hour; old buckets are deleted;
-* ``{p}:lab:{<terminal>}:<event_id>`` the current label of an event (to apply corrections).
+* ``{p}:lab:{<terminal>}:<event_id>`` the current label of an event (to apply corrections);
+  ``{p}:labt:{<event_id>}`` the label key it was last counted under (a correction that
+  names another terminal moves the count).
 
 State TTLs are 31 days of wall-clock time since the last write. On a single Redis the
 keys travel in the scripts' ARGV and a batch is the two scripts above. On a Redis
@@ -206,14 +208,34 @@ end
 return {lost, stale}
 """
 
-_WRITE_LABELS = LUA_WRITE_TERMINAL + """
--- ARGV[1]: [[label key, terminal's label HASH, arrival hour, bad], ...]; ARGV[2]: the TTL.
--- A label that changed (another hour or verdict) moves its count.
+_LUA_UNLABEL = """
+-- Takes the label stored under `key` back out of its terminal's counts and deletes it
+-- (nothing when there is none: a retry after it went).
+local function unlabel(key)
+  local old = redis.call('GET', key)
+  if old then
+    local o = cjson.decode(old)
+    count_label(o[1], o[2], o[3] == 1, -1)
+    redis.call('DEL', key)
+  end
+end
+"""
+
+_WRITE_LABELS = LUA_WRITE_TERMINAL + _LUA_UNLABEL + """
+-- ARGV[1]: [[label key, terminal's label HASH, arrival hour, bad, event's pointer key], ...];
+-- ARGV[2]: the TTL. A label that changed (another hour or verdict) moves its count. The
+-- pointer (single Redis only; a cluster's client does its part, record_outcomes) names
+-- the label key the event was last counted under: a label now naming another terminal
+-- is taken out of the old one's counts first, as the memory store does.
 local labels = cjson.decode(ARGV[1])
 local ttl = tonumber(ARGV[2])
 local changed = 0
 for _, l in ipairs(labels) do
-  local key, tkey, bucket, bad = l[1], l[2], l[3], l[4]
+  local key, tkey, bucket, bad, pointer = l[1], l[2], l[3], l[4], l[5]
+  if pointer then
+    local previous = redis.call('GET', pointer)
+    if previous and previous ~= key then unlabel(previous) end
+  end
   local old = redis.call('GET', key)
   local same = false
   if old then
@@ -227,8 +249,15 @@ for _, l in ipairs(labels) do
     redis.call('SET', key, cjson.encode({tkey, bucket, bad}), 'PX', ttl)
     changed = changed + 1
   end
+  if pointer then redis.call('SET', pointer, key, 'PX', ttl) end
 end
 return changed
+"""
+
+# A cluster's half of a move: the old label key and its terminal share a slot.
+_UNLABEL = LUA_WRITE_TERMINAL + _LUA_UNLABEL + """
+unlabel(KEYS[1])
+return 1
 """
 
 
@@ -246,7 +275,7 @@ class RedisFeatureStore:
         self.client = client or connect(rs.url, rs.socket_timeout_s)
         self.prefix = rs.key_prefix + (f":{namespace}" if namespace else "")
         self.snapshot_ttl_ms = rs.decision_log_redis_ms
-        self._cluster = (ClusterScripts(self.client, {"read": _READ_STATE, "labels": _WRITE_LABELS,
+        self._cluster = (ClusterScripts(self.client, {"read": _READ_STATE, "labels": _WRITE_LABELS, "unlabel": _UNLABEL,
                                                     **SLOT_WRITE_SCRIPTS})
                          if isinstance(self.client, RedisCluster) else None)
         self._read_state = self.client.register_script(_READ_STATE)
@@ -500,18 +529,35 @@ class RedisFeatureStore:
         if self.read_only:
             raise PermissionError("this feature store is read-only: outcomes are recorded by the feedback worker")
         payload = [[self._label_key(lab.terminal_id, lab.event_id), self._k("tlab", lab.terminal_id),
-                    lab.arrival_bucket, 1 if lab.is_bad else 0] for lab in labels]
+                    lab.arrival_bucket, 1 if lab.is_bad else 0, self._k("labt", lab.event_id)] for lab in labels]
         try:
             if self._cluster is None:
                 self._write_labels(args=[json.dumps(payload, separators=(",", ":")), STATE_TTL_MS])
                 return
-            per_terminal: dict[str, list[list[Any]]] = {}
-            for row in payload:  # a label's keys share its terminal's slot
-                per_terminal.setdefault(row[1], []).append(row)
-            self._cluster.run([("labels", [tlab], [json.dumps(rows, separators=(",", ":")), STATE_TTL_MS])
-                               for tlab, rows in per_terminal.items()])
+            for wave in _waves(payload):
+                self._record_labels_sliced(wave)
         except redis.RedisError as exc:
             raise ContextUnavailable(f"could not record outcomes: {exc!r}") from exc
+
+    def _record_labels_sliced(self, payload: list[list[Any]]) -> None:
+        """The cluster's label write, each event once: an event's pointer and the label
+        keys of its old and new terminal sit in three slots, so a move is three steps,
+        each safe to repeat: read the pointers; take a label that now names another
+        terminal out of the old one's counts (deleting it there); count the labels per
+        terminal as a single Redis does; then point each event at its new label key. A
+        worker stopped between two steps leaves the counts right once the batch is
+        retried (the old label key is gone, and the new one compares as unchanged)."""
+        assert self._cluster is not None
+        previous = self._cluster.run([("cmd:GET", [row[4]], []) for row in payload])
+        moved = [old for row, raw in zip(payload, previous) if raw is not None and (old := reply_text(raw)) != row[0]]
+        if moved:
+            self._cluster.run([("unlabel", [old], []) for old in moved])
+        per_terminal: dict[str, list[list[Any]]] = {}
+        for row in payload:  # a label's keys share its terminal's slot
+            per_terminal.setdefault(row[1], []).append(row[:4])
+        self._cluster.run([("labels", [tlab], [json.dumps(rows, separators=(",", ":")), STATE_TTL_MS])
+                           for tlab, rows in per_terminal.items()])
+        self._cluster.run([("cmd:SET", [row[4]], [row[0], "PX", STATE_TTL_MS]) for row in payload])
 
     # -- decision log ------------------------------------------------------------------
     def decision_log(self, event_ids: Sequence[str]) -> list[ContextSnapshot | None]:
@@ -522,6 +568,20 @@ class RedisFeatureStore:
         except redis.RedisError as exc:
             raise ContextUnavailable(f"decision log unavailable: {exc!r}") from exc
         return [None if r is None else ContextSnapshot.from_dict(_loads(r)) for r in raws]
+
+
+def _waves(payload: list[list[Any]]) -> list[list[list[Any]]]:
+    """The label rows in order, cut where an event comes again: on a cluster the pointers
+    are read before the batch's scripts run, so an event must appear once per wave."""
+    waves: list[list[list[Any]]] = [[]]
+    seen: set[str] = set()
+    for row in payload:
+        if row[4] in seen:
+            waves.append([])
+            seen = set()
+        waves[-1].append(row)
+        seen.add(row[4])
+    return waves
 
 
 def _customer_from(rows: list[list[Any]], flat: list[str]) -> CustomerState:

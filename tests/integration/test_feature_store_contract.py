@@ -156,6 +156,52 @@ def test_label_retry_is_idempotent_and_correction_replaces(store):
     assert s1.terminal_risk_1d == 1.0  # a logged snapshot never changes
 
 
+def test_a_label_that_comes_to_name_another_terminal_moves_there(store):
+    """An outcome joined first to one terminal and corrected under another (the same
+    event id sent again with another terminal, say) counts at the new terminal only, as
+    the memory store keeps it: the old terminal's count goes, including when both arrive
+    in one batch, and a retry changes nothing."""
+    arrival = T0 + 2 * DAY_MS
+    store.record_outcomes([LabelArrival("p", "t5", T0, arrival, True)])
+    moved = LabelArrival("p", "t6", T0, arrival + HOUR_MS, True)
+    store.record_outcomes([moved])
+    store.record_outcomes([moved])  # a retry
+    store.record_outcomes([LabelArrival("q", "t5", T0, arrival, False), LabelArrival("q", "t7", T0, arrival, True)])
+    at = arrival + 3 * HOUR_MS
+    t5, t6, t7 = store.enrich([ev(f"x{t}", at + t * MIN, terminal=f"t{t}", customer=f"c{t}") for t in (5, 6, 7)])
+    assert (t5.terminal_labelled_1d, t6.terminal_labelled_1d, t7.terminal_labelled_1d) == (0.0, 1.0, 1.0)
+    assert (t6.terminal_risk_1d, t7.terminal_risk_1d) == (1.0, 1.0)
+
+
+def test_a_move_stopped_between_its_steps_is_right_once_retried(store, monkeypatch):
+    """On a cluster a move takes several calls (the event's pointer, the old terminal's
+    slot, the new one's, the pointer again: ``_record_labels_sliced``). A batch that stops
+    before any of them and is then retried leaves the counts as a single write would."""
+    if not isinstance(store, RedisFeatureStore) or store._cluster is None:
+        pytest.skip("the cluster's write only")
+    arrival = T0 + 2 * DAY_MS
+    real_run = store._cluster.run
+    for stop in (1, 2, 3):
+        store.record_outcomes([LabelArrival(f"p{stop}", f"a{stop}", T0, arrival, True)])
+        calls = []
+
+        def stopping(batch, stop=stop, calls=calls):
+            calls.append(batch)
+            if len(calls) > stop:
+                raise redis.ConnectionError("stopped")
+            return real_run(batch)
+
+        monkeypatch.setattr(store._cluster, "run", stopping)
+        moved = LabelArrival(f"p{stop}", f"b{stop}", T0, arrival, True)
+        with pytest.raises(ContextUnavailable):
+            store.record_outcomes([moved])
+        monkeypatch.setattr(store._cluster, "run", real_run)
+        store.record_outcomes([moved])  # the retry
+        old, new = store.enrich([ev(f"y{stop}{t}", arrival + HOUR_MS + k * MIN, terminal=f"{t}{stop}",
+                                    customer=f"c{t}{stop}") for k, t in enumerate("ab")])
+        assert (old.terminal_labelled_1d, new.terminal_labelled_1d) == (0.0, 1.0), f"stopped after {stop} calls"
+
+
 def test_any_user_text_survives_the_decision_log(store):
     weird = "lone \ud800 surrogate, nul \x00, rtl \u202e, emoji 🚀, quote \" and \\"
     store.enrich([ev("w", T0, memo=weird, device="d\u2028")])
@@ -345,7 +391,7 @@ def test_every_redis_key_expires(redis_url, unique, ns_client):
     red.record_outcomes([LabelArrival("k1", "t1", T0, T0 + DAY_MS, True)])
     keys = list(ns_client.scan_iter(f"{red.prefix}:*", count=10_000))
     kinds = {k.decode().split(":")[2] for k in keys}
-    assert kinds == {"snap", "cev", "cdev", "cver", "tact", "tlab", "lab"}
+    assert kinds == {"snap", "cev", "cdev", "cver", "tact", "tlab", "lab", "labt"}
     for key in keys:
         ttl = ns_client.pttl(key)
         assert 0 < ttl <= red.snapshot_ttl_ms, key
