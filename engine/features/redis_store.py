@@ -22,7 +22,8 @@ only for the very event it was computed for (it stores the event; ``compute.same
 another event under the same id (a caller posting ``victim-evt-42`` with its own
 customer and amount first) is computed afresh, recorded, and replaces that snapshot.
 ``record_outcomes`` is one Lua script per batch (compare-and-swap per label, correction
-= move the count).
+= move the count, also to another terminal: ``{p}:labt:{<event_id>}`` says where the
+label was counted).
 
 ``read_only=True`` (what ``tollgate serve``, ``tollgate score --redis`` and
 ``engine.interfaces.api`` get by default) runs round trip 1 and the computation only: the

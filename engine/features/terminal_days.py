@@ -282,31 +282,22 @@ end
 -- rest of the terminal's state (docs/performance.md, "Terminal hashes kept as
 -- listpacks"). A hash in the day layout (``hours_only`` false) loses its day sums and
 -- metadata (v, n, o: single letters, the only fields without a colon but hours).
-local function joined(key)
+local function every_hour_of(key, hours_only, day_sums, labels)
   local flat = redis.call('HGETALL', key)
-  if #flat == 0 then return nil end
-  return ',' .. table.concat(flat, ',')
-end
-local function every_hour(key, hours_only)
-  local s = joined(key)
-  if not s then return '[]' end
+  if #flat == 0 then return '[]' end
+  local s = ',' .. table.concat(flat, ',')
   if not hours_only then
-    s = string.gsub(s, ',d:%d+,%-?%d+', '')
+    s = string.gsub(s, day_sums, '')
     s = string.gsub(s, ',[vno],%-?%d+', '')
+  end
+  if labels then
+    s = string.gsub(s, ',k:', ',')
+    s = string.gsub(s, ',b:', ',-')
   end
   return '[' .. string.sub(s, 2) .. ']'
 end
-local function every_label(key, hours_only)
-  local s = joined(key)
-  if not s then return '[]' end
-  if not hours_only then
-    s = string.gsub(s, ',d[kb]:%d+,%-?%d+', '')
-    s = string.gsub(s, ',[vno],%-?%d+', '')
-  end
-  s = string.gsub(s, ',k:', ',')
-  s = string.gsub(s, ',b:', ',-')
-  return '[' .. string.sub(s, 2) .. ']'
-end
+local function every_hour(key, hours_only) return every_hour_of(key, hours_only, ',d:%d+,%-?%d+', false) end
+local function every_label(key, hours_only) return every_hour_of(key, hours_only, ',d[kb]:%d+,%-?%d+', true) end
 -- One of a terminal's hashes as its plan asks, or whole: without a plan, when the hash
 -- is no larger than what the plan asks for (a quiet terminal), or of hours only.
 local function read_terminal_hash(key, plan, kinds)

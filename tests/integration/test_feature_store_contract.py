@@ -173,12 +173,14 @@ def test_a_label_that_comes_to_name_another_terminal_moves_there(store):
     assert (t6.terminal_risk_1d, t7.terminal_risk_1d) == (1.0, 1.0)
 
 
-def test_a_move_stopped_between_its_steps_is_right_once_retried(store, monkeypatch):
+@pytest.mark.integration
+def test_a_move_stopped_between_its_steps_is_right_once_retried(redis_cluster_url, unique, request, monkeypatch):
     """On a cluster a move takes several calls (the event's pointer, the old terminal's
     slot, the new one's, the pointer again: ``_record_labels_sliced``). A batch that stops
     before any of them and is then retried leaves the counts as a single write would."""
-    if not isinstance(store, RedisFeatureStore) or store._cluster is None:
-        pytest.skip("the cluster's write only")
+    store = RedisFeatureStore(settings=Settings(redis={"url": redis_cluster_url}), namespace=unique)
+    request.addfinalizer(lambda: _delete_namespace(store.client, unique))
+    assert store._cluster is not None
     arrival = T0 + 2 * DAY_MS
     real_run = store._cluster.run
     for stop in (1, 2, 3):
