@@ -278,8 +278,8 @@ end
 -- Every hour of a hash, as the client parses it whole: JSON numbers [hour, count, ...];
 -- for labels [+hour, count] known and [-hour, count] bad. The fields are joined as
 -- HGETALL returns them and edited with string.gsub, in C: a loop over the fields in
--- Lua cost twice the HGETALL, and parsing 'k:<hour>' strings in Python more than the
--- rest of the terminal's state (docs/performance.md, "Terminal hashes kept as
+-- Lua, and parsing 'k:<hour>' strings in Python, cost more than the HGETALL itself
+-- (python ops/bench/enrich_ab.py; docs/performance.md, "Terminal hashes kept as
 -- listpacks"). A hash in the day layout (``hours_only`` false) loses its day sums and
 -- metadata (v, n, o: single letters, the only fields without a colon but hours).
 local function every_hour_of(key, hours_only, day_sums, labels)
@@ -309,8 +309,8 @@ local function read_terminal_hash(key, plan, kinds)
   local meta = redis.call('HMGET', key, 'v', 'n')
   if not meta[1] then return whole(key, true) end  -- hours only: grown within this batch's reach
   -- A hash small enough to be a listpack (hash-max-listpack-entries, 512 by default)
-  -- finds a field by scanning it, so the plan's ~130 lookups of a 400-field hash took
-  -- ~1 ms; one pass over it takes a tenth of that (docs/performance.md, "Terminal
+  -- finds a field by scanning it, so the plan's lookups cost far more than one pass
+  -- over the whole hash (python ops/bench/enrich_ab.py; docs/performance.md, "Terminal
   -- hashes kept as listpacks").
   local encoding = redis.call('OBJECT', 'ENCODING', key)
   if encoding == 'listpack' or encoding == 'ziplist' then return whole(key, false) end
