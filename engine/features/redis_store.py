@@ -542,11 +542,11 @@ class RedisFeatureStore:
 
     def _record_labels_sliced(self, payload: list[list[Any]]) -> None:
         """The cluster's label write, each event once: an event's pointer and the label
-        keys of its old and new terminal sit in three slots, so a move is three steps,
+        keys of its old and new terminal sit in three slots, so a move is four calls,
         each safe to repeat: read the pointers; take a label that now names another
         terminal out of the old one's counts (deleting it there); count the labels per
         terminal as a single Redis does; then point each event at its new label key. A
-        worker stopped between two steps leaves the counts right once the batch is
+        worker stopped between two calls leaves the counts right once the batch is
         retried (the old label key is gone, and the new one compares as unchanged)."""
         assert self._cluster is not None
         previous = self._cluster.run([("cmd:GET", [row[4]], []) for row in payload])

@@ -20,7 +20,10 @@ expire apart from the hours they sum):
 * ``"v"``: ``2``: the hash carries the fields above. A hash without it holds hours only:
   a quiet terminal's (day sums would double it, and reading it whole is cheap), or one
   an older release wrote. The read takes every hour of it and the client names the hours
-  to delete; the write that takes it past ``SMALL_FIELDS`` adds the day sums.
+  to delete; the write that takes it past ``SMALL_FIELDS`` adds the day sums;
+* ``"h"``: a string of zeros longer than ``hash-max-listpack-value`` (64 bytes by default),
+  so that Redis keeps the hash as a hashtable (below). Every write in the day layout adds
+  it where it is missing (a hash an older release moved to the day layout).
 
 ``{p}:tlab:{terminal}`` has the same layout for the labels (by arrival hour): ``"k:<hour>"``
 and ``"b:<hour>"`` (known, bad), their sums ``"dk:<day>"`` and ``"db:<day>"``, ``"o"`` and
@@ -28,9 +31,15 @@ and ``"b:<hour>"`` (known, bad), their sums ``"dk:<day>"`` and ``"db:<day>"``, `
 hour earlier than activity's.
 
 A hash in the day layout is read by its plan only while Redis keeps it as a hashtable.
-Up to ``hash-max-listpack-entries`` fields (512 by default) Redis keeps a hash as a
-listpack, where every field lookup scans the hash, so the read script takes such a hash
-whole, in one pass, and the client gets every hour (the day sums and metadata left out).
+Up to ``hash-max-listpack-entries`` fields (512 by default) of short values Redis keeps a
+hash as a listpack, where every field lookup scans the hash, so the read script takes
+such a hash whole, in one pass, and the client gets every hour (the day sums and
+metadata left out). A whole read of a busy shop's few hundred fields costs Redis and the
+client more than its plan on a hashtable, so the ``"h"`` field turns every day-layout
+hash into a hashtable: a listpack is then only a hash an older release left (until its
+next write) or a server configured with longer listpack values than ``"h"``. What it
+saves and costs in memory: ``python ops/bench/enrich_ab.py`` and docs/performance.md,
+"Busy shops' hashes kept as hashtables".
 
 The in-memory store keeps every hour (``compute.TerminalState``), and ``RedisFeatureStore``
 runs ``compute.enrich_batch`` on the state rebuilt here: each stretch of hours that no
@@ -56,12 +65,16 @@ _WINDOWS = tuple(ms // BUCKET_MS for _, ms in TERMINAL_WINDOWS)
 assert all(w % HOURS_PER_DAY == 0 for w in _WINDOWS), "day sums need windows of whole days"
 #: The most fields a terminal's hash holds (hours within the kept span, their days, the
 #: metadata): a plan that would ask for more reads the whole hash instead.
-_MOST_FIELDS = TERMINAL_KEEP_BUCKETS + 1 + TERMINAL_KEEP_BUCKETS // HOURS_PER_DAY + 2 + 3
+_MOST_FIELDS = TERMINAL_KEEP_BUCKETS + 1 + TERMINAL_KEEP_BUCKETS // HOURS_PER_DAY + 2 + 4
 
 #: A hash with more fields than this (a week of hours; twice that for labels, known and
 #: bad) moves to the day layout on its next write. A quiet terminal's hash stays hours
 #: only: its day sums would double its size, and reading it whole is cheaper than a plan.
 SMALL_FIELDS = 7 * HOURS_PER_DAY
+
+#: The length of ``"h"``'s zeros: longer than ``hash-max-listpack-value`` (64 by default,
+#: Debian's too), so that Redis converts a day-layout hash to a hashtable.
+HASHTABLE_PAD_BYTES = 256
 
 #: What the read script is asked for one of a terminal's hashes: ``[first day, last day,
 #: [edges], fields]``, an edge ``p`` lying between hours ``p - 1`` and ``p``, and how many
@@ -226,6 +239,7 @@ def terminal_state(activity: list[int] | dict[str, Any], labels: list[int] | dic
 _LUA_COMMON = f"""
 local HOURS_PER_DAY, KEEP_HOURS = {HOURS_PER_DAY}, {TERMINAL_KEEP_BUCKETS}
 local SMALL_ACTIVITY, SMALL_LABELS = {SMALL_FIELDS}, {2 * SMALL_FIELDS}
+local HASHTABLE_PAD = string.rep('0', {HASHTABLE_PAD_BYTES})
 """ + """
 -- A terminal's hashes (engine.features.terminal_days): activity holds '<hour>' fields
 -- with 'd:<day>' sums, labels 'k:<hour>' and 'b:<hour>' with 'dk:<day>' and 'db:<day>'.
@@ -281,14 +295,15 @@ end
 -- Lua, and parsing 'k:<hour>' strings in Python, cost more than the HGETALL itself
 -- (python ops/bench/enrich_ab.py; docs/performance.md, "Terminal hashes kept as
 -- listpacks"). A hash in the day layout (``hours_only`` false) loses its day sums and
--- metadata (v, n, o: single letters, the only fields without a colon but hours).
+-- metadata (v, n, o, h: single letters, the only fields without a colon but hours; all
+-- numbers, h's a run of zeros).
 local function every_hour_of(key, hours_only, day_sums, labels)
   local flat = redis.call('HGETALL', key)
   if #flat == 0 then return '[]' end
   local s = ',' .. table.concat(flat, ',')
   if not hours_only then
     s = string.gsub(s, day_sums, '')
-    s = string.gsub(s, ',[vno],%-?%d+', '')
+    s = string.gsub(s, ',[vnoh],%-?%d+', '')
   end
   if labels then
     s = string.gsub(s, ',k:', ',')
@@ -308,10 +323,10 @@ local function read_terminal_hash(key, plan, kinds)
   if size <= #kinds * plan[4] then return whole(key, redis.call('HEXISTS', key, 'v') == 0) end
   local meta = redis.call('HMGET', key, 'v', 'n')
   if not meta[1] then return whole(key, true) end  -- hours only: grown within this batch's reach
-  -- A hash small enough to be a listpack (hash-max-listpack-entries, 512 by default)
-  -- finds a field by scanning it, so the plan's lookups cost far more than one pass
-  -- over the whole hash (python ops/bench/enrich_ab.py; docs/performance.md, "Terminal
-  -- hashes kept as listpacks").
+  -- A listpack (an older release's day-layout hash before its next write, or a server
+  -- whose hash-max-listpack-value exceeds HASHTABLE_PAD) finds a field by scanning it,
+  -- so the plan's lookups cost far more than one pass over the whole hash (python
+  -- ops/bench/enrich_ab.py; docs/performance.md, "Terminal hashes kept as listpacks").
   local encoding = redis.call('OBJECT', 'ENCODING', key)
   if encoding == 'listpack' or encoding == 'ziplist' then return whole(key, false) end
   if kinds == ACTIVITY then return '{"n":' .. meta[2] .. ',' .. summed(key, plan, kinds[1]) .. '}' end
@@ -326,7 +341,8 @@ local function hour_of(field, prefix)
   return nil
 end
 -- Adds the day sums of a hash of hours only (grown past its small size, or an older
--- release's) and marks it with "v"; returns the newest and oldest hour found.
+-- release's), marks it with "v" and pads it into a hashtable with "h"; returns the newest
+-- and oldest hour found.
 local function add_day_sums(key, kinds)
   local flat, sums, newest, oldest = redis.call('HGETALL', key), {}, nil, nil
   for i = 1, #flat, 2 do
@@ -341,7 +357,7 @@ local function add_day_sums(key, kinds)
     end
   end
   for f, total in pairs(sums) do redis.call('HSET', key, f, total) end
-  redis.call('HSET', key, 'v', 2)
+  redis.call('HSET', key, 'v', 2, 'h', HASHTABLE_PAD)
   return newest, oldest
 end
 -- Deletes every field of `kind` older than `floor`, with its share of the day sums,
@@ -372,7 +388,7 @@ end
 -- follow, "n" (the newest hour) and "o" (no hour is older) are kept, and the hours older
 -- than KEEP_HOURS before the newest are deleted here (the client saw only sums of them).
 local function record_activity(key, counts, stale, size_read)
-  local meta = redis.call('HMGET', key, 'v', 'n', 'o')
+  local meta = redis.call('HMGET', key, 'v', 'n', 'o', 'h')
   if not meta[1] then
     local grew = 0
     for hour, n in pairs(counts) do
@@ -388,6 +404,7 @@ local function record_activity(key, counts, stale, size_read)
     end
     return
   end
+  if not meta[4] then redis.call('HSET', key, 'h', HASHTABLE_PAD) end  -- an older release's
   local newest, oldest = tonumber(meta[2]), tonumber(meta[3])
   local was_newest, was_oldest = newest, oldest
   for hour, n in pairs(counts) do
@@ -412,7 +429,9 @@ end
 -- One label more (delta 1) or less (-1) in arrival hour `bucket`, bad or not; a label
 -- less where none is counted (its hour already deleted) changes nothing.
 local function count_label(key, bucket, bad, delta)
-  local days = redis.call('HEXISTS', key, 'v') == 1
+  local meta = redis.call('HMGET', key, 'v', 'h')
+  local days = meta[1] ~= false
+  if days and not meta[2] then redis.call('HSET', key, 'h', HASHTABLE_PAD) end  -- an older release's
   local d = math.floor(bucket / HOURS_PER_DAY)
   for i, kind in ipairs(LABELS) do
     if i == 1 or bad then

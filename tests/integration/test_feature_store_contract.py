@@ -476,7 +476,9 @@ def _day_layout(client, key: str, kinds: dict[str, str], meta: set[str]) -> dict
         assert set(flat) == hour_fields, key
         return out
     day_fields = {f"{day_prefix}{d}" for prefix, day_prefix in kinds.items() for d in {h // 24 for h in out[prefix]}}
-    assert set(flat) == hour_fields | day_fields | meta and flat["v"] == 2
+    # "h" pads the hash into a hashtable; an older release's day-layout hash lacks it
+    # until its next write of that kind
+    assert set(flat) - {"h"} == hour_fields | day_fields | meta and flat["v"] == 2
     every = [h for hours in out.values() for h in hours]
     assert not every or flat["o"] <= min(every)
     return out
@@ -542,7 +544,10 @@ def test_busy_terminal_is_read_as_day_sums_with_memory_s_numbers(redis_url, uniq
          for i in range(20)],  # late events, some near the oldest kept hours
         [ev(f"d{i}", now + 2 * DAY_MS + i * MIN, customer=f"m{i}") for i in range(30)],
     ]
-    assert all(_is_day_layout(ns_client, red._k(kind, t)) for kind in ("tact", "tlab") for t in ("t1", "t2"))
+    keys = [red._k(kind, t) for kind in ("tact", "tlab") for t in ("t1", "t2")]
+    assert all(_is_day_layout(ns_client, key) for key in keys)
+    # kept as hashtables, whatever their size, so that the plan's lookups do not scan
+    assert {reply_text(ns_client.object("encoding", key)) for key in keys} == {"hashtable"}
     for k, batch in enumerate(batches):
         assert red.enrich(batch) == memory.enrich(batch), f"batch {k} differs"
         _activity_hash(ns_client, red._k("tact", "t1"))
@@ -565,10 +570,11 @@ def test_busy_terminal_is_read_as_day_sums_with_memory_s_numbers(redis_url, uniq
 def test_a_day_layout_hash_still_a_listpack_is_read_whole_with_memory_s_numbers(redis_url, unique, ns_client,
                                                                                  monkeypatch):
     """Twelve days of hourly payments and outcomes put a terminal's hashes in the day
-    layout while Redis still keeps them as listpacks (up to ``hash-max-listpack-entries``
-    fields, 512 by default), where every field lookup scans the hash. The read script
-    then takes each such hash whole, in one pass, leaving its day sums and metadata out,
-    and every window still counts what the in-memory store counts."""
+    layout. Written by an older release (no ``"h"`` field), Redis keeps them as listpacks
+    (up to ``hash-max-listpack-entries`` fields, 512 by default), where every field lookup
+    scans the hash. The read script then takes each such hash whole, in one pass, leaving
+    its day sums and metadata out, and every window still counts what the in-memory store
+    counts; the next write of each pads it into a hashtable."""
     import engine.features.redis_store as redis_store
 
     red = RedisFeatureStore(settings=Settings(redis={"url": redis_url}), namespace=unique)
@@ -576,6 +582,15 @@ def test_a_day_layout_hash_still_a_listpack_is_read_whole_with_memory_s_numbers(
     _busy_terminal_history(red, memory, 12 * 24, T0)
     keys = [red._k(kind, t) for kind in ("tact", "tlab") for t in ("t1", "t2")]
     assert all(_is_day_layout(ns_client, key) for key in keys)
+    # a few hundred fields each, which Redis would keep as listpacks but for "h"
+    assert {reply_text(ns_client.object("encoding", key)) for key in keys} == {"hashtable"}
+    assert all(ns_client.hlen(key) < 512 for key in keys)
+    for key in keys:  # as an older release left them: the same fields without "h", written anew
+        fields = {k: v for k, v in ns_client.hgetall(key).items() if reply_text(k) != "h"}
+        ttl = ns_client.pttl(key)
+        ns_client.delete(key)
+        ns_client.hset(key, mapping=fields)
+        ns_client.pexpire(key, ttl)
     encodings = {reply_text(ns_client.object("encoding", key)) for key in keys}
     if not encodings <= {"listpack", "ziplist"}:
         pytest.skip(f"this server keeps these hashes as {encodings} (hash-max-listpack-entries)")
@@ -597,6 +612,14 @@ def test_a_day_layout_hash_still_a_listpack_is_read_whole_with_memory_s_numbers(
     activity, labels = replies[0]  # every hour of both, as JSON numbers
     assert isinstance(activity, list) and len(activity) // 2 >= 12 * 24 - 1
     assert isinstance(labels, list) and len(labels) // 2 >= 12 * 24 - 72
+    for key in (red._k("tact", "t1"), red._k("tact", "t2")):  # written since: padded
+        assert reply_text(ns_client.object("encoding", key)) == "hashtable"
+    for target in (red, memory):  # an outcome's write pads a label hash
+        target.record_outcomes([LabelArrival("a0", "t1", now + 5 * MIN, now + DAY_MS, False)])
+    assert reply_text(ns_client.object("encoding", red._k("tlab", "t1"))) == "hashtable"
+    _label_hash(ns_client, red._k("tlab", "t1"))
+    later = [ev("z0", now + 3 * DAY_MS, terminal="t1")]
+    assert red.enrich(later) == memory.enrich(later)
 
 
 @pytest.mark.integration
