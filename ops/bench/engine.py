@@ -23,7 +23,10 @@ users send — JSON and Avro (``--json-share``), about 5 % memos of realistic le
 at shops whose trade is skewed too. Before each run, a month of those customers' payments
 and their outcomes is written through the worker's own feature store
 (``--history-events``, ``ops/bench/engine_history.py``), so enrich reads full windows and
-busy shops, as a running system does.
+busy shops, as a running system does; and while the worker decides, outcomes keep
+arriving, one for each verdict the reader receives, recorded through the same store as
+the feedback worker records them (``ops/bench/engine_outcomes.py``;
+``--no-live-outcomes``: none), so Redis does that work beside the worker's.
 The model is made the way users get one (``--model-source bootstrap``, the default):
 ``tollgate model bootstrap`` (fewer simulated days and epochs than its defaults, so the
 benchmark starts in minutes; the architecture, and so the serving cost, is the same)
@@ -82,6 +85,8 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Sequence
@@ -196,6 +201,9 @@ class Bench:
         self.model_dir = self._model(args)
         self._described = False
         self._history_said = False
+        #: The history's payments whose outcome is still to come (a JSON file), which
+        #: ``ops/bench/engine_outcomes.py`` records during the run; None: no history.
+        self._pending: Path | None = None
 
     def _model(self, args: argparse.Namespace) -> Path:
         import shutil
@@ -250,6 +258,7 @@ class Bench:
         events = self.events(u, n)
         # The month before the run: up to now for paced events (stamped when sent), up to
         # the pre-filled backlog's first event time for saturation.
+        self._pending = None
         if history:
             self._write_history(wenv.key_prefix, int(time.time() * 1000) if rate is not None else BASE_TIME_MS, tree)
         if rate is None:  # pre-fill: the worker starts with a full backlog
@@ -258,14 +267,19 @@ class Bench:
         worker = WorkerProcess(wenv, label.replace(" ", "_"), self.workdir, "--model",
                                str(self.model_dir), "--no-hot-swap", "--pipeline", pipeline, **where)
         reader = VerdictReader(self.bootstrap, topics["verdicts"], n)
+        outcomes: LiveOutcomes | None = None
         try:
             worker.wait_for("worker ready", timeout=180)
+            if self._pending is not None and not self.args.no_live_outcomes:
+                outcomes = LiveOutcomes(self.redis_url, wenv.key_prefix, self._pending, tree or REPO, reader)
             port = worker.health_port
             before = scrape(port)
             machine_before, t_before = machine_cpu(worker.proc.pid), time.monotonic()
             before[("cpu_seconds", "")] = machine_before["worker"]  # with its model process
             before[("cpu_main", "")], before[("cpu_model", "")] = machine_before["worker_main"], machine_before["worker_model"]
             reader.start()
+            if outcomes is not None:
+                outcomes.start()
             if rate is not None:
                 produce_timed(self.bootstrap, topics["events"], events, self.codec, rate)
             reader.join(timeout=self.args.timeout)
@@ -274,10 +288,15 @@ class Bench:
             after[("cpu_seconds", "")] = machine_after["worker"]
             after[("cpu_main", "")], after[("cpu_model", "")] = machine_after["worker_main"], machine_after["worker_model"]
         finally:
+            recorded = outcomes.stop() if outcomes is not None else None
             worker.terminate()
             reader.stop()
             self._delete_topics(topics)
             self._delete_keys(wenv.key_prefix)
+            if self._pending is not None:
+                self._pending.unlink(missing_ok=True)
+        if recorded is not None:
+            print(f"{label}: outcomes recorded during the run: {json.dumps(recorded)}", flush=True)
         result = worker_result(label, rate, n, reader.received, before, after)
         result.machine_pct = core_shares(machine_before, machine_after, span)
         return result
@@ -292,6 +311,11 @@ class Bench:
         if not self.args.history_events or self.args.event_mix != "users":
             return
         history = history_events("h", self.args.history_events, end_ms, days=self.args.history_days)
+        # engine_history.py records the outcomes that arrived by the history's end (a week
+        # after each payment, its default); the rest come during the run (LiveOutcomes)
+        last = max((e.event_time_ms for e in history), default=0)
+        self._pending = self.workdir / f"pending-{prefix}.json"
+        self._pending.write_text(json.dumps([e.to_dict() for e in history if e.event_time_ms + 7 * DAY_MS > last]))
         with tempfile.NamedTemporaryFile("w", suffix=".json", dir=self.workdir) as f:
             json.dump([e.to_dict() for e in history], f)
             f.flush()
@@ -386,6 +410,74 @@ class Bench:
 SWEEP = ((128, 5.0), (256, 5.0), (512, 5.0), (1024, 5.0), (512, 2.0), (512, 10.0))
 
 
+DAY_MS = 86_400_000
+
+
+class LiveOutcomes:
+    """``ops/bench/engine_outcomes.py`` as a child in the measured tree, told every 50 ms
+    how many verdicts the reader has received (and the newest one's event time), so it
+    records one outcome per verdict while the worker decides. Every wait is bounded: the
+    child answers within ``_WAIT_S`` or is killed."""
+
+    _WAIT_S = 60.0
+
+    def __init__(self, redis_url: str, prefix: str, pending: Path, tree: Path, reader: VerdictReader):
+        self.reader = reader
+        self._halt = threading.Event()
+        self._feeder = threading.Thread(target=self._feed, name="live-outcomes", daemon=True)
+        self.child = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("engine_outcomes.py")), "--redis-url", redis_url,
+             "--prefix", prefix, "--payments", str(pending), "--tree", str(tree)],
+            cwd=str(tree), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.child.stdout is not None
+        if self._line(self.child.stdout) != "ready":
+            self.child.kill()
+            raise RuntimeError("engine_outcomes.py did not start")
+
+    def _line(self, stream) -> str:
+        got: list[str] = []
+        t = threading.Thread(target=lambda: got.append(stream.readline()), daemon=True)
+        t.start()
+        t.join(self._WAIT_S)
+        return got[0].strip() if got else ""
+
+    def start(self) -> None:
+        self._feeder.start()
+
+    def _feed(self) -> None:
+        assert self.child.stdin is not None
+        told = 0
+        while not self._halt.wait(0.05):
+            received = self.reader.received
+            n = len(received)
+            if n > told:
+                try:
+                    self.child.stdin.write(f"{n} {int(received[n - 1][1])}\n")
+                    self.child.stdin.flush()
+                except OSError:  # the child is gone: stop() says so
+                    return
+                told = n
+
+    def stop(self) -> dict | None:
+        """Stops the child; what it recorded (outcomes, batches, seconds), or None."""
+        self._halt.set()
+        if self._feeder.is_alive():
+            self._feeder.join(self._WAIT_S)
+        try:
+            assert self.child.stdin is not None and self.child.stdout is not None
+            received = self.reader.received
+            if received:  # the verdicts that came after the feeder's last line
+                self.child.stdin.write(f"{len(received)} {int(received[-1][1])}\n")
+            self.child.stdin.write("0 0\n")
+            self.child.stdin.close()
+            said = self._line(self.child.stdout)
+            self.child.wait(timeout=self._WAIT_S)
+            return json.loads(said) if said else None
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            self.child.kill()
+            return None
+
+
 def _sweep(bench: Bench, model: str, default: tuple[int, float], rounds: int) -> list[RunResult]:
     """Every candidate at 1,000 events/s and at saturation, ``rounds`` times, interleaved
     (the order reverses every round), so that a noisy neighbour hits all of them alike."""
@@ -432,6 +524,9 @@ def add_event_arguments(ap: argparse.ArgumentParser) -> None:
                     help="--event-mix users: payments (with outcomes) written before each run, so windows "
                          "hold a month as in a running system (0: none, every window starts empty)")
     ap.add_argument("--history-days", type=int, default=30, help="the span of --history-events")
+    ap.add_argument("--no-live-outcomes", action="store_true",
+                    help="record no outcomes during the run (by default one per verdict, for the history's "
+                         "payments of its last week, as the feedback worker would: ops/bench/engine_outcomes.py)")
 
 
 def add_model_arguments(ap: argparse.ArgumentParser) -> None:

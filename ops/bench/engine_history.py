@@ -57,6 +57,22 @@ def replay(store: Any, events: Sequence[Any], labels: Sequence[Any], batch: int)
         store.record_outcomes(labels[li:])
 
 
+def tree_engine(tree: str | None, redis_url: str, prefix: str) -> tuple[Any, Any, Any]:
+    """The feature store of ``tree``'s engine on the worker's key prefix, and that tree's
+    ``LabelArrival`` and ``TransactionEvent`` (``engine_outcomes.py`` opens the same)."""
+    if tree:
+        sys.path.insert(0, str(Path(tree).resolve()))
+    # local: the engine of --tree, found only once sys.path names it
+    from engine.features.redis_store import RedisFeatureStore
+    from engine.features.store import LabelArrival
+    from engine.records import TransactionEvent
+    from engine.settings import Settings
+
+    store = RedisFeatureStore(settings=Settings(redis={"url": redis_url, "key_prefix": prefix,
+                                                       "socket_timeout_s": 30}))
+    return store, LabelArrival, TransactionEvent
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--redis-url", required=True)
@@ -67,17 +83,8 @@ def main() -> None:
     ap.add_argument("--label-delay-days", type=float, default=7.0)
     ap.add_argument("--bad-every", type=int, default=500, help="one outcome in N is a fraud")
     args = ap.parse_args()
-    if args.tree:
-        sys.path.insert(0, str(Path(args.tree).resolve()))
-    # local: the engine of --tree, found only once sys.path names it
-    from engine.features.redis_store import RedisFeatureStore
-    from engine.features.store import LabelArrival
-    from engine.records import TransactionEvent
-    from engine.settings import Settings
-
+    store, LabelArrival, TransactionEvent = tree_engine(args.tree, args.redis_url, args.prefix)
     events = [TransactionEvent.from_dict(d) for d in json.loads(Path(args.events).read_text())]
-    store = RedisFeatureStore(settings=Settings(redis={"url": args.redis_url, "key_prefix": args.prefix,
-                                                       "socket_timeout_s": 30}))
     labels = outcomes(events, int(args.label_delay_days * DAY_MS), args.bad_every, LabelArrival)
     t0 = time.perf_counter()
     replay(store, events, labels, args.batch)

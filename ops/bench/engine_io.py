@@ -115,10 +115,11 @@ def machine_cpu(worker_pid: int) -> dict[str, float]:
     live children (the model process with ``settings.batch.infer_process``; also apart,
     as ``worker_main`` and ``worker_model``), the broker
     (a JVM running ``kafka.Kafka``), Redis, this benchmark (load generator and verdict
-    reader), everything else, and the machine's idle time (``/proc/stat``). Two
+    reader), the outcomes recorded during the run (``ops/bench/engine_outcomes.py``, the
+    feedback worker's share), everything else, and the machine's idle time (``/proc/stat``). Two
     snapshots give each group's share of the cores over a run (``core_shares``)."""
     tick = os.sysconf("SC_CLK_TCK")
-    out = dict.fromkeys(("worker", "worker_main", "worker_model", "broker", "redis", "bench", "other"), 0.0)
+    out = dict.fromkeys(("worker", "worker_main", "worker_model", "broker", "redis", "bench", "outcomes", "other"), 0.0)
     me = os.getpid()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -140,6 +141,8 @@ def machine_cpu(worker_pid: int) -> dict[str, float]:
             group = "broker"
         elif cmdline.startswith(b"redis-server"):
             group = "redis"
+        elif b"engine_outcomes.py" in cmdline:
+            group = "outcomes"
         else:
             group = "other"
         out[group] += ticks / tick

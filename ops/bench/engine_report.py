@@ -105,14 +105,15 @@ def print_table(results: list[RunResult]) -> None:
               f"{r.mean_batch:5.1f}  " + " ".join(f"{r.stage_ms_per_batch[s]:6.2f}" for s in STAGES))
 
 
-MACHINE = ("worker", "worker_main", "worker_model", "broker", "redis", "bench", "other", "idle")
+MACHINE = ("worker", "worker_main", "worker_model", "broker", "redis", "bench", "outcomes", "other", "idle")
 
 
 def print_machine(results: list[RunResult]) -> None:
     """Where the machine's cores went during each run: is the worker short of CPU, or
     waiting for something?"""
     print(f"\nmachine during each run, % of one core ({os.cpu_count()} cores = {100 * (os.cpu_count() or 1)} %; "
-          "worker includes its model process, bench = load generator + verdict reader):")
+          "worker includes its model process, bench = load generator + verdict reader, "
+          "outcomes = what the feedback worker records meanwhile):")
     print(f"{'run':40} {'offered':>7} " + " ".join(f"{m.replace('worker_', 'w.'):>7}" for m in MACHINE))
     for r in results:
         if r.machine_pct:

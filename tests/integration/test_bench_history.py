@@ -51,3 +51,48 @@ def test_history_leaves_the_state_a_worker_would_have(stack, unique, tmp_path):
     finally:
         for key in store.client.scan_iter(f"{prefix}:*", count=10_000):
             store.client.unlink(key)
+
+
+def test_outcomes_during_a_run_follow_the_verdicts_as_the_feedback_worker_records_them(stack, unique, tmp_path):
+    """``ops/bench/engine_outcomes.py`` records one outcome per verdict it is told of, for
+    the history's payments still without one, then under new ids once they are used up;
+    the state it leaves equals the memory store's after the same outcomes."""
+    from ops.bench.engine_outcomes import arrivals
+    from tests.support.events import event
+
+    payments = history_events("p", 40, BASE_TIME_MS, days=2)[:3]
+    path = tmp_path / "pending.json"
+    path.write_text(json.dumps([e.to_dict() for e in payments]))
+    prefix = f"tg-out-{unique}"
+    store = RedisFeatureStore(settings=Settings(redis={"url": stack.redis_url, "key_prefix": prefix}))
+    memory = MemoryFeatureStore()
+    for target in (store, memory):  # the payments, as the history wrote them
+        target.enrich(payments)
+    at = BASE_TIME_MS + 3 * DAY_MS
+    child = subprocess.Popen([sys.executable, str(REPO / "ops" / "bench" / "engine_outcomes.py"),
+                              "--redis-url", stack.redis_url, "--prefix", prefix, "--payments", str(path),
+                              "--tree", str(REPO), "--batch", "2", "--bad-every", "2"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        out, _ = child.communicate(f"2 {at}\n5 {at}\n0 0\n", timeout=120)
+        assert child.returncode == 0
+        ready, report = out.splitlines()
+        assert ready == "ready"
+        assert (json.loads(report)["outcomes"], json.loads(report)["batches"]) == (5, 3)  # 2, then 2 and 1
+
+        upcoming = arrivals(payments, 2, LabelArrival)
+        expected = [next(upcoming)(at) for _ in range(5)]
+        assert [lab.event_id for lab in expected] == [p.event_id for p in payments] + [
+            f"{p.event_id}~1" for p in payments[:2]]
+        assert [lab.is_bad for lab in expected] == [True, False, True, False, True]
+        assert all(lab.arrival_time_ms == at for lab in expected)
+        memory.record_outcomes(expected)
+        probe = [event(i, event_id=f"probe-{i}", customer_id=f"new-{i}", terminal_id=p.terminal_id,
+                       event_time_ms=at + 2 * 3_600_000) for i, p in enumerate(payments)]
+        assert store.enrich(probe) == memory.enrich(probe)
+        assert any(s.terminal_labelled_1d > 0 for s in memory.decision_log([p.event_id for p in probe]) if s)
+    finally:
+        if child.poll() is None:
+            child.kill()
+        for key in store.client.scan_iter(f"{prefix}:*", count=10_000):
+            store.client.unlink(key)
