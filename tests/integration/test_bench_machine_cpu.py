@@ -40,7 +40,8 @@ def test_machine_cpu_puts_the_worker_and_its_children_in_the_worker_group():
             os.kill(pid, 9)
         worker.kill()
         worker.wait(10)
-    assert set(before) == {"worker", "worker_main", "worker_model", "broker", "redis", "bench", "other", "idle"}
+    assert set(before) == {"worker", "worker_main", "worker_model", "broker", "redis", "bench", "outcomes", "other",
+                           "idle"}
     assert after["worker"] - before["worker"] >= 0.3
     # the busy child is the worker's child: counted as its model process, and in the worker's total
     assert after["worker_model"] - before["worker_model"] >= 0.3
@@ -48,3 +49,25 @@ def test_machine_cpu_puts_the_worker_and_its_children_in_the_worker_group():
     assert after["bench"] - before["bench"] >= 0.15
     assert after["idle"] >= before["idle"]
 
+
+
+def test_machine_cpu_counts_the_outcomes_child_apart():
+    """``ops/bench/engine_outcomes.py`` (the feedback worker's stand-in during a run) is its
+    own group, not "other"."""
+    busy = ("import time; t = time.process_time()\n"
+            "while time.process_time() - t < 0.4: pass\n"
+            "time.sleep(60)")
+    stand_in = subprocess.Popen([sys.executable, "-c", busy, "ops/bench/engine_outcomes.py"])
+    try:
+        no_worker = -1  # the stand-in is this process's child: not a worker's here
+        before = machine_cpu(no_worker)
+        deadline = time.monotonic() + 20  # its busy 0.4 s, on a busy machine
+        while True:
+            after = machine_cpu(no_worker)
+            if after["outcomes"] - before["outcomes"] >= 0.35 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+    finally:
+        stand_in.kill()
+        stand_in.wait(10)
+    assert after["outcomes"] - before["outcomes"] >= 0.2
