@@ -95,6 +95,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from engine.wire.codec import Codec  # noqa: E402
 from ops.bench.engine_events import BASE_TIME_MS, describe, history_events, make_bench_events  # noqa: E402
+from ops.bench.engine_history import DAY_MS, LABEL_DELAY_DAYS  # noqa: E402
 from ops.bench.engine_io import VerdictReader, machine_cpu, produce_backlog, produce_timed, scrape  # noqa: E402
 from ops.bench.engine_report import (  # noqa: E402
     LEGEND,
@@ -311,11 +312,12 @@ class Bench:
         if not self.args.history_events or self.args.event_mix != "users":
             return
         history = history_events("h", self.args.history_events, end_ms, days=self.args.history_days)
-        # engine_history.py records the outcomes that arrived by the history's end (a week
-        # after each payment, its default); the rest come during the run (LiveOutcomes)
+        # engine_history.py records the outcomes that arrived by the history's end; the
+        # rest come during the run (LiveOutcomes)
         last = max((e.event_time_ms for e in history), default=0)
+        due = int(LABEL_DELAY_DAYS * DAY_MS)
         self._pending = self.workdir / f"pending-{prefix}.json"
-        self._pending.write_text(json.dumps([e.to_dict() for e in history if e.event_time_ms + 7 * DAY_MS > last]))
+        self._pending.write_text(json.dumps([e.to_dict() for e in history if e.event_time_ms + due > last]))
         with tempfile.NamedTemporaryFile("w", suffix=".json", dir=self.workdir) as f:
             json.dump([e.to_dict() for e in history], f)
             f.flush()
@@ -410,8 +412,6 @@ class Bench:
 SWEEP = ((128, 5.0), (256, 5.0), (512, 5.0), (1024, 5.0), (512, 2.0), (512, 10.0))
 
 
-DAY_MS = 86_400_000
-
 
 class LiveOutcomes:
     """``ops/bench/engine_outcomes.py`` as a child in the measured tree, told every 50 ms
@@ -444,19 +444,25 @@ class LiveOutcomes:
     def start(self) -> None:
         self._feeder.start()
 
-    def _feed(self) -> None:
+    def _tell(self) -> int:
+        """Writes the child how many verdicts the reader has received and the newest one's
+        event time; returns the count (0, and nothing written, before the first)."""
         assert self.child.stdin is not None
+        received = self.reader.received
+        n = len(received)
+        if n:
+            self.child.stdin.write(f"{n} {int(received[n - 1][1])}\n")
+            self.child.stdin.flush()
+        return n
+
+    def _feed(self) -> None:
         told = 0
         while not self._halt.wait(0.05):
-            received = self.reader.received
-            n = len(received)
-            if n > told:
+            if len(self.reader.received) > told:
                 try:
-                    self.child.stdin.write(f"{n} {int(received[n - 1][1])}\n")
-                    self.child.stdin.flush()
+                    told = self._tell()
                 except OSError:  # the child is gone: stop() says so
                     return
-                told = n
 
     def stop(self) -> dict | None:
         """Stops the child; what it recorded (outcomes, batches, seconds), or None."""
@@ -465,9 +471,7 @@ class LiveOutcomes:
             self._feeder.join(self._WAIT_S)
         try:
             assert self.child.stdin is not None and self.child.stdout is not None
-            received = self.reader.received
-            if received:  # the verdicts that came after the feeder's last line
-                self.child.stdin.write(f"{len(received)} {int(received[-1][1])}\n")
+            self._tell()  # the verdicts that came after the feeder's last line
             self.child.stdin.write("0 0\n")
             self.child.stdin.close()
             said = self._line(self.child.stdout)

@@ -28,6 +28,12 @@ from pathlib import Path
 from typing import Any
 
 DAY_MS = 86_400_000
+#: An outcome reaches the feature store this long after its payment (about a week, as
+#: chargebacks and settlements do): the history records those that arrived by its end,
+#: ``engine_outcomes.py`` the rest during the run.
+LABEL_DELAY_DAYS = 7.0
+#: One outcome in this many is a fraud, in the history and during the run alike.
+BAD_EVERY = 500
 
 
 def outcomes(events: Sequence[Any], delay_ms: int, bad_every: int, label: Callable[..., Any]) -> list[Any]:
@@ -80,8 +86,8 @@ def main() -> None:
     ap.add_argument("--events", required=True, help="JSON list of TransactionEvent dicts, in event-time order")
     ap.add_argument("--tree", default=None, help="import the engine from this source tree")
     ap.add_argument("--batch", type=int, default=512)
-    ap.add_argument("--label-delay-days", type=float, default=7.0)
-    ap.add_argument("--bad-every", type=int, default=500, help="one outcome in N is a fraud")
+    ap.add_argument("--label-delay-days", type=float, default=LABEL_DELAY_DAYS)
+    ap.add_argument("--bad-every", type=int, default=BAD_EVERY, help="one outcome in N is a fraud")
     args = ap.parse_args()
     store, LabelArrival, TransactionEvent = tree_engine(args.tree, args.redis_url, args.prefix)
     events = [TransactionEvent.from_dict(d) for d in json.loads(Path(args.events).read_text())]

@@ -33,7 +33,7 @@ try:
     import _common  # noqa: F401,I001  (first: the repository, not this folder, on sys.path)
 except ModuleNotFoundError:  # imported as ops.bench.engine_outcomes (the tests)
     pass
-from ops.bench.engine_history import tree_engine  # noqa: E402  (it imports no engine: --tree's comes first)
+from ops.bench.engine_history import BAD_EVERY, tree_engine  # noqa: E402  (it imports no engine: --tree's comes first)
 
 
 def arrivals(payments: Sequence[Any], bad_every: int, label: Callable[..., Any]) -> Iterator[Callable[[int], Any]]:
@@ -59,7 +59,7 @@ def main() -> None:
                     help="JSON list of TransactionEvent dicts whose outcome is still to come, in event-time order")
     ap.add_argument("--tree", default=None, help="import the engine from this source tree")
     ap.add_argument("--batch", type=int, default=500, help="most outcomes per record_outcomes call")
-    ap.add_argument("--bad-every", type=int, default=500, help="one outcome in N is a fraud")
+    ap.add_argument("--bad-every", type=int, default=BAD_EVERY, help="one outcome in N is a fraud")
     args = ap.parse_args()
     store, LabelArrival, TransactionEvent = tree_engine(args.tree, args.redis_url, args.prefix)
     payments = [TransactionEvent.from_dict(d) for d in json.loads(Path(args.payments).read_text())]
