@@ -156,19 +156,21 @@ class ModelConfig(_Frozen):
     #: fitted on the training window (engine.model.numeric; Gorishniy et al. 2022), for
     #: the field tokens and the wide path; 0 = the first models' per-field GELU(x*w + b)
     #: of the value. Both backbones: the "hf" one embeds the fields through the same
-    #: ``FieldEmbedder`` (engine.model.hf), PLE included.
-    #: On the handbook's validation fold: AP 0.615 -> 0.708 (docs/decision-model.md).
+    #: ``FieldEmbedder`` (engine.model.hf), PLE included. Chosen over the value
+    #: embedding on the handbook's validation fold (docs/decision-model.md, "Quality on
+    #: the handbook data").
     numeric_bins: int = Field(default=16, ge=0)
     #: PLE bin edges from a per-field decision tree on the labels, completed with
-    #: quantiles: rare-event thresholds get their own edge. Quantiles alone: AP 0.528.
+    #: quantiles: rare-event thresholds get their own edge (quantile bins alone put one
+    #: wide bin over them and did worse than the value embedding; same section).
     target_bins: bool = True
     #: How many of the history window's most recent events become tokens (None = all).
     max_history: int | None = Field(default=None, ge=0)
     #: Categorical fields the model must not read (control and history columns of that
     #: name). Terminal ids by default: a hashed identity is easy to memorise and fails
     #: to generalise to next week's compromised terminals (the delayed-label terminal
-    #: risk features carry what is known about a terminal). On the handbook's validation
-    #: fold this lifted AP from 0.431 to 0.615 (docs/decision-model.md).
+    #: risk features carry what is known about a terminal); measured on the handbook's
+    #: validation fold, docs/decision-model.md, "Quality on the handbook data".
     ignore_categorical: tuple[str, ...] = ("terminal",)
     #: Whether the model embeds the untrusted text segment at all. False: user text
     #: cannot move the model's outputs (the detector still screens it), for when the

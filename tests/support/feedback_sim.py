@@ -90,10 +90,11 @@ def build_world(days: int) -> World:
 def train_initial(world: World, until_ms: int, settings: Settings, registry: Any, *, epochs: int = 2) -> str:
     """The offline first model: trained on ground truth before ``until_ms``, promoted.
 
-    Two epochs leave it under-trained on purpose (held-out AP about 0.23 where six
-    epochs reach 0.44): learning from outcomes then has something to gain, so the first
-    cycle's candidate clears the gate by a wide margin (AP about 0.41), not by noise —
-    with six epochs it lands within the 0.01 AP margin, a coin flip on ~100 outcomes.
+    Two epochs leave it under-trained on purpose: learning from outcomes then has
+    something to gain, so the first cycle's candidate clears the gate by a wide margin,
+    not by noise; a six-epoch start lands within the gate's AP margin, a coin flip on the
+    hundred-odd outcomes a cycle sees (figures: docs/performance.md, "Feedback loop
+    end-to-end test").
     The network alone, for the same reason: a blend's trees (``TrainConfig.tree_blend``)
     make the same two-epoch model strong from the start, and the cycles then have nothing
     to gain (figures: docs/feedback.md, "The loop with the served blend"; the blend's fine-tune is
