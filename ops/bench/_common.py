@@ -14,6 +14,7 @@ found because the folder is still first at that moment; afterwards it stays in
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -22,6 +23,14 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 REPO = _HERE.parents[1]
 sys.path[:] = [str(REPO)] + [p for p in sys.path if Path(p or ".").resolve() not in (_HERE, REPO)]
+
+
+def stop_on_sigterm() -> None:
+    """Make SIGTERM (``timeout``, a CI job's end, ``kill``) stop this benchmark as Ctrl-C
+    does: ``SystemExit(143)`` in the main thread, so its ``finally`` blocks run and delete
+    the topics, Redis keys and child processes it made. Left by a killed run, a session's
+    Redis grew by gigabytes and every later run read a bigger server."""
+    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -36,7 +36,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, redis_script_usec
+from _common import REPO, redis_script_usec, stop_on_sigterm
 
 DAY_MS, HOUR_MS = 86_400_000, 3_600_000
 T0 = 1_700_000_000_000 - (1_700_000_000_000 % DAY_MS)
@@ -111,6 +111,7 @@ def main() -> None:
     ap.add_argument("--before", help="another checkout, measured in the same run (git archive REV | tar -x -C DIR)")
     ap.add_argument("--tree", help=argparse.SUPPRESS)  # one measurement of that tree, as JSON
     args = ap.parse_args()
+    stop_on_sigterm()  # a killed run still deletes what it made
     if args.tree:
         sys.path.insert(0, str(Path(args.tree).resolve()))
         print(json.dumps(measure(args.hours[0], args.terminals, args.batches, args.outcome_share)))

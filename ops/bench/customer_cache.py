@@ -40,6 +40,7 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--warm-batches", type=int, default=10, help="batches not counted (both stores fill)")
     args = ap.parse_args()
+    _common.stop_on_sigterm()  # a killed run still deletes what it made
     stack = _common.stack_from_env()
     if stack is None:
         return 2

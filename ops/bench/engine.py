@@ -257,41 +257,44 @@ class Bench:
                                                  "TOLLGATE_BATCH__MAX_WAIT_MS": str(batch[1]), **(env or {})})
         n = self.args.saturation_events if rate is None else int(rate * (duration or self.args.duration))
         events = self.events(u, n)
-        # The month before the run: up to now for paced events (stamped when sent), up to
-        # the pre-filled backlog's first event time for saturation.
         self._pending = None
-        if history:
-            self._write_history(wenv.key_prefix, int(time.time() * 1000) if rate is not None else BASE_TIME_MS, tree)
-        if rate is None:  # pre-fill: the worker starts with a full backlog
-            produce_backlog(self.bootstrap, topics["events"], events, self.codec)
-        where = {} if tree is None else {"command": _common.tree_cli(tree), "cwd": tree}
-        worker = WorkerProcess(wenv, label.replace(" ", "_"), self.workdir, "--model",
-                               str(self.model_dir), "--no-hot-swap", "--pipeline", pipeline, **where)
-        reader = VerdictReader(self.bootstrap, topics["verdicts"], n)
-        outcomes: LiveOutcomes | None = None
-        try:
-            worker.wait_for("worker ready", timeout=180)
-            if self._pending is not None and not self.args.no_live_outcomes:
-                outcomes = LiveOutcomes(self.redis_url, wenv.key_prefix, self._pending, tree or REPO, reader)
-            port = worker.health_port
-            before = scrape(port)
-            machine_before, t_before = machine_cpu(worker.proc.pid), time.monotonic()
-            before[("cpu_seconds", "")] = machine_before["worker"]  # with its model process
-            before[("cpu_main", "")], before[("cpu_model", "")] = machine_before["worker_main"], machine_before["worker_model"]
-            reader.start()
-            if outcomes is not None:
-                outcomes.start()
-            if rate is not None:
-                produce_timed(self.bootstrap, topics["events"], events, self.codec, rate)
-            reader.join(timeout=self.args.timeout)
-            after = scrape(port)
-            machine_after, span = machine_cpu(worker.proc.pid), time.monotonic() - t_before
-            after[("cpu_seconds", "")] = machine_after["worker"]
-            after[("cpu_main", "")], after[("cpu_model", "")] = machine_after["worker_main"], machine_after["worker_model"]
+        recorded = None
+        try:  # whatever happens from here (a failure, SIGTERM), this run's topics and keys go
+            # The month before the run: up to now for paced events (stamped when sent), up to
+            # the pre-filled backlog's first event time for saturation.
+            if history:
+                self._write_history(wenv.key_prefix, int(time.time() * 1000) if rate is not None else BASE_TIME_MS, tree)
+            if rate is None:  # pre-fill: the worker starts with a full backlog
+                produce_backlog(self.bootstrap, topics["events"], events, self.codec)
+            where = {} if tree is None else {"command": _common.tree_cli(tree), "cwd": tree}
+            worker = WorkerProcess(wenv, label.replace(" ", "_"), self.workdir, "--model",
+                                   str(self.model_dir), "--no-hot-swap", "--pipeline", pipeline, **where)
+            reader = VerdictReader(self.bootstrap, topics["verdicts"], n)
+            outcomes: LiveOutcomes | None = None
+            try:
+                worker.wait_for("worker ready", timeout=180)
+                if self._pending is not None and not self.args.no_live_outcomes:
+                    outcomes = LiveOutcomes(self.redis_url, wenv.key_prefix, self._pending, tree or REPO, reader)
+                port = worker.health_port
+                before = scrape(port)
+                machine_before, t_before = machine_cpu(worker.proc.pid), time.monotonic()
+                before[("cpu_seconds", "")] = machine_before["worker"]  # with its model process
+                before[("cpu_main", "")], before[("cpu_model", "")] = machine_before["worker_main"], machine_before["worker_model"]
+                reader.start()
+                if outcomes is not None:
+                    outcomes.start()
+                if rate is not None:
+                    produce_timed(self.bootstrap, topics["events"], events, self.codec, rate)
+                reader.join(timeout=self.args.timeout)
+                after = scrape(port)
+                machine_after, span = machine_cpu(worker.proc.pid), time.monotonic() - t_before
+                after[("cpu_seconds", "")] = machine_after["worker"]
+                after[("cpu_main", "")], after[("cpu_model", "")] = machine_after["worker_main"], machine_after["worker_model"]
+            finally:
+                recorded = outcomes.stop() if outcomes is not None else None
+                worker.terminate()
+                reader.stop()
         finally:
-            recorded = outcomes.stop() if outcomes is not None else None
-            worker.terminate()
-            reader.stop()
             self._delete_topics(topics)
             self._delete_keys(wenv.key_prefix)
             if self._pending is not None:
@@ -586,6 +589,7 @@ def main() -> None:
     ap.add_argument("--plot", default=str(REPO / ".tollgate" / "reports" / "engine_latency.png"),
                     help="latency histogram (PNG) of the fixed-rate runs")
     args = ap.parse_args()
+    _common.stop_on_sigterm()  # a killed run still deletes what it made
 
     from engine.settings import Settings
 

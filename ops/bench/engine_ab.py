@@ -71,6 +71,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=180.0)
     ap.add_argument("--workdir", default=str(REPO / ".tollgate" / "bench-ab"))
     args = ap.parse_args()
+    _common.stop_on_sigterm()  # a killed run still deletes what it made
     trees = {"before": args.before.resolve(), "after": REPO}
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)

@@ -44,6 +44,7 @@ def main() -> None:
     ap.add_argument("--gc-freeze", action="store_true", help="gc.freeze() once the pipeline is built")
     ap.add_argument("--cprofile", type=int, default=0, metavar="N", help="also print the top N functions")
     args = ap.parse_args()
+    _common.stop_on_sigterm()  # a killed run still deletes what it made
 
     import tempfile
     from pathlib import Path

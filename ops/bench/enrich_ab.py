@@ -31,9 +31,9 @@ import time
 import uuid
 from pathlib import Path
 
-from _common import REPO, redis_script_usec
+from _common import REPO, redis_script_usec, stop_on_sigterm
 
-from ops.bench.engine_history import outcomes, replay
+from ops.bench.engine_history import BAD_EVERY, DAY_MS, LABEL_DELAY_DAYS, outcomes, replay
 
 
 def child(tree: str, events_file: str) -> None:
@@ -86,13 +86,14 @@ def main() -> None:
     ap.add_argument("--history-events", type=int, default=100_000,
                     help="payments (with outcomes) of the month before, written first (0: none)")
     args = ap.parse_args()
+    stop_on_sigterm()  # a killed run still deletes what it made
     unique = uuid.uuid4().hex[:6]
     trees = {"before": str(Path(args.before).resolve()), "after": str(Path(args.after).resolve())}
     events_file = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
     with events_file:
         json.dump({"live": [b.event.to_dict() for b in realistic_events(unique, args.events)],
                    "history": [e.to_dict() for e in history_events(unique, args.history_events, BASE_TIME_MS)],
-                   "label_delay_ms": 7 * 86_400_000, "bad_every": 500}, events_file)
+                   "label_delay_ms": int(LABEL_DELAY_DAYS * DAY_MS), "bad_every": BAD_EVERY}, events_file)
     kids = {name: subprocess.Popen([sys.executable, __file__, "--child", tree, events_file.name],
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             for name, tree in trees.items()}

@@ -131,6 +131,7 @@ def main() -> None:
     ap.add_argument("--no-gc-freeze", action="store_true")
     ap.add_argument("--history-orders", nargs="+", default=["recent"], choices=HISTORY_ORDERS)
     args = ap.parse_args()
+    _common.stop_on_sigterm()  # a killed run still deletes what it made
     events, fraud = load(max(args.events, args.redis_events, 6000))
     if not args.no_gc_freeze:
         # What a backtest should do after building its records: keep the collector from

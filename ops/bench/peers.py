@@ -279,6 +279,7 @@ def main() -> None:
     add_model_arguments(ap)
     ap.add_argument("--json", default=None, help="also write the summary rows here")
     args = ap.parse_args()
+    _common.stop_on_sigterm()  # a killed run still deletes what it made
 
     apps = peers(args.tuned_commit_ms)
     labels = [*apps, TOLLGATE] if args.only is None else args.only

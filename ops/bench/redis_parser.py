@@ -26,6 +26,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--warm-batches", type=int, default=2)
     args = ap.parse_args()
+    _common.stop_on_sigterm()  # a killed run still deletes what it made
 
     from redis._parsers import _HiredisParser, _RESP3Parser
     from redis.utils import HIREDIS_AVAILABLE

@@ -320,6 +320,7 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=20_000, help="backlog per worker run")
     ap.add_argument("--partitions", type=int, default=12)
     args = ap.parse_args()
+    _common.stop_on_sigterm()  # a killed run still deletes what it made
     if args.feedback:
         for name, url in (("single", args.redis_url), ("cluster", args.cluster_url)):
             if url:

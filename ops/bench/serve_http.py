@@ -227,6 +227,7 @@ def main() -> None:
     ap.add_argument("--memory", action="store_true", help="in-process context instead of Redis")
     ap.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = ap.parse_args()
+    _common.stop_on_sigterm()  # a killed run still deletes what it made
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed (apt-get install wrk)")
 

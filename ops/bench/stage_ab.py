@@ -138,6 +138,7 @@ def main() -> None:
     ap.add_argument("--context", default="memory", choices=("memory", "redis"))
     ap.add_argument("--model-dir", required=True, help="a model directory both trees can serve")
     args = ap.parse_args()
+    _common.stop_on_sigterm()  # a killed run still deletes what it made
 
     unique = uuid.uuid4().hex[:8]
     # Made here and handed to both sides: a side importing them from its own tree would

@@ -60,6 +60,7 @@ def main() -> None:
     ap.add_argument("--variants", nargs="+", default=["offsets-first:1", "records-first:5", "records-first:100"],
                     help="ORDER:RETRY_BACKOFF_MS, ORDER offsets-first (the engine's) or records-first")
     args = ap.parse_args()
+    _common.stop_on_sigterm()  # a killed run still deletes what it made
     for v in args.variants:
         order, _, backoff = v.partition(":")
         if order not in ORDERS or not backoff.isdigit():
