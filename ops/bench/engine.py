@@ -19,8 +19,9 @@
 
 What is sent (``ops/bench/engine_events.py``, ``--event-mix users``, the default): what
 users send — JSON and Avro (``--json-share``), about 5 % memos of realistic lengths
-(most a few words, a long tail), returning customers with skewed activity and new ones,
-at shops whose trade is skewed too. Before each run, a month of those customers' payments
+(most a few words, a long tail), a merchant descriptor on every card payment (the shop's
+statement line, some with an order reference per payment; ``--no-descriptors``: none),
+returning customers with skewed activity and new ones, at shops whose trade is skewed too. Before each run, a month of those customers' payments
 and their outcomes is written through the worker's own feature store
 (``--history-events``, ``ops/bench/engine_history.py``), so enrich reads full windows and
 busy shops, as a running system does; and while the worker decides, outcomes keep
@@ -237,7 +238,8 @@ class Bench:
         return found[-1]
 
     def events(self, u: str, n: int):
-        events = make_bench_events(self.args.event_mix, u, n, self.args.json_share)
+        events = make_bench_events(self.args.event_mix, u, n, self.args.json_share,
+                                   descriptors=not self.args.no_descriptors)
         if not self._described:
             print(f"events ({self.args.event_mix}): {describe(events)}", flush=True)
             self._described = True
@@ -522,11 +524,14 @@ def _floor_ab(bench: Bench, rate: float, rounds: int) -> list[RunResult]:
 
 
 def add_event_arguments(ap: argparse.ArgumentParser) -> None:
-    """The events ``Bench.events`` sends (``--event-mix``, ``--json-share``)."""
+    """The events ``Bench.events`` sends (``--event-mix``, ``--json-share``, ``--no-descriptors``)."""
     ap.add_argument("--event-mix", default="users", choices=("users", "legacy"),
                     help="users: JSON and Avro, ~5 %% memos, returning and new customers "
                          "(ops/bench/engine_events.py); legacy: the test factory's events, as before #19")
     ap.add_argument("--json-share", type=float, default=0.5, help="--event-mix users: share of JSON events")
+    ap.add_argument("--no-descriptors", action="store_true",
+                    help="--event-mix users: no merchant descriptors (the mix before 2026-12-07); by default "
+                         "every card payment carries its shop's statement line")
     ap.add_argument("--history-events", type=int, default=100_000,
                     help="--event-mix users: payments (with outcomes) written before each run, so windows "
                          "hold a month as in a running system (0: none, every window starts empty)")
