@@ -23,6 +23,7 @@ from engine.features.memory import MemoryFeatureStore
 from engine.features.redis_store import RedisFeatureStore
 from engine.features.snapshot import ContextSnapshot
 from engine.features.spec import IDLE_STATE_TTL_MS
+from engine.model.card import read_card
 from engine.model.locate import find_model_dir
 from engine.pipeline import Components, DecisionPipeline
 from engine.settings import BatchSettings, Settings
@@ -69,9 +70,13 @@ def load_model_components(model_dir: Path, encoder: Any | None = None, *,
     child (``engine.stages.infer_arrays``): PyTorch is then imported by neither."""
     tensor_encoder = encoder.inner if isinstance(encoder, ArrayEncoder) else encoder or FieldIsolatedEncoder()
     schema_hash = tensor_encoder.schema.schema_hash()
+    # A model blind to user text scores an event's text-free twins as the event itself
+    # (Components.model_reads_text): they are not scored again.
+    reads_text = {"model_reads_text": read_card(model_dir).architecture.read_text}
     if model_process is None or not model_process.infer_process:
         local = load_inference(model_dir, schema_hash, threads=model_process.torch_threads if model_process else 0)
-        return {"encoder": _encoder_for(local, tensor_encoder), "inference": local, "model_version": local.version}
+        return {"encoder": _encoder_for(local, tensor_encoder), "inference": local, "model_version": local.version,
+                **reads_text}
     # Before this process imports anything heavy: the child's load (and PyTorch import, if
     # any) runs while this process loads its own copy; ProcessInference waits for the child.
     child = spawn_model_process(model_dir, torch_threads=model_process.torch_threads, load_nice=load_nice)
@@ -80,9 +85,11 @@ def load_model_components(model_dir: Path, encoder: Any | None = None, *,
     remote = ProcessInference(model_dir, expected_schema_hash=schema_hash, torch_threads=model_process.torch_threads,
                               load_nice=load_nice, spawned=child, spare_after_swap=model_process.spare_model_process)
     if local is None:
-        return {"encoder": ArrayEncoder(tensor_encoder), "inference": remote, "model_version": remote.version}
+        return {"encoder": ArrayEncoder(tensor_encoder), "inference": remote, "model_version": remote.version,
+                **reads_text}
     inference = SplitInference(local, remote, model_process.process_min_rows)
-    return {"encoder": _encoder_for(local, tensor_encoder), "inference": inference, "model_version": inference.version}
+    return {"encoder": _encoder_for(local, tensor_encoder), "inference": inference, "model_version": inference.version,
+            **reads_text}
 
 
 def _encoder_for(local: Any, tensor_encoder: Any) -> Any:
@@ -130,6 +137,7 @@ def build_pipeline(settings: Settings, *, model: str | Path | None = None, rules
         policy=policy,
         model_version=parts["model_version"],
         empty_context=ContextSnapshot.empty,
+        model_reads_text=parts["model_reads_text"],
     )
     log.info("pipeline assembled", extra={"model_dir": str(model_dir), "model_version": parts["model_version"],
                                           "rules_version": getattr(guard, "version", "none")})

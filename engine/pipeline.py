@@ -31,7 +31,9 @@ the verdict's severity and the risk score are at least those of the same event w
 its user text. Every event that carries text has *text-free twins*: the same event with
 each proper subset of its text fields removed (memo and descriptor: three twins). Twins
 are real events, encoded, screened and ruled on exactly as if they had been sent that
-way, and scored in the same forward pass as the batch. The most severe final verdict
+way, and scored in the same forward pass as the batch (a model that reads no text gives
+a twin its event's outputs without scoring it again, ``Components.model_reads_text``:
+the twin's inputs to it are the event's). The most severe final verdict
 over an event and its twins wins, and the risk score is their maximum; the reason
 ``user_text_cannot_lower`` says when a twin raised either. (A row already rejected with
 its text cannot be made more severe, so its twins skip detect, policy and rules.) With
@@ -81,6 +83,13 @@ class Components:
     model_version: str
     #: Builds an empty context for one event (degraded mode); None: degraded mode impossible.
     empty_context: Callable[[TransactionEvent], ContextSnapshot] | None = None
+    #: Whether the model reads user text (its card's ``read_text``). When it does not, an
+    #: event's text-free twins have the event's own model inputs, so they are not encoded
+    #: or scored again: they take the event's outputs. (Scored apart, they differed from
+    #: the event's only by the float rounding of another batch make-up, enough to put a
+    #: false ``user_text_cannot_lower`` on some verdicts.) True is always safe, only
+    #: dearer: every card payment carries a merchant descriptor, so most events have a twin.
+    model_reads_text: bool = True
 
 
 @dataclass(slots=True)
@@ -230,7 +239,7 @@ class DecisionPipeline:
         if prepared.encoded is None:
             return ScoredBatch(prepared, ScoreColumns.from_rows([]))
         with _StageClock(prepared.timings, self._clock)("infer"):
-            scores = _infer(prepared.components, prepared.encoded, len(prepared.events) + len(prepared.text_rows))
+            scores = _infer(prepared.components, prepared.encoded, len(prepared.events), prepared.text_rows)
         return ScoredBatch(prepared, scores)
 
     def finish(self, scored: ScoredBatch) -> VerdictBatch:
@@ -279,7 +288,7 @@ class DecisionPipeline:
                 raise RuntimeError("warmup needs Components.empty_context")
             snapshots = [c.empty_context(e) for e in events]
             encoded, text_rows, twins = _encode(c, events, snapshots)
-            scores = _infer(c, encoded, n + len(text_rows))
+            scores = _infer(c, encoded, n, text_rows)
             _decide_and_guard(c, events, snapshots, False, scores, text_rows, twins, _StageClock(BatchTimings()))
         return time.perf_counter() - t0
 
@@ -306,18 +315,26 @@ class _StageClock:
 def _encode(c: Components, events: Sequence[TransactionEvent], snapshots: Sequence[ContextSnapshot]
             ) -> tuple[EncodedBatch | ArrayBatch, list[int], list[TransactionEvent]]:
     """The events and, after them, every text-free twin (``text_twins``) with its event's
-    context snapshot, encoded in one call of the same encoder."""
+    context snapshot, encoded in one call of the same encoder; the events alone when the
+    model reads no text (``Components.model_reads_text``: a twin's rows would be its
+    event's)."""
     owners, twins = text_twins(events)
-    if not twins:
+    if not twins or not c.model_reads_text:
         return c.encoder.encode(events, snapshots), owners, twins
     encoded = c.encoder.encode([*events, *twins], [*snapshots, *(snapshots[i] for i in owners)])
     return encoded, owners, twins
 
 
-def _infer(c: Components, encoded: EncodedBatch | ArrayBatch, n_rows: int) -> ScoreColumns:
+def _infer(c: Components, encoded: EncodedBatch | ArrayBatch, n_events: int, owners: Sequence[int]) -> ScoreColumns:
+    """The model's outputs for the events and then their twins (``owners``: each twin's
+    event). A model that reads no text scored the events only; each twin takes its
+    event's row."""
     scores = c.inference(encoded).score_columns()
-    if len(scores) != n_rows:
-        raise RuntimeError(f"model returned {len(scores)} rows for {n_rows} events")
+    scored_rows = n_events + (len(owners) if c.model_reads_text else 0)
+    if len(scores) != scored_rows:
+        raise RuntimeError(f"model returned {len(scores)} rows for {scored_rows} events and twins")
+    if owners and not c.model_reads_text:
+        scores = scores.take([*range(n_events), *owners])
     return scores
 
 
