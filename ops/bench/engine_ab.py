@@ -16,7 +16,7 @@ run's tree, in its own layout of the state (``ops/bench/engine_history.py``).
 
 Both trees serve one model: a fresh model of the serving architecture saved by the
 before tree (a newer tree reads an older model card; an older tree refuses fields it
-does not know), so the model's cost is the same on both sides.
+does not know), so the model's cost is the same on both sides; or ``--model-dir``'s.
 Get a before tree without touching git's worktree list: ``git archive REF | tar -x -C DIR``.
 """
 
@@ -70,12 +70,17 @@ def main() -> int:
     ap.add_argument("--warmup", type=float, default=15.0, help="seconds at 1,000 events/s first, discarded")
     ap.add_argument("--timeout", type=float, default=180.0)
     ap.add_argument("--workdir", default=str(REPO / ".tollgate" / "bench-ab"))
+    ap.add_argument("--model-dir", default=None,
+                    help="serve this model directory in both trees (one both can read), e.g. one from "
+                         "`tollgate model bootstrap`, which reads no user text; default: a fresh model of the "
+                         "serving architecture saved by the before tree (it reads text)")
     args = ap.parse_args()
     _common.stop_on_sigterm()  # a killed run still deletes what it made
     trees = {"before": args.before.resolve(), "after": REPO}
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    args.model_dir = str(_model(trees["before"], workdir / "models"))
+    if args.model_dir is None:
+        args.model_dir = str(_model(trees["before"], workdir / "models"))
     args.model_source = "fresh"
     bench = Bench(args)
     pipeline = "ops.bench.engine:model_pipeline"
