@@ -29,8 +29,15 @@ def stop_on_sigterm() -> None:
     """Make SIGTERM (``timeout``, a CI job's end, ``kill``) stop this benchmark as Ctrl-C
     does: ``SystemExit(143)`` in the main thread, so its ``finally`` blocks run and delete
     the topics, Redis keys and child processes it made. Left by a killed run, a session's
-    Redis grew by gigabytes and every later run read a bigger server."""
-    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
+    Redis grew by gigabytes and every later run read a bigger server. A second SIGTERM
+    (``timeout`` forwards one of its own) is ignored, so it cannot cut that cleanup short;
+    every wait in it is bounded, and SIGKILL still ends it."""
+
+    def stop(signum: int, _frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 def percentile(values: Sequence[float], q: float) -> float:
