@@ -169,7 +169,11 @@ class InjectionDetector:
         if self._cache_size > 0:
             with self._lock:
                 for i, v in enumerate(values):
-                    out[i] = self._cache.get(v) if len(v) <= CACHE_MAX_CHARS else None
+                    if len(v) <= CACHE_MAX_CHARS and (hit := self._cache.pop(v, None)) is not None:
+                        # Last again: least recently used goes first, so a shop's statement
+                        # line outlives the one-off texts (order references, memos) that
+                        # stream past it (docs/detector.md, "Cost").
+                        self._cache[v] = out[i] = hit
         todo: dict[str | bytes, list[int]] = {}
         for i, a in enumerate(out):
             if a is None:
@@ -189,7 +193,7 @@ class InjectionDetector:
             with self._lock:
                 for key, a in fresh:
                     if key not in self._cache and len(self._cache) >= self._cache_size:
-                        self._cache.pop(next(iter(self._cache)))  # oldest first: dicts keep insertion order
+                        self._cache.pop(next(iter(self._cache)))  # least recently used: first in order
                     self._cache[key] = a
         return [a if a is not None else _NOTHING for a in out]
 

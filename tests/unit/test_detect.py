@@ -360,3 +360,28 @@ def test_a_batch_scores_each_distinct_text_once(det):
     results = fresh.score_texts(texts)
     assert seen == [3]
     assert results[0] == results[2] == results[4] and results[3].flagged
+
+
+def test_the_cache_keeps_the_texts_in_use_and_drops_the_one_off_ones(det):
+    """A shop's statement line seen on every few payments stays cached while more one-off
+    texts (order references) than the cache holds stream past it: least recently used
+    goes first, not oldest inserted."""
+    small = InjectionDetector(det.network, cache_size=8)
+    calls: list[list[str]] = []
+    logits = small.network.logits
+
+    class Counting:
+        def __getattr__(self, name):
+            return getattr(det.network, name)
+
+        def logits(self, texts, dense):
+            calls.append(list(texts))
+            return logits(texts, dense)
+
+    small.network = Counting()  # type: ignore[assignment]
+    small.score_texts(["DELHAIZE BRUGGE"])
+    for k in range(40):  # five times the cache, one shop line among them every fourth text
+        small.score_texts([f"PRIMARK*REF{k:04d}" if k % 4 else "DELHAIZE BRUGGE"])
+    scored = [t for call in calls for t in call]
+    assert scored.count("delhaize brugge") == 1  # the views are lower-cased
+    assert len(small._cache) == 8
