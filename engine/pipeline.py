@@ -85,8 +85,7 @@ class Components:
     empty_context: Callable[[TransactionEvent], ContextSnapshot] | None = None
     #: Whether the model reads user text (its card's ``read_text``). When it does not, an
     #: event's text-free twins have the event's own model inputs, so they are not encoded
-    #: or scored again: they take the event's outputs; and the events' text is not
-    #: tokenised for tensors the model never reads. (Scored apart, twins differed from
+    #: or scored again: they take the event's outputs. (Scored apart, they differed from
     #: the event's only by the float rounding of another batch make-up, enough to put a
     #: false ``user_text_cannot_lower`` on some verdicts.) True is always safe, only
     #: dearer: every card payment carries a merchant descriptor, so most events have a twin.
@@ -316,17 +315,11 @@ class _StageClock:
 def _encode(c: Components, events: Sequence[TransactionEvent], snapshots: Sequence[ContextSnapshot]
             ) -> tuple[EncodedBatch | ArrayBatch, list[int], list[TransactionEvent]]:
     """The events and, after them, every text-free twin (``text_twins``) with its event's
-    context snapshot, encoded in one call of the same encoder; when the model reads no
-    text (``Components.model_reads_text``), the events alone and without their text: a
-    twin's rows would be its event's, and the text tensors would go unread."""
+    context snapshot, encoded in one call of the same encoder; the events alone when the
+    model reads no text (``Components.model_reads_text``: a twin's rows would be its
+    event's)."""
     owners, twins = text_twins(events)
-    if not c.model_reads_text:
-        # Its text tensors would go unread: none are built (tokenising every merchant
-        # descriptor was most of encode's time), and no twin is scored.
-        blind = [e if e.memo is None and e.merchant_descriptor is None else replace(e, memo=None, merchant_descriptor=None)
-                 for e in events]
-        return c.encoder.encode(blind, snapshots), owners, twins
-    if not twins:
+    if not twins or not c.model_reads_text:
         return c.encoder.encode(events, snapshots), owners, twins
     encoded = c.encoder.encode([*events, *twins], [*snapshots, *(snapshots[i] for i in owners)])
     return encoded, owners, twins
