@@ -148,7 +148,7 @@ class Inference:
         """The same forward pass over rows sorted by padded length, in near-equal chunks of
         at most ``CPU_CHUNK_ROWS``; outputs back in input order. Rows never interact (each
         attends only to its own tokens), so the result is the one-call result."""
-        order = _by_padded_length(inputs)
+        order = _by_padded_length(inputs, self.model.config.read_text)
         ordered = take_rows(inputs, order)
         n = inputs.batch_size
         size = -(-n // -(-n // CPU_CHUNK_ROWS))  # ceil(n / number of chunks)
@@ -175,12 +175,13 @@ def _graph_for(loaded: LoadedModel, root: Path, runtime: Runtime) -> GraphRunner
     return load_runner(graph_file, serving.format, loaded.model.config)
 
 
-def _by_padded_length(inputs: ModelInputs) -> Tensor:
+def _by_padded_length(inputs: ModelInputs, reads_text: bool = True) -> Tensor:
     """Row order by (last used text position, history length): the two things the
     backbone trims padding to, so a chunk of similar rows carries little padding
-    (``engine.stages.infer_arrays.padded_length_order`` is the same on arrays)."""
+    (``engine.stages.infer_arrays.padded_length_order`` is the same on arrays; a model
+    that reads no text trims only history, so text does not count there)."""
     key = inputs.history_mask.sum(dim=1).long()
-    if inputs.text_mask.shape[1]:
+    if reads_text and inputs.text_mask.shape[1]:
         positions = torch.arange(1, inputs.text_mask.shape[1] + 1)
         key = key + (inputs.text_mask.long() * positions).amax(dim=1) * (inputs.history_mask.shape[1] + 1)
     return torch.argsort(key, stable=True)

@@ -128,7 +128,7 @@ class OnnxArrayInference:
         if n <= CPU_CHUNK_ROWS:
             raw = self._run(arrays)
         else:  # the same result as one call: rows never interact (Inference._forward_in_chunks)
-            order = padded_length_order(arrays)
+            order = padded_length_order(arrays, self.config.read_text)
             size = -(-n // -(-n // CPU_CHUNK_ROWS))  # ceil(n / number of chunks)
             parts = [self._run({k: v[order[i:i + size]] for k, v in arrays.items()}) for i in range(0, n, size)]
             inverse = np.empty_like(order)
@@ -194,12 +194,15 @@ def _graph_dtype(value: np.ndarray) -> np.ndarray:
     return value.astype(np.int64, copy=False)
 
 
-def padded_length_order(arrays: Mapping[str, np.ndarray]) -> np.ndarray:
+def padded_length_order(arrays: Mapping[str, np.ndarray], reads_text: bool = True) -> np.ndarray:
     """Row order by (last used text position, history length), as
-    ``engine.stages.infer._by_padded_length``: a chunk of similar rows pads little."""
+    ``engine.stages.infer._by_padded_length``: a chunk of similar rows pads little. A
+    model that reads no text (``reads_text``) pads only history, so text does not count:
+    ordered by it, a batch where most events carry a merchant descriptor was chunked by
+    descriptor length and padded its histories (``python ops/bench/engine_profile.py``)."""
     history_mask, text_mask = arrays["history_mask"], arrays["text_mask"]
     key = history_mask.sum(axis=1).astype(np.int64)
-    if text_mask.shape[1]:
+    if reads_text and text_mask.shape[1]:
         positions = np.arange(1, text_mask.shape[1] + 1, dtype=np.int64)
         key = key + (text_mask.astype(np.int64) * positions).max(axis=1) * (history_mask.shape[1] + 1)
     return np.argsort(key, kind="stable")

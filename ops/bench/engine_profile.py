@@ -1,7 +1,7 @@
 """Where a worker's CPU goes per event, stage by stage, in one process (no broker).
 
     python ops/bench/engine_profile.py [--model-dir DIR] [--events 6000] [--batch 512]
-                                       [--mix users|legacy] [--context memory|redis]
+                                       [--mix users|legacy] [--no-descriptors] [--context memory|redis]
                                        [--cprofile 25]
 
 The worker's per-batch work on the benchmark's events (``ops/bench/engine_events.py``),
@@ -38,6 +38,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--warm-batches", type=int, default=2, help="batches run first and not counted")
     ap.add_argument("--mix", default="users", choices=("users", "legacy"))
+    ap.add_argument("--no-descriptors", action="store_true",
+                    help="--mix users without merchant descriptors (the mix before 2026-12-07)")
     ap.add_argument("--context", default="memory", choices=("memory", "redis"))
     ap.add_argument("--compare-old", action="store_true",
                     help="also finish every batch with the guard row by row (before #19), interleaved")
@@ -67,7 +69,7 @@ def main() -> None:
         settings = settings.model_copy(update={"redis": RedisSettings(url=settings.redis.url, key_prefix=f"tg-prof-{u}")})
     pipeline = build_pipeline(settings, model=model_dir, context=args.context, record=args.context == "redis")
     codec = Codec()
-    events = make_bench_events(args.mix, u, args.events)
+    events = make_bench_events(args.mix, u, args.events, descriptors=not args.no_descriptors)
     print(describe(events))
     records = [RawRecord("tx.events", i % 6, i, e.event.customer_id.encode(),
                          codec.events.encode_json(e.event) if e.json else codec.encode_event(e.event),

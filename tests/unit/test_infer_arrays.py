@@ -77,6 +77,9 @@ def test_padded_length_order_puts_short_rows_first():
     arrays = {"history_mask": np.array([[1, 1, 0], [1, 0, 0], [1, 1, 1], [0, 0, 0]], dtype=bool),
               "text_mask": np.array([[1, 1], [0, 0], [1, 0], [0, 0]], dtype=bool)}
     assert padded_length_order(arrays).tolist() == [3, 1, 2, 0]
+    # a model that reads no text pads history alone: text length must not split the
+    # short histories from each other (most card payments carry a descriptor)
+    assert padded_length_order(arrays, reads_text=False).tolist() == [3, 1, 0, 2]
 
 
 def test_refusals_match_the_pytorch_path(exported, tmp_path):
