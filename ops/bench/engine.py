@@ -21,10 +21,11 @@ What is sent (``ops/bench/engine_events.py``, ``--event-mix users``, the default
 users send — JSON and Avro (``--json-share``), about 5 % memos of realistic lengths
 (most a few words, a long tail), a merchant descriptor on every card payment (the shop's
 statement line, some with an order reference per payment; ``--no-descriptors``: none),
-returning customers with skewed activity and new ones, at shops whose trade is skewed too. Before each run, a month of those customers' payments
-and their outcomes is written through the worker's own feature store
-(``--history-events``, ``ops/bench/engine_history.py``), so enrich reads full windows and
-busy shops, as a running system does; and while the worker decides, outcomes keep
+returning customers with skewed activity and new ones, at shops whose trade is skewed
+too. Before each run, a month of those customers' payments and their outcomes is written
+through the worker's own feature store (``--history-events``,
+``ops/bench/engine_history.py``), so enrich reads full windows and busy shops, as a
+running system does; and while the worker decides, outcomes keep
 arriving, one for each verdict the reader receives, recorded through the same store as
 the feedback worker records them (``ops/bench/engine_outcomes.py``;
 ``--no-live-outcomes``: none), so Redis does that work beside the worker's.
@@ -203,9 +204,6 @@ class Bench:
         self.model_dir = self._model(args)
         self._described = False
         self._history_said = False
-        #: The history's payments whose outcome is still to come (a JSON file), which
-        #: ``ops/bench/engine_outcomes.py`` records during the run; None: no history.
-        self._pending: Path | None = None
 
     def _model(self, args: argparse.Namespace) -> Path:
         import shutil
@@ -259,13 +257,14 @@ class Bench:
                                                  "TOLLGATE_BATCH__MAX_WAIT_MS": str(batch[1]), **(env or {})})
         n = self.args.saturation_events if rate is None else int(rate * (duration or self.args.duration))
         events = self.events(u, n)
-        self._pending = None
+        # the history's payments whose outcome is still to come, for LiveOutcomes
+        pending = self.workdir / f"pending-{wenv.key_prefix}.json"
         recorded = None
         try:  # whatever happens from here (a failure, SIGTERM), this run's topics and keys go
             # The month before the run: up to now for paced events (stamped when sent), up to
             # the pre-filled backlog's first event time for saturation.
-            if history:
-                self._write_history(wenv.key_prefix, int(time.time() * 1000) if rate is not None else BASE_TIME_MS, tree)
+            end_ms = int(time.time() * 1000) if rate is not None else BASE_TIME_MS
+            wrote_history = history and self._write_history(wenv.key_prefix, end_ms, tree, pending)
             if rate is None:  # pre-fill: the worker starts with a full backlog
                 produce_backlog(self.bootstrap, topics["events"], events, self.codec)
             where = {} if tree is None else {"command": _common.tree_cli(tree), "cwd": tree}
@@ -275,8 +274,8 @@ class Bench:
             outcomes: LiveOutcomes | None = None
             try:
                 worker.wait_for("worker ready", timeout=180)
-                if self._pending is not None and not self.args.no_live_outcomes:
-                    outcomes = LiveOutcomes(self.redis_url, wenv.key_prefix, self._pending, tree or REPO, reader)
+                if wrote_history and not self.args.no_live_outcomes:
+                    outcomes = LiveOutcomes(self.redis_url, wenv.key_prefix, pending, tree or REPO, reader)
                 port = worker.health_port
                 before = scrape(port)
                 machine_before, t_before = machine_cpu(worker.proc.pid), time.monotonic()
@@ -299,30 +298,29 @@ class Bench:
         finally:
             self._delete_topics(topics)
             self._delete_keys(wenv.key_prefix)
-            if self._pending is not None:
-                self._pending.unlink(missing_ok=True)
+            pending.unlink(missing_ok=True)
         if recorded is not None:
             print(f"{label}: outcomes recorded during the run: {json.dumps(recorded)}", flush=True)
         result = worker_result(label, rate, n, reader.received, before, after)
         result.machine_pct = core_shares(machine_before, machine_after, span)
         return result
 
-    def _write_history(self, prefix: str, end_ms: int, tree: Path | None) -> None:
+    def _write_history(self, prefix: str, end_ms: int, tree: Path | None, pending: Path) -> bool:
         """``--history-events`` payments (and their outcomes) of the returning customers at
         the shops over the month before ``end_ms``, through ``tree``'s own feature store
-        (``ops/bench/engine_history.py``)."""
+        (``ops/bench/engine_history.py``); the payments whose outcome is still to come go to
+        ``pending``. False: this run writes no history."""
         import subprocess
         import tempfile
 
         if not self.args.history_events or self.args.event_mix != "users":
-            return
+            return False
         history = history_events("h", self.args.history_events, end_ms, days=self.args.history_days)
         # engine_history.py records the outcomes that arrived by the history's end; the
         # rest come during the run (LiveOutcomes)
         last = max((e.event_time_ms for e in history), default=0)
         due = int(LABEL_DELAY_DAYS * DAY_MS)
-        self._pending = self.workdir / f"pending-{prefix}.json"
-        self._pending.write_text(json.dumps([e.to_dict() for e in history if e.event_time_ms + due > last]))
+        pending.write_text(json.dumps([e.to_dict() for e in history if e.event_time_ms + due > last]))
         with tempfile.NamedTemporaryFile("w", suffix=".json", dir=self.workdir) as f:
             json.dump([e.to_dict() for e in history], f)
             f.flush()
@@ -336,6 +334,7 @@ class Bench:
         if not self._history_said:
             print(f"history: {out.stdout.strip()} ({self.args.history_days} days, written before each run)", flush=True)
             self._history_said = True
+        return True
 
     def _create_topics(self, u: str) -> dict[str, str]:
         """This run's own events, verdicts and dead-letter topics."""
@@ -415,7 +414,6 @@ class Bench:
 #: backlog); W when they do not. Larger B amortises what every batch costs whatever its
 #: size (a transaction, two Redis round trips, a model call, Python's per-batch work).
 SWEEP = ((128, 5.0), (256, 5.0), (512, 5.0), (1024, 5.0), (512, 2.0), (512, 10.0))
-
 
 
 class LiveOutcomes:

@@ -18,7 +18,7 @@ issue's outside driver sent (#19) and what a card issuer's stream looks like:
 * **merchant descriptors**: every card payment carries its shop's statement line, as card
   networks send it (``merchant_descriptor``; a transfer has none): a shop's name and city,
   or a payment facilitator's prefix (``SQ *``, ``SUMUP *``, ``PAYPAL *``); one online shop
-  in eight adds an order reference per payment (``AMZN MKTP*7K2Q9XW4``), so those lines
+  in eight adds an order reference per payment (``PRIMARK*CDZ1MH99``), so those lines
   never repeat. Until 2026-12-07 the mix sent none (``--no-descriptors`` still does), and
   every text a worker screened and every text-free twin it scored came from the 5 % of
   memos;
