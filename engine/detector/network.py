@@ -60,6 +60,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from engine.detector.descriptor_head import HEAD_CARD_FILE, HEAD_WEIGHTS_FILE, DescriptorHead, DescriptorHeadError
 from engine.detector.sentence import SENTENCE_DIM, encoder_identity, shared_encoder
 from engine.detector.sentence_graph import EncoderRuntime
 
@@ -217,6 +218,9 @@ class DetectorNetwork:
     #: How the sentence encoder's arithmetic runs (``sentence_graph.ENCODER_RUNTIMES``).
     #: ``threshold`` is always the one chosen for this runtime (``with_encoder_runtime``).
     encoder_runtime: EncoderRuntime = "numpy"
+    #: The merchant descriptor's own head (``descriptor_head.py``), when the artifact has
+    #: one; it reads this network's pooled features and encoder.
+    descriptor_head: DescriptorHead | None = None
 
     def logits(self, texts: list[str], dense: np.ndarray) -> np.ndarray:
         """One logit per view. ``texts`` are the views' model texts (``views.field_input``),
@@ -243,7 +247,8 @@ class DetectorNetwork:
     def screen_only(self) -> DetectorNetwork:
         """The same weights serving the screen head alone at ``screen_threshold``: no
         sentence encoder is loaded or called."""
-        return replace(self, screen_bar=SCREEN_ONLY, threshold=self.screen_threshold,
+        # The descriptor head judges with the sentence encoder, which this serving mode never loads.
+        return replace(self, screen_bar=SCREEN_ONLY, threshold=self.screen_threshold, descriptor_head=None,
                        card=dict(self.card, version=f"{self.card.get('version', 'unversioned')}+screen-only"))
 
     def with_encoder_runtime(self, runtime: EncoderRuntime) -> DetectorNetwork:
@@ -266,7 +271,27 @@ class DetectorNetwork:
         card = dict(self.card, encoder_runtime=runtime)
         if runtime == "onnx-int8":  # other scores at another threshold: verdicts name it
             card["version"] = f"{self.card.get('version', 'unversioned')}+{runtime}"
-        return replace(self, encoder_runtime=runtime, encoder=None, threshold=threshold, card=card)
+        head = self.descriptor_head
+        if head is not None and runtime not in ("numpy", "onnx-fp32"):
+            chosen = head.card.get("runtime_thresholds", {}).get(runtime)
+            if chosen is None:
+                raise DetectorArtifactError(
+                    f"descriptor head {head.card.get('version')} has no threshold chosen for encoder runtime "
+                    f"{runtime!r}; refit it with `tollgate detector descriptor-head`")
+            head = replace(head, threshold=float(chosen["threshold"]))
+        return replace(self, encoder_runtime=runtime, encoder=None, threshold=threshold, card=card,
+                       descriptor_head=head)
+
+    def screen_inputs(self, texts: list[str], dense: np.ndarray) -> np.ndarray:
+        """The pooled n-gram features and dense inputs per view: what both heads of the
+        network, and the descriptor head's screen, read."""
+        if not texts:
+            return np.zeros((0, SCREEN_INPUTS), dtype=np.float32)
+        return self._screen_inputs(texts, dense)
+
+    def encode_sentences(self, texts: list[str]) -> np.ndarray:
+        """The sentence embeddings of ``texts`` (the judge's encoder, loaded on first use)."""
+        return self._encoder().encode(texts)
 
     def screen_logits(self, texts: list[str], dense: np.ndarray) -> np.ndarray:
         """The screen head alone (training picks ``screen_bar`` from it)."""
@@ -331,6 +356,11 @@ class DetectorNetwork:
                     dense_inputs=list(DENSE_INPUTS),
                     sentence_encoder=encoder_identity())
         (directory / CARD_FILE).write_text(json.dumps(card, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        # A head is fitted on these weights: save this network's, or none (a stale one would be refused).
+        for stale in (HEAD_WEIGHTS_FILE, HEAD_CARD_FILE):
+            (directory / stale).unlink(missing_ok=True)
+        if self.descriptor_head is not None:
+            self.descriptor_head.save(directory, (directory / WEIGHTS_FILE).read_bytes())
 
     @classmethod
     def load(cls, directory: Path | None = None) -> DetectorNetwork:
@@ -338,14 +368,10 @@ class DetectorNetwork:
         # local: safetensors loads only to read or write weights
         from safetensors.numpy import load
 
+        base: Any = resources.files("engine") / "assets" / "detector" if directory is None else Path(directory)
         try:
-            if directory is None:
-                base = resources.files("engine") / "assets" / "detector"
-                blob = (base / WEIGHTS_FILE).read_bytes()
-                card = json.loads((base / CARD_FILE).read_text(encoding="utf-8"))
-            else:
-                blob = (Path(directory) / WEIGHTS_FILE).read_bytes()
-                card = json.loads((Path(directory) / CARD_FILE).read_text(encoding="utf-8"))
+            blob = (base / WEIGHTS_FILE).read_bytes()
+            card = json.loads((base / CARD_FILE).read_text(encoding="utf-8"))
         except (FileNotFoundError, json.JSONDecodeError) as exc:
             where = directory or "engine/assets/detector"
             raise DetectorArtifactError(f"no usable detector artifact in {where}: {exc}; "
@@ -367,7 +393,25 @@ class DetectorNetwork:
         return cls(embedding=embedding, b1=t["b1"], w2=t["w2"], b2=t["b2"], w3=t["w3"], b3=t["b3"],
                    w4=t["w4"], b4=float(t["b4"][0]), s3=t["s3"], sb3=t["sb3"], s4=t["s4"],
                    sb4=float(t["sb4"][0]), threshold=float(card["threshold"]),
-                   screen_bar=float(card["screen_bar"]), screen_threshold=float(card["screen_threshold"]), card=card)
+                   screen_bar=float(card["screen_bar"]), screen_threshold=float(card["screen_threshold"]), card=card,
+                   descriptor_head=_load_descriptor_head(base, blob))
+
+
+def _load_descriptor_head(base: Any, network_weights: bytes) -> DescriptorHead | None:
+    """The artifact's descriptor head, or ``None`` when it has none (an artifact trained
+    before heads existed serves as it did)."""
+    weights, card_file = base / HEAD_WEIGHTS_FILE, base / HEAD_CARD_FILE
+    if not weights.is_file() and not card_file.is_file():
+        return None
+    try:
+        card = json.loads(card_file.read_text(encoding="utf-8"))
+        blob = weights.read_bytes()
+    except (FileNotFoundError, json.JSONDecodeError) as exc:
+        raise DetectorArtifactError(f"unusable descriptor head in {base}: {exc}") from exc
+    try:
+        return DescriptorHead.from_bytes(blob, card, network_weights, SCREEN_INPUTS)
+    except DescriptorHeadError as exc:
+        raise DetectorArtifactError(str(exc)) from exc
 
 
 _SHAPES: dict[str, tuple[int, ...]] = {

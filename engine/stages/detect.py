@@ -16,7 +16,10 @@ Per micro-batch, in order:
    text that is not in the memo cache; a text's score is the max over its views, and
    ``score >= threshold`` flags. The threshold was chosen on training-side validation
    data (``docs/detector.md``).
-3. For a flagged text only, the named signals (``engine.detector.signals``) say which
+3. A merchant descriptor also gets the descriptor head's opinion
+   (``engine.detector.descriptor_head``), when the artifact has one: it can raise the
+   descriptor's score, never lower it.
+4. For a flagged text only, the named signals (``engine.detector.signals``) say which
    families of manipulation the flagged view holds: they explain, they never decide.
 
 Events with no user text cost nothing here.
@@ -38,10 +41,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import numpy as np
 
-from engine.detector.network import DetectorNetwork
+from engine.detector.network import DetectorNetwork, sigmoid
 from engine.detector.obfuscation import OBFUSCATION_SIGNALS
 from engine.detector.sentence_graph import EncoderRuntime
 from engine.detector.signals import semantic_signals_with_evidence
@@ -51,6 +55,8 @@ from engine.text.textproc import MAX_RAW_BYTES, CleanText, clean_user_text
 
 #: The untrusted text fields of a ``TransactionEvent`` that are screened, in order.
 SCREENED_FIELDS: tuple[str, ...] = ("memo", "merchant_descriptor")
+#: The field the descriptor head reads (``engine.detector.descriptor_head``).
+DESCRIPTOR_FIELD = "merchant_descriptor"
 
 
 @dataclass(slots=True, frozen=True)
@@ -130,6 +136,44 @@ CACHE_MAX_CHARS = 512
 JOINED_FIELD = "memo_and_descriptor"
 
 
+V = TypeVar("V")
+
+
+class _LruCache(Generic[V]):
+    """A bounded memo of a pure function of a text, least recently used out first, guarded
+    by a lock. A hit moves to the end, so a shop's statement line outlives the one-off
+    texts (order references, memos) that stream past it (docs/detector.md, "Cost")."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._items: dict[str | bytes, V] = {}
+        self._lock = threading.Lock()
+
+    def get_many(self, keys: Sequence[str | bytes]) -> list[V | None]:
+        out: list[V | None] = [None] * len(keys)
+        if self.size <= 0:
+            return out
+        with self._lock:
+            for i, key in enumerate(keys):
+                if len(key) <= CACHE_MAX_CHARS and (hit := self._items.pop(key, None)) is not None:
+                    self._items[key] = out[i] = hit
+        return out
+
+    def put_many(self, pairs: Sequence[tuple[str | bytes, V]]) -> None:
+        if self.size <= 0:
+            return
+        with self._lock:
+            for key, value in pairs:
+                if len(key) > CACHE_MAX_CHARS:
+                    continue
+                if key not in self._items and len(self._items) >= self.size:
+                    self._items.pop(next(iter(self._items)))  # least recently used: first in order
+                self._items[key] = value
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
 class InjectionDetector:
     """Scores untrusted text with the learned network (``engine.detector.network``).
 
@@ -145,9 +189,10 @@ class InjectionDetector:
             network = replace(network, screen_bar=0.0)
         self.network = network
         self.version = str(network.card.get("version", "unversioned"))
-        self._cache: dict[str | bytes, _Analysis] = {}
-        self._cache_size = cache_size
-        self._lock = threading.Lock()
+        if network.descriptor_head is not None:  # verdicts name what screened their descriptor
+            self.version += f"+{network.descriptor_head.card.get('version', 'descriptor-head')}"
+        self._cache: _LruCache[_Analysis] = _LruCache(cache_size)
+        self._descriptor_cache: _LruCache[float] = _LruCache(cache_size)
 
     @classmethod
     def from_path(cls, directory: Path | None = None, threshold: float | None = None) -> InjectionDetector:
@@ -165,15 +210,7 @@ class InjectionDetector:
     def _analyse_many(self, values: Sequence[str | bytes]) -> list[_Analysis]:
         """One network call for every view of every distinct uncached text (a batch's
         events often share a descriptor: "AMZN Mktp" is scored once)."""
-        out: list[_Analysis | None] = [None] * len(values)
-        if self._cache_size > 0:
-            with self._lock:
-                for i, v in enumerate(values):
-                    if len(v) <= CACHE_MAX_CHARS and (hit := self._cache.pop(v, None)) is not None:
-                        # Last again: least recently used goes first, so a shop's statement
-                        # line outlives the one-off texts (order references, memos) that
-                        # stream past it (docs/detector.md, "Cost").
-                        self._cache[v] = out[i] = hit
+        out = self._cache.get_many(values)
         todo: dict[str | bytes, list[int]] = {}
         for i, a in enumerate(out):
             if a is None:
@@ -187,15 +224,50 @@ class InjectionDetector:
             a = self._judge(f, view_scores)
             for i in where:
                 out[i] = a
-            if len(value) <= CACHE_MAX_CHARS:
-                fresh.append((value, a))
-        if fresh and self._cache_size > 0:
-            with self._lock:
-                for key, a in fresh:
-                    if key not in self._cache and len(self._cache) >= self._cache_size:
-                        self._cache.pop(next(iter(self._cache)))  # least recently used: first in order
-                    self._cache[key] = a
+            fresh.append((value, a))
+        self._cache.put_many(fresh)
         return [a if a is not None else _NOTHING for a in out]
+
+    def _descriptor_margins(self, values: Sequence[str | bytes]) -> list[float]:
+        """The descriptor head's margin (>= 0 flags) per descriptor, one encoder call for
+        the uncached ones that pass its screen."""
+        head = self.network.descriptor_head
+        assert head is not None
+        out = self._descriptor_cache.get_many(values)
+        todo = list(dict.fromkeys(v for v, m in zip(values, out) if m is None))
+        if todo:
+            inputs = [field_input(v) for v in todo]
+            views = [t for f in inputs for t in f.texts]
+            owner = np.repeat(np.arange(len(inputs)), [len(f.texts) for f in inputs])
+            dense = np.concatenate([f.dense for f in inputs])
+            per_view = head.margins(self.network.screen_inputs(views, dense), views, self.network.encode_sentences)
+            margins = np.full(len(todo), -np.inf)
+            np.maximum.at(margins, owner, per_view)
+            fresh = dict(zip(todo, (float(m) for m in margins), strict=True))
+            self._descriptor_cache.put_many(list(fresh.items()))
+            out = [m if m is not None else fresh[v] for v, m in zip(values, out)]
+        return [float(m) for m in out]  # type: ignore[arg-type]
+
+    def _with_descriptor_head(self, a: _Analysis, value: str | bytes, margin: float) -> _Analysis:
+        """The descriptor's analysis with the head's opinion: the larger score, on the
+        network's scale (the head's threshold maps onto the network's)."""
+        if not np.isfinite(margin):
+            return a
+        t = self.network.threshold
+        score = float(sigmoid(np.array(margin + np.log(t / (1 - t))))) if 0 < t < 1 else (1.0 if margin >= 0 else 0.0)
+        if score <= a.score:
+            return a
+        if score < self.threshold:
+            return replace(a, score=score)
+        head_evidence = ("descriptor_model", f"the descriptor head flagged it (margin {margin:+.2f})")
+        if a.flagged:
+            return replace(a, score=score, evidence=a.evidence + (head_evidence,))
+        f = field_input(value)
+        semantic, snippets = semantic_signals_with_evidence(f.clean_texts[0]) if f.clean_texts else ({}, {})
+        named = tuple(name for name, v in semantic.items() if v > 0)
+        evidence = tuple((name, repr(snippets[name]) if name in snippets else name) for name in named)
+        return replace(a, score=score, flagged=True, signals=named + a.signals,
+                       evidence=evidence + (head_evidence,))
 
     def _judge(self, f: FieldInput, view_scores: np.ndarray) -> _Analysis:
         issues = tuple((issue, _issue_detail(issue, f.cleaned)) for issue in f.cleaned.issues) if f.cleaned.issues else ()
@@ -251,6 +323,11 @@ class InjectionDetector:
             if len(present) == 2:
                 keys.append((n, JOINED_FIELD, _joined(present[0][1], present[1][1])))
         analyses = self._analyse_many([v for _, _, v in keys])
+        if self.network.descriptor_head is not None:
+            at = [i for i, (_, name, _) in enumerate(keys) if name == DESCRIPTOR_FIELD]
+            margins = self._descriptor_margins([keys[i][2] for i in at])
+            for i, margin in zip(at, margins, strict=True):
+                analyses[i] = self._with_descriptor_head(analyses[i], keys[i][2], margin)
         per_row: list[list[DetectorResult]] = [[] for _ in rows]
         for (n, name, _), a in zip(keys, analyses, strict=True):
             per_row[n].append(self._result(a, name))

@@ -1,4 +1,4 @@
-"""``tollgate detector train|eval|calibrate|score``: the adversarial-input detector's commands."""
+"""``tollgate detector train|descriptor-head|eval|calibrate|score``: the adversarial-input detector's commands."""
 
 from __future__ import annotations
 
@@ -44,6 +44,26 @@ def register(app: typer.Typer) -> None:
         network, report = train_detector(out, dataset, seed=seed, max_fpr=max_fpr, epochs=epochs,
                                          progress=lambda m: typer.echo(m, err=True))
         typer.echo(_table(report, network.threshold))
+
+    @detector.command("descriptor-head")
+    def descriptor_head(
+        model: Path = typer.Option(SHIPPED, help="Artifact directory; gains descriptor_head.safetensors + "
+                                                 "descriptor_head.json."),
+        seed: int = typer.Option(7, help="Seed for the generated text and the validation draw."),
+        max_fpr: float = typer.Option(0.003, help="False-positive budget on the validation statement lines "
+                                                  "and payee names that picks the threshold."),
+    ) -> None:
+        """Fit the merchant descriptor's own head onto an artifact's network
+        (docs/detector.md, "The descriptor head"): bar and threshold chosen on validation,
+        the generator's held-out templates scored for its card."""
+        from engine.detector.network import WEIGHTS_FILE, DetectorNetwork
+        from engine.offline.detector_corpus.descriptor_head import fit_descriptor_head
+
+        network = DetectorNetwork.load(model)
+        head = fit_descriptor_head(network, seed=seed, max_fpr=max_fpr, progress=lambda m: typer.echo(m, err=True))
+        head.save(model, (model / WEIGHTS_FILE).read_bytes())
+        typer.echo(f"{head.card['version']} on {network.card.get('version')}: out of fold {head.card['out_of_fold']}, "
+                   f"held-out templates {head.card['heldout_templates']}")
 
     @detector.command("eval")
     def evaluate(

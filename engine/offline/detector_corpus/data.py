@@ -16,7 +16,7 @@ Sources:
   topics, so it learns the shape rather than BIPIA's few topics.
 * Hand-written held-out lists in ``engine/assets/detector/corpus/`` — benign memos and
   classic attacks — never used for training.
-* The outside sets in ``engine/assets/detector/outside/``, ``outside_b/`` and ``outside_c/``
+* The outside sets in ``engine/assets/detector/outside/``, ``outside_b/``, ``outside_c/`` and ``outside_d/``
   (``OUTSIDE_SETS``, ``read_outside_set``): attacks and benign texts in 24 languages written
   by hand on 2026-12-05, each by a helper session that had not read this package's
   generators or templates (B and C also no earlier set). Evaluation only: reserved like the
@@ -136,6 +136,9 @@ OUTSIDE_SETS: tuple[OutsideSet, ...] = (
     OutsideSet("outside_b", "outside_b", "outside set B (written independently, 2026-12-05 evening)",
                _LATER_ATTACK_FAMILIES, _LATER_BENIGN_FAMILIES),
     OutsideSet("outside_c", "outside_c", "outside set C (written independently, 2026-12-05 evening)",
+               _LATER_ATTACK_FAMILIES, _LATER_BENIGN_FAMILIES),
+    # D was written while the descriptor head was built, and read only after it was chosen.
+    OutsideSet("outside_d", "outside_d", "outside set D (written independently, 2026-12-07)",
                _LATER_ATTACK_FAMILIES, _LATER_BENIGN_FAMILIES),
 )
 

@@ -47,6 +47,7 @@ from engine.detector.network import (
     NGRAM_ORDERS,
     PAD_BUCKET,
     SCREEN_INPUTS,
+    WEIGHTS_FILE,
     DetectorNetwork,
     architecture,
     position_ngrams,
@@ -56,6 +57,7 @@ from engine.detector.sentence import SENTENCE_DIM, SentenceEncoder
 from engine.detector.sentence_graph import EncoderRuntime
 from engine.detector.views import FieldInput, field_input, view_probabilities
 from engine.offline.detector_corpus.data import DetectorData, LabelledTexts, assemble
+from engine.offline.detector_corpus.descriptor_head import fit_descriptor_head
 
 #: Share of training groups held back to choose the epoch and the threshold.
 VALIDATION_SHARE = 0.2
@@ -542,5 +544,11 @@ def train_detector(out_dir: Path, data: DetectorData | None = None, seed: int = 
         "train_seconds": round(time.perf_counter() - started, 1),
     }
     network.save(out_dir)
-    progress(f"saved {out_dir} ({network.card['version']}) in {network.card['train_seconds']} s")
+    # The descriptor head reads the network's features as saved (float16 embedding table).
+    saved = DetectorNetwork.load(out_dir)
+    head = fit_descriptor_head(saved, seed=seed, max_fpr=max_fpr, progress=progress)
+    head.save(out_dir, (out_dir / WEIGHTS_FILE).read_bytes())
+    network.descriptor_head = head
+    progress(f"saved {out_dir} ({network.card['version']}, {head.card['version']}) in "
+             f"{network.card['train_seconds']} s")
     return network, report
