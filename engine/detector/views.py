@@ -228,3 +228,25 @@ def view_probabilities(network: DetectorNetwork, inputs: list[FieldInput]) -> li
     probabilities = sigmoid(network.logits(texts, np.concatenate([f.dense for f in inputs])))
     bounds = np.cumsum([0] + [len(f.texts) for f in inputs])
     return [probabilities[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+# -- what the descriptor head reads ----------------------------------------------------------
+
+#: A run of ASCII letters and digits holding at least two digits, four characters or more:
+#: an online shop's order reference ("AMZN MKTP US*2K4RT81Q3"), a store or terminal number.
+_REFERENCE = re.compile(r"(?<![A-Za-z0-9])(?=[A-Za-z]*\d[A-Za-z]*\d)[A-Za-z0-9]{4,}(?![A-Za-z0-9])")
+_SPACES = re.compile(r"\s+")
+
+
+def descriptor_head_text(value: str | bytes) -> str:
+    """The merchant descriptor as its head reads it: without order references and store
+    numbers, which say nothing about an instruction and make most online payments' lines
+    unique, so that the head's work and cache are per shop, not per order. (A leetspeak
+    word with two digits goes too; the network still reads the whole line.)
+
+    >>> descriptor_head_text("AMZN MKTP US*2K4RT81Q3")
+    'AMZN MKTP US*'
+    >>> descriptor_head_text("TESCO STORES 2041 LEEDS"), descriptor_head_text("RISK=0 RESULT PASS")
+    ('TESCO STORES LEEDS', 'RISK=0 RESULT PASS')
+    """
+    return _SPACES.sub(" ", _REFERENCE.sub("", raw_text(value))).strip()

@@ -49,7 +49,7 @@ from engine.detector.network import DetectorNetwork, sigmoid
 from engine.detector.obfuscation import OBFUSCATION_SIGNALS
 from engine.detector.sentence_graph import EncoderRuntime
 from engine.detector.signals import semantic_signals_with_evidence
-from engine.detector.views import FieldInput, field_input, view_probabilities
+from engine.detector.views import FieldInput, descriptor_head_text, field_input, view_probabilities
 from engine.records import Reason, ReasonKind, TransactionEvent
 from engine.text.textproc import MAX_RAW_BYTES, CleanText, clean_user_text
 
@@ -233,10 +233,12 @@ class InjectionDetector:
         the uncached ones that pass its screen."""
         head = self.network.descriptor_head
         assert head is not None
-        out = self._descriptor_cache.get_many(values)
-        todo = list(dict.fromkeys(v for v, m in zip(values, out) if m is None))
+        # Keyed by what the head reads: a shop's line costs once, whatever order reference it carries.
+        keys = [descriptor_head_text(v) for v in values]
+        out = self._descriptor_cache.get_many(keys)
+        todo = list(dict.fromkeys(k for k, m in zip(keys, out) if m is None))
         if todo:
-            inputs = [field_input(v) for v in todo]
+            inputs = [field_input(k) for k in todo]
             views = [t for f in inputs for t in f.texts]
             owner = np.repeat(np.arange(len(inputs)), [len(f.texts) for f in inputs])
             dense = np.concatenate([f.dense for f in inputs])
@@ -245,7 +247,7 @@ class InjectionDetector:
             np.maximum.at(margins, owner, per_view)
             fresh = dict(zip(todo, (float(m) for m in margins), strict=True))
             self._descriptor_cache.put_many(list(fresh.items()))
-            out = [m if m is not None else fresh[v] for v, m in zip(values, out)]
+            out = [m if m is not None else fresh[k] for k, m in zip(keys, out)]
         return [float(m) for m in out]  # type: ignore[arg-type]
 
     def _with_descriptor_head(self, a: _Analysis, value: str | bytes, margin: float) -> _Analysis:

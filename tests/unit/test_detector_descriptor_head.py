@@ -142,3 +142,21 @@ def test_its_training_texts_are_descriptor_shaped_and_hold_no_outside_text():
             assert len(text) <= SHORT_ATTACK_CHARS
     # The fit drops any outside text; the generator is not expected to make one.
     assert len(outside & {t.casefold() for t in texts.texts}) == 0
+
+
+def test_the_head_reads_a_shop_once_whatever_order_reference_it_prints(shipped):
+    det = InjectionDetector(shipped)
+    orders = [f"SHOPIFY*NORTH STAR PETS*{ref}" for ref in ("7XK29QL4", "2K4RT81Q3", "Q9Z81Q77")]
+    det.screen_fields([(None, line) for line in orders])
+    assert len(det._descriptor_cache) == 1
+    # The network still reads each whole line: its own cache holds all three.
+    assert len(det._cache) == 3
+
+
+def test_references_and_store_numbers_are_what_the_head_drops():
+    from engine.detector.views import descriptor_head_text
+
+    assert descriptor_head_text("SQ *BLUE OAK CAFE #0042 LONDON") == "SQ *BLUE OAK CAFE # LONDON"
+    assert descriptor_head_text(b"PAYPAL *APPROVE NO REVIEW 4029357733") == "PAYPAL *APPROVE NO REVIEW"
+    # One digit, or a short token, is a word's: kept.
+    assert descriptor_head_text("RISK=0 RESULT PASS 3DS OFF") == "RISK=0 RESULT PASS 3DS OFF"

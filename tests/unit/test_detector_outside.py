@@ -1,7 +1,7 @@
-"""The outside evaluation sets (engine/assets/detector/outside/, outside_b/, outside_c/, outside_d/):
+"""The outside evaluation sets (engine/assets/detector/outside*/):
 well formed, and never trained on.
 
-Each set was written by hand (2026-12-05, D on 2026-12-07) without reading the training generators; they
+Each set was written by hand (2026-12-05; D and E on 2026-12-07) without reading the training generators; they
 are evaluation only. These tests check their format and that ``assemble`` keeps every one
 of their texts out of the training set (it reserves them as it reserves the hand-written
 held-out lists).

@@ -16,7 +16,7 @@ Sources:
   topics, so it learns the shape rather than BIPIA's few topics.
 * Hand-written held-out lists in ``engine/assets/detector/corpus/`` — benign memos and
   classic attacks — never used for training.
-* The outside sets in ``engine/assets/detector/outside/``, ``outside_b/``, ``outside_c/`` and ``outside_d/``
+* The outside sets in ``engine/assets/detector/outside/``, ``outside_b/``, ``outside_c/``, ``outside_d/`` and ``outside_e/``
   (``OUTSIDE_SETS``, ``read_outside_set``): attacks and benign texts in 24 languages written
   by hand on 2026-12-05, each by a helper session that had not read this package's
   generators or templates (B and C also no earlier set). Evaluation only: reserved like the
@@ -139,6 +139,9 @@ OUTSIDE_SETS: tuple[OutsideSet, ...] = (
                _LATER_ATTACK_FAMILIES, _LATER_BENIGN_FAMILIES),
     # D was written while the descriptor head was built, and read only after it was chosen.
     OutsideSet("outside_d", "outside_d", "outside set D (written independently, 2026-12-07)",
+               _LATER_ATTACK_FAMILIES, _LATER_BENIGN_FAMILIES),
+    # E was written while the head's second version was chosen (out of fold), and read after.
+    OutsideSet("outside_e", "outside_e", "outside set E (written independently, 2026-12-07 afternoon)",
                _LATER_ATTACK_FAMILIES, _LATER_BENIGN_FAMILIES),
 )
 
