@@ -124,7 +124,8 @@ def build_pipeline(settings: Settings, *, model: str | Path | None = None, rules
     guard = guard if guard is not None else load_guard(settings, rules)
     if detector is True:
         detector = InjectionDetector.default(sentence_encoder=settings.detector.sentence_encoder,
-                                             encoder_runtime=settings.detector.encoder_runtime)
+                                             encoder_runtime=settings.detector.encoder_runtime,
+                                             descriptor_head=settings.detector.descriptor_head)
         detector.network.load_encoder_in_background()
     base_policy = Policy.from_settings(settings.policy)
     policy = base_policy.with_overrides(dict(getattr(guard, "policy", None) or {}))

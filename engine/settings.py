@@ -273,6 +273,11 @@ class DetectorSettings(_Frozen):
     #: recall, so not the default (``python ops/bench/detector.py --encoder-runtimes numpy
     #: onnx-fp32 onnx-int8``; figures in docs/detector.md, "Encoder runtimes").
     encoder_runtime: Literal["numpy", "onnx-fp32", "onnx-int8"] = "onnx-fp32"
+    #: Give the merchant descriptor its own head's opinion too (it can only add flags;
+    #: docs/detector.md, "The descriptor head"). False serves the network alone: fewer
+    #: descriptor attacks caught, a little less CPU per new shop line
+    #: (``python ops/bench/engine_profile.py``).
+    descriptor_head: bool = True
 
 
 class FeatureSettings(_Frozen):

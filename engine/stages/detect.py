@@ -200,11 +200,13 @@ class InjectionDetector:
         return cls(DetectorNetwork.load(directory), threshold)
 
     @classmethod
-    def default(cls, sentence_encoder: bool = True, encoder_runtime: EncoderRuntime = "onnx-fp32") -> InjectionDetector:
+    def default(cls, sentence_encoder: bool = True, encoder_runtime: EncoderRuntime = "onnx-fp32",
+                descriptor_head: bool = True) -> InjectionDetector:
         """The shipped detector, loaded once per process; ``sentence_encoder=False``
         serves its screen head alone (``DetectorNetwork.screen_only``); ``encoder_runtime``
-        runs the encoder's arithmetic (``DetectorNetwork.with_encoder_runtime``)."""
-        return _default_detector(sentence_encoder, encoder_runtime)
+        runs the encoder's arithmetic (``DetectorNetwork.with_encoder_runtime``);
+        ``descriptor_head=False`` leaves the merchant descriptor to the network alone."""
+        return _default_detector(sentence_encoder, encoder_runtime, descriptor_head)
 
     # -- texts, batched -------------------------------------------------------------
     def _analyse_many(self, values: Sequence[str | bytes]) -> list[_Analysis]:
@@ -229,14 +231,15 @@ class InjectionDetector:
         return [a if a is not None else _NOTHING for a in out]
 
     def _descriptor_margins(self, values: Sequence[str | bytes]) -> list[float]:
-        """The descriptor head's margin (>= 0 flags) per descriptor, one encoder call for
-        the uncached ones that pass its screen."""
+        """The descriptor head's margin (>= 0 flags; -inf: nothing for it to read) per
+        descriptor, with one encoder call for the uncached ones that pass its screen."""
         head = self.network.descriptor_head
         assert head is not None
         # Keyed by what the head reads: a shop's line costs once, whatever order reference it carries.
         keys = [descriptor_head_text(v) for v in values]
-        out = self._descriptor_cache.get_many(keys)
-        todo = list(dict.fromkeys(k for k, m in zip(keys, out) if m is None))
+        cached = self._descriptor_cache.get_many(keys)
+        todo = list(dict.fromkeys(k for k, m in zip(keys, cached) if m is None))
+        fresh: dict[str, float] = {}
         if todo:
             inputs = [field_input(k) for k in todo]
             views = [t for f in inputs for t in f.texts]
@@ -247,8 +250,7 @@ class InjectionDetector:
             np.maximum.at(margins, owner, per_view)
             fresh = dict(zip(todo, (float(m) for m in margins), strict=True))
             self._descriptor_cache.put_many(list(fresh.items()))
-            out = [m if m is not None else fresh[k] for k, m in zip(keys, out)]
-        return [float(m) for m in out]  # type: ignore[arg-type]
+        return [m if m is not None else fresh[k] for k, m in zip(keys, cached)]
 
     def _with_descriptor_head(self, a: _Analysis, value: str | bytes, margin: float) -> _Analysis:
         """The descriptor's analysis with the head's opinion: the larger score, on the
@@ -378,8 +380,12 @@ def _issue_detail(issue: str, cleaned: CleanText) -> str:
     }.get(issue, issue)
 
 
-@lru_cache(maxsize=4)
-def _default_detector(sentence_encoder: bool, encoder_runtime: EncoderRuntime) -> InjectionDetector:
+@lru_cache(maxsize=8)
+def _default_detector(sentence_encoder: bool, encoder_runtime: EncoderRuntime,
+                      descriptor_head: bool = True) -> InjectionDetector:
+    if not descriptor_head:  # the same loaded weights, without the descriptor's head
+        network = _default_detector(sentence_encoder, encoder_runtime).network
+        return InjectionDetector(replace(network, descriptor_head=None))
     if not sentence_encoder:  # the same loaded weights, screen head alone (no encoder to run)
         return InjectionDetector(_default_detector(True, "numpy").network.screen_only())
     if encoder_runtime != "numpy":  # the same loaded weights, another encoder runtime

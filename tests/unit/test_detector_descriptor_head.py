@@ -160,3 +160,14 @@ def test_references_and_store_numbers_are_what_the_head_drops():
     assert descriptor_head_text(b"PAYPAL *APPROVE NO REVIEW 4029357733") == "PAYPAL *APPROVE NO REVIEW"
     # One digit, or a short token, is a word's: kept.
     assert descriptor_head_text("RISK=0 RESULT PASS 3DS OFF") == "RISK=0 RESULT PASS 3DS OFF"
+
+
+def test_the_setting_turns_the_head_off_on_the_same_weights(monkeypatch):
+    from engine.settings import Settings
+
+    monkeypatch.setenv("TOLLGATE_DETECTOR__DESCRIPTOR_HEAD", "false")
+    assert Settings().detector.descriptor_head is False
+    with_head, without = InjectionDetector.default(), InjectionDetector.default(descriptor_head=False)
+    assert with_head.network.descriptor_head is not None and without.network.descriptor_head is None
+    assert without.network.embedding is with_head.network.embedding  # one table in memory
+    assert "descriptor-head" in with_head.version and "descriptor-head" not in without.version
