@@ -139,7 +139,9 @@ MODES = {"fixed-W": {"TOLLGATE_BATCH__CLOSE_WHEN_IDLE": "false"},
          # the sentence encoder as the package's numpy code (the default before 2026-12-06),
          # and with int8 products (engine/detector/sentence_graph.py)
          "detector-numpy": {"TOLLGATE_DETECTOR__ENCODER_RUNTIME": "numpy"},
-         "detector-int8": {"TOLLGATE_DETECTOR__ENCODER_RUNTIME": "onnx-int8"}}
+         "detector-int8": {"TOLLGATE_DETECTOR__ENCODER_RUNTIME": "onnx-int8"},
+         # the merchant descriptor left to the network alone, without its own head (docs/detector.md)
+         "detector-no-descriptor-head": {"TOLLGATE_DETECTOR__DESCRIPTOR_HEAD": "false"}}
 
 
 # -- the model-removed pipeline (loaded by the worker subprocess via --pipeline) ----------
@@ -565,7 +567,8 @@ def main() -> None:
                          "(backlog-depth-1); the garbage collector at Python's default thresholds "
                          "(gc-python-default); the PyTorch runtime for an ONNX --model-dir (torch-runtime); the "
                          "detector without its sentence encoder (detector-screen-only); the encoder as numpy code or "
-                         "with int8 products (detector-numpy, detector-int8)")
+                         "with int8 products (detector-numpy, detector-int8); the descriptor without its own head "
+                         "(detector-no-descriptor-head)")
     ap.add_argument("--mode-rates", type=float, nargs="*", default=[1000.0],
                     help="--modes: the fixed rates each mode runs at (and saturation)")
     ap.add_argument("--no-model-baseline", dest="baseline", action="store_false")
