@@ -277,7 +277,9 @@ def test_descriptor_lines_share_their_shops_with_ordinary_statement_lines() -> N
     # head ordinary statement lines, so the shop never tells the label, only the command does
     from engine.offline.detector_corpus.descriptors import SHOPS
 
-    items = generate("train", 144 * 20, 6000, seed=3, obfuscate_share=0.0, statement_lines=True)
+    # Enough benign lines that every language's sample holds its shops' lines (44 statement
+    # templates per language since MORE_STATEMENT_NAMES).
+    items = generate("train", 144 * 20, 20000, seed=3, obfuscate_share=0.0, statement_lines=True)
     attacks = [it for it in items if it.family == "descriptor"]
     statements = [it for it in items if it.family == "statement"]
     assert len(attacks) == 20 * len(LANGUAGES) and len(statements) > 100

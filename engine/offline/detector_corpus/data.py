@@ -16,7 +16,7 @@ Sources:
   topics, so it learns the shape rather than BIPIA's few topics.
 * Hand-written held-out lists in ``engine/assets/detector/corpus/`` — benign memos and
   classic attacks — never used for training.
-* The outside sets in ``engine/assets/detector/outside/``, ``outside_b/``, ``outside_c/``, ``outside_d/`` and ``outside_e/``
+* The outside sets in ``engine/assets/detector/outside/``, ``outside_b/``, ``outside_c/`` to ``outside_f/``
   (``OUTSIDE_SETS``, ``read_outside_set``): attacks and benign texts in 24 languages written
   by hand on 2026-12-05, each by a helper session that had not read this package's
   generators or templates (B and C also no earlier set). Evaluation only: reserved like the
@@ -113,6 +113,8 @@ class OutsideSet:
     title: str                           # how ``tollgate detector eval`` names it
     attack_families: tuple[str, ...]     # the vocabulary its writer used
     benign_families: tuple[str, ...]
+    #: The fields its texts are written for (``OUTSIDE_FIELDS`` unless the set is narrower).
+    fields: tuple[str, ...] = ("memo", "descriptor", "display_name")
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -143,6 +145,12 @@ OUTSIDE_SETS: tuple[OutsideSet, ...] = (
     # E was written while the head's second version was chosen (out of fold), and read after.
     OutsideSet("outside_e", "outside_e", "outside set E (written independently, 2026-12-07 afternoon)",
                _LATER_ATTACK_FAMILIES, _LATER_BENIGN_FAMILIES),
+    # F, merchant descriptors most of all, was written while more statement-line commands
+    # were, and read after the head trained on them was chosen.
+    OutsideSet("outside_f", "outside_f", "outside set F (written independently, 2026-12-07 evening; descriptors)",
+               _LATER_ATTACK_FAMILIES,
+               ("shop_name", "payment_facilitator", "reference", "keyword_everyday_sense", "everyday", "imperative"),
+               fields=("memo", "descriptor")),
 )
 
 

@@ -74,7 +74,14 @@ import re
 from dataclasses import dataclass, field, replace
 
 from engine.offline.detector_corpus.attack_concepts import OVERRIDES, PARAPHRASES, ROLEPLAYS
-from engine.offline.detector_corpus.descriptors import CITIES, DESCRIPTOR_COMMANDS, SHOPS, STATEMENT_NAMES
+from engine.offline.detector_corpus.descriptors import (
+    CITIES,
+    DESCRIPTOR_COMMANDS,
+    MORE_DESCRIPTOR_COMMANDS,
+    MORE_STATEMENT_NAMES,
+    SHOPS,
+    STATEMENT_NAMES,
+)
 from engine.offline.detector_corpus.payee_requests import PAYEE_REQUESTS
 
 
@@ -2211,13 +2218,16 @@ for _lang, _spec in _L.items():
 
 # Merchant descriptors (``descriptors``): a command squeezed into a statement line after a
 # shop's name, and ordinary statement lines, one concept per index in every language. The
-# last six statement templates are the shops of the ``{dshop}`` slot with a tail: the same
-# shops fill the attack lines, so a shop's name never tells the label.
+# six statement templates after ``STATEMENT_NAMES`` are the shops of the ``{dshop}`` slot with
+# a tail: the same shops fill the attack lines, so a shop's name never tells the label. The
+# ``MORE_*`` concepts come last, so that no earlier template changes side.
 for _lang, _spec in _L.items():
     _L[_lang] = replace(
-        _spec, descriptor=tuple(f"{{dpf}}{{dshop}}{{dsep}}{c[_lang]}{{dcity}}" for c in DESCRIPTOR_COMMANDS),
+        _spec, descriptor=tuple(f"{{dpf}}{{dshop}}{{dsep}}{c[_lang]}{{dcity}}"
+                                 for c in DESCRIPTOR_COMMANDS + MORE_DESCRIPTOR_COMMANDS),
         statement=tuple(f"{{dpf}}{c[_lang]}{{dtail}}" for c in STATEMENT_NAMES)
-        + tuple(f"{{dpf}}{shop}{{dtail}}" for shop in SHOPS[_lang]))
+        + tuple(f"{{dpf}}{shop}{{dtail}}" for shop in SHOPS[_lang])
+        + tuple(f"{{dpf}}{c[_lang]}{{dtail}}" for c in MORE_STATEMENT_NAMES))
 
 LANGUAGES: tuple[str, ...] = tuple(_L)
 
