@@ -250,3 +250,21 @@ def descriptor_head_text(value: str | bytes) -> str:
     ('TESCO STORES LEEDS', 'RISK=0 RESULT PASS')
     """
     return _SPACES.sub(" ", _REFERENCE.sub("", raw_text(value))).strip()
+
+
+def descriptor_head_inputs(head_texts: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """What the descriptor head scores for each descriptor, given as its head text
+    (``descriptor_head_text``): every view's model text, the views' dense inputs, and the
+    index of the descriptor each view came from. One definition for training and serving."""
+    inputs = [field_input(t) for t in head_texts]
+    views = [v for f in inputs for v in f.texts]
+    owner = np.repeat(np.arange(len(inputs)), [len(f.texts) for f in inputs])
+    dense = np.concatenate([f.dense for f in inputs]) if inputs else np.zeros((0, len(DENSE_INPUTS)), np.float32)
+    return views, dense, owner
+
+
+def max_by_owner(values: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
+    """The largest of ``values`` per owner ``0..n-1``; ``-inf`` for an owner with none."""
+    out = np.full(n, -np.inf)
+    np.maximum.at(out, owner, values)
+    return out

@@ -49,7 +49,14 @@ from engine.detector.network import DetectorNetwork, sigmoid
 from engine.detector.obfuscation import OBFUSCATION_SIGNALS
 from engine.detector.sentence_graph import EncoderRuntime
 from engine.detector.signals import semantic_signals_with_evidence
-from engine.detector.views import FieldInput, descriptor_head_text, field_input, view_probabilities
+from engine.detector.views import (
+    FieldInput,
+    descriptor_head_inputs,
+    descriptor_head_text,
+    field_input,
+    max_by_owner,
+    view_probabilities,
+)
 from engine.records import Reason, ReasonKind, TransactionEvent
 from engine.text.textproc import MAX_RAW_BYTES, CleanText, clean_user_text
 
@@ -241,13 +248,9 @@ class InjectionDetector:
         todo = list(dict.fromkeys(k for k, m in zip(keys, cached) if m is None))
         fresh: dict[str, float] = {}
         if todo:
-            inputs = [field_input(k) for k in todo]
-            views = [t for f in inputs for t in f.texts]
-            owner = np.repeat(np.arange(len(inputs)), [len(f.texts) for f in inputs])
-            dense = np.concatenate([f.dense for f in inputs])
+            views, dense, owner = descriptor_head_inputs(todo)
             per_view = head.margins(self.network.screen_inputs(views, dense), views, self.network.encode_sentences)
-            margins = np.full(len(todo), -np.inf)
-            np.maximum.at(margins, owner, per_view)
+            margins = max_by_owner(per_view, owner, len(todo))
             fresh = dict(zip(todo, (float(m) for m in margins), strict=True))
             self._descriptor_cache.put_many(list(fresh.items()))
         return [m if m is not None else fresh[k] for k, m in zip(keys, cached)]

@@ -39,7 +39,7 @@ from engine.detector.descriptor_head import DescriptorHead
 from engine.detector.network import DetectorNetwork
 from engine.detector.sentence import shared_encoder
 from engine.detector.sentence_graph import EncoderRuntime
-from engine.detector.views import descriptor_head_text, field_input
+from engine.detector.views import descriptor_head_inputs, descriptor_head_text, max_by_owner
 from engine.offline.detector_corpus.corpus import person_names
 from engine.offline.detector_corpus.data import OUTSIDE_SETS, read_outside_set
 from engine.offline.detector_corpus.multilingual import generate, template_concept
@@ -104,18 +104,10 @@ def _reserved() -> set[str]:
 
 
 def _views(network: DetectorNetwork, texts: Sequence[str]) -> tuple[np.ndarray, list[str], np.ndarray]:
-    """Every view of every text: screen inputs, view texts, and the text each came from."""
-    inputs = [field_input(descriptor_head_text(t)) for t in texts]
-    views = [v for f in inputs for v in f.texts]
-    owner = np.repeat(np.arange(len(inputs)), [len(f.texts) for f in inputs])
-    dense = np.concatenate([f.dense for f in inputs]) if views else np.zeros((0, 8), np.float32)
+    """Every view of every text, as serving reads it: screen inputs, view texts, and the
+    text each came from."""
+    views, dense, owner = descriptor_head_inputs([descriptor_head_text(t) for t in texts])
     return network.screen_inputs(views, dense), views, owner
-
-
-def _per_text(values: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
-    out = np.full(n, -np.inf)
-    np.maximum.at(out, owner, values)
-    return out
 
 
 def _rates(margins: np.ndarray, data: HeadTexts) -> dict[str, Any]:
@@ -174,10 +166,10 @@ def fit_descriptor_head(network: DetectorNetwork, seed: int = 7, max_fpr: float 
             oof_screen[out] = screen_in[out] @ screen_w + screen_b  # the screen does not depend on c
             for runtime, e in embeddings.items():
                 oof_judge[c, runtime][out] = e[out] @ judge_w + judge_b
-    screen_text = _per_text(oof_screen, owner, len(data.texts))
+    screen_text = max_by_owner(oof_screen, owner, len(data.texts))
 
     def threshold_for(c: float, runtime: str, bar: float) -> tuple[float, np.ndarray]:
-        scores = _per_text(np.where(oof_screen >= bar, oof_judge[c, runtime], -1e9), owner, len(data.texts))
+        scores = max_by_owner(np.where(oof_screen >= bar, oof_judge[c, runtime], -1e9), owner, len(data.texts))
         negatives = np.sort(scores[labels == 0])[::-1]
         allowed = int(np.floor(max_fpr * len(negatives)))
         above = negatives[allowed] if allowed < len(negatives) else -np.inf
@@ -213,7 +205,7 @@ def fit_descriptor_head(network: DetectorNetwork, seed: int = 7, max_fpr: float 
     heldout, _ = head_texts("heldout", seed + 2011)
     heldout = heldout.subset([t.casefold() not in reserved for t in heldout.texts])
     h_in, h_views, h_owner = _views(network, heldout.texts)
-    h_margins = _per_text(head.margins(h_in, h_views, encoder.encode), h_owner, len(heldout.texts))
+    h_margins = max_by_owner(head.margins(h_in, h_views, encoder.encode), h_owner, len(heldout.texts))
     evaluation = _rates(h_margins, heldout)
     progress(f"descriptor head: held-out templates {evaluation}")
 
