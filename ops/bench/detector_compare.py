@@ -27,7 +27,8 @@ from engine.detector.network import DetectorArtifactError, DetectorNetwork  # no
 from engine.detector.sentence_graph import ENCODER_RUNTIMES  # noqa: E402
 from engine.offline.detector_corpus.data import assemble  # noqa: E402
 from engine.offline.detector_corpus.forged import canonical_forgeries  # noqa: E402
-from engine.offline.detector_corpus.train import pick_threshold, rates, validation_mask  # noqa: E402
+from engine.offline.detector_corpus.thresholds import pick_threshold, rates  # noqa: E402
+from engine.offline.detector_corpus.train import validation_mask  # noqa: E402
 from engine.stages.detect import InjectionDetector  # noqa: E402
 
 #: Kinds with fewer validation texts than this are pooled, not listed.

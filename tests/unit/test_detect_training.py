@@ -7,7 +7,8 @@ import numpy as np
 from engine.offline.detector_corpus.corpus import benign_memos, injection_memos
 from engine.offline.detector_corpus.data import DetectorData, LabelledTexts, _injection_groups, split_injection
 from engine.offline.detector_corpus.multilingual import generate
-from engine.offline.detector_corpus.train import FitSettings, pick_threshold, rates, train_detector
+from engine.offline.detector_corpus.thresholds import pick_threshold, rates
+from engine.offline.detector_corpus.train import FitSettings, train_detector
 from engine.stages.detect import InjectionDetector
 
 

@@ -43,6 +43,7 @@ from engine.detector.views import descriptor_head_inputs, descriptor_head_text, 
 from engine.offline.detector_corpus.corpus import person_names
 from engine.offline.detector_corpus.data import OUTSIDE_SETS, read_outside_set
 from engine.offline.detector_corpus.multilingual import generate, template_concept
+from engine.offline.detector_corpus.thresholds import pick_threshold
 
 #: The longest attack of the other families taken as a descriptor-field attack: a
 #: statement line prints about 22-40 characters, a display name or a transfer's
@@ -170,12 +171,7 @@ def fit_descriptor_head(network: DetectorNetwork, seed: int = 7, max_fpr: float 
 
     def threshold_for(c: float, runtime: str, bar: float) -> tuple[float, np.ndarray]:
         scores = max_by_owner(np.where(oof_screen >= bar, oof_judge[c, runtime], -1e9), owner, len(data.texts))
-        negatives = np.sort(scores[labels == 0])[::-1]
-        allowed = int(np.floor(max_fpr * len(negatives)))
-        above = negatives[allowed] if allowed < len(negatives) else -np.inf
-        positives = scores[(labels == 1) & (scores > above)]
-        # Midway between the highest negative it may not flag and the next attack up.
-        chosen = float((above + positives.min()) / 2) if len(positives) and np.isfinite(above) else float(above)
+        chosen = pick_threshold(scores, labels, max_fpr)  # the network's rule, on the judge's logits
         return chosen, scores - chosen
 
     # The judge's regularisation with every view judged; then the highest screen bar that

@@ -20,9 +20,6 @@ Steps (``train_detector``):
    touched.
 6. The kept network is measured on every held-out set (``evaluate``,
    ``evaluate_multilingual``) and written as ``detector.safetensors`` + ``detector.json``.
-
->>> rates([0.9, 0.2, 0.7], [1, 0, 0], 0.5)
-{'n': 3, 'positives': 1, 'negatives': 2, 'tpr': 1.0, 'fpr': 0.5}
 """
 
 from __future__ import annotations
@@ -58,6 +55,7 @@ from engine.detector.sentence_graph import EncoderRuntime
 from engine.detector.views import FieldInput, field_input, view_probabilities
 from engine.offline.detector_corpus.data import DetectorData, LabelledTexts, assemble
 from engine.offline.detector_corpus.descriptor_head import fit_descriptor_head
+from engine.offline.detector_corpus.thresholds import pick_threshold, rates, rates_by
 
 #: Share of training groups held back to choose the epoch and the threshold.
 VALIDATION_SHARE = 0.2
@@ -288,22 +286,6 @@ def fit_network(inputs: Sequence[FieldInput], labels: np.ndarray, weights: np.nd
     return best[1], {"history": history, "best_epoch": best[2], "validation_ap": round(best[0], 4)}
 
 
-def pick_threshold(scores: np.ndarray, labels: np.ndarray, max_fpr: float) -> float:
-    """Lowest threshold (highest TPR) whose FPR on the negatives is at most ``max_fpr``.
-
-    >>> pick_threshold(np.array([0.1, 0.2, 0.3, 0.8, 0.9]), np.array([0, 0, 0, 1, 1]), 0.0)
-    0.55
-    """
-    neg = np.sort(scores[labels == 0])[::-1]
-    allowed = int(np.floor(max_fpr * len(neg)))  # negatives we may flag
-    # Threshold just above the (allowed+1)-th highest negative score.
-    bar = neg[allowed] if allowed < len(neg) else -np.inf
-    above = scores[(scores > bar)]
-    lowest_pos_above = above.min() if len(above) else 1.0
-    # Midway between the last negative we refuse to flag and the next score up.
-    return float(round((bar + lowest_pos_above) / 2, 4)) if np.isfinite(bar) else float(lowest_pos_above)
-
-
 #: Screen bars tried, as probabilities; each must also be at most the flag threshold.
 SCREEN_BARS: tuple[float, ...] = (0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9)
 
@@ -337,24 +319,6 @@ def pick_screen_bar(network: DetectorNetwork, inputs: Sequence[FieldInput], labe
     return best, tried
 
 
-def rates(scores: Sequence[float], labels: Sequence[int], threshold: float) -> dict:
-    s, y = np.asarray(scores, dtype=float), np.asarray(labels, dtype=int)
-    flagged = s >= threshold
-    pos, neg = int((y == 1).sum()), int((y == 0).sum())
-    out = {"n": int(len(y)), "positives": pos, "negatives": neg}
-    out["tpr"] = round(float(flagged[y == 1].mean()), 4) if pos else None
-    out["fpr"] = round(float(flagged[y == 0].mean()), 4) if neg else None
-    return out
-
-
-def _rates_by(scores: np.ndarray, labels: np.ndarray, keys: Sequence[str], threshold: float) -> dict[str, dict]:
-    out = {}
-    for key in sorted(set(keys)):
-        idx = np.array([i for i, k in enumerate(keys) if k == key])
-        out[key] = rates(scores[idx], labels[idx], threshold)
-    return out
-
-
 def evaluate(score: Callable[[Sequence[str]], list[float]], data: DetectorData, threshold: float) -> dict:
     """Rates on every held-out set, plus the false positives and misses by name."""
     # local: scikit-learn loads only for training and evaluation
@@ -366,7 +330,7 @@ def evaluate(score: Callable[[Sequence[str]], list[float]], data: DetectorData, 
     report["injection_test"] = rates(s, inj.labels, threshold)
     if 0 < sum(inj.labels) < len(inj.labels):
         report["injection_test"]["auc"] = round(float(roc_auc_score(inj.labels, s)), 4)
-    report["injection_test_by_kind"] = _rates_by(np.asarray(s), np.asarray(inj.labels), inj.kinds, threshold)
+    report["injection_test_by_kind"] = rates_by(np.asarray(s), np.asarray(inj.labels), inj.kinds, threshold)
     report["injection_test_missed"] = [inj.texts[i][:80] for i in range(len(s)) if inj.labels[i] and s[i] < threshold]
     report["injection_test_false_positives"] = [inj.texts[i][:80] for i in range(len(s))
                                                 if not inj.labels[i] and s[i] >= threshold]
@@ -400,16 +364,16 @@ def evaluate_multilingual(screen: Callable[[list[tuple[str | None, str | None]]]
     attacks, benign = labels == 1, labels == 0
     langs = [it.language for it in items]
     report: dict = {"overall": rates(scores, labels, threshold)}
-    by_language = _rates_by(scores, labels, langs, threshold)
+    by_language = rates_by(scores, labels, langs, threshold)
     report["by_language"] = by_language
-    report["attacks_by_family"] = _rates_by(scores[attacks], labels[attacks],
+    report["attacks_by_family"] = rates_by(scores[attacks], labels[attacks],
                                             [items[i].family for i in np.flatnonzero(attacks)], threshold)
-    report["attacks_by_obfuscation"] = _rates_by(
+    report["attacks_by_obfuscation"] = rates_by(
         scores[attacks], labels[attacks], [items[i].obfuscation or "none" for i in np.flatnonzero(attacks)], threshold)
-    report["benign_by_family"] = _rates_by(scores[benign], labels[benign],
+    report["benign_by_family"] = rates_by(scores[benign], labels[benign],
                                            [items[i].family for i in np.flatnonzero(benign)], threshold)
     if fields is not None:
-        report["by_field"] = _rates_by(scores, labels, fields, threshold)
+        report["by_field"] = rates_by(scores, labels, fields, threshold)
     tpr = [r["tpr"] for r in by_language.values() if r["tpr"] is not None]
     fpr = [r["fpr"] for r in by_language.values() if r["fpr"] is not None]
     report["worst_language_tpr"] = min(tpr) if tpr else None
@@ -437,7 +401,7 @@ def evaluate_all(det: Any, data: DetectorData, outside: bool = True) -> dict:
         official = data.official_test
         s = [r.score for r in det.score_texts(official.texts)]
         report["injection_official_test"] = rates(s, official.labels, det.threshold)
-        report["injection_official_test_by_kind"] = _rates_by(
+        report["injection_official_test_by_kind"] = rates_by(
             np.asarray(s), np.asarray(official.labels), official.kinds, det.threshold)
     return report
 
@@ -505,7 +469,7 @@ def train_detector(out_dir: Path, data: DetectorData | None = None, seed: int = 
     network.threshold = threshold
     val_rates = rates(val_scores, val_labels, threshold)
     val_kinds = [train.kinds[i] for i in val_idx]
-    val_rates["by_kind"] = _rates_by(val_scores, val_labels, val_kinds, threshold)
+    val_rates["by_kind"] = rates_by(val_scores, val_labels, val_kinds, threshold)
     val_rates["false_positives"] = [train.texts[val_idx[i]][:100] for i in np.argsort(-val_scores)
                                     if val_labels[i] == 0 and val_scores[i] >= threshold][:40]
     val_rates["missed"] = [train.texts[val_idx[i]][:100] for i in np.argsort(val_scores)
