@@ -4,7 +4,7 @@ Choosing between detector artifacts is done on validation only (docs/detector.md
 artifacts trained on different corpora each report validation figures on their own
 validation set; this scores them on one: the 20 % of concepts ``train.validation_groups``
 holds back from the corpus ``assemble`` builds (``--statement-lines`` for the corpus with
-merchant-descriptor families). Concept names, and so the draw, are the same in every
+merchant-descriptor families, ``--everyday-keywords`` with the memos of ``everyday_keywords``). Concept names, and so the draw, are the same in every
 corpus, so no artifact trained on these texts. Each artifact's threshold is recomputed at
 the same false-positive budget, then recall is broken down by kind. Last, the 1,260
 canonical forgeries the field-isolation suite requires to be flagged (at most 0.5 %
@@ -42,18 +42,21 @@ def main() -> None:
     ap.add_argument("artifacts", nargs="+", type=Path, help="Detector artifact directories.")
     ap.add_argument("--seed", type=int, default=7, help="Corpus seed (the artifacts' own).")
     ap.add_argument("--statement-lines", action="store_true", help="Validate on the statement-line corpus.")
+    ap.add_argument("--everyday-keywords", action="store_true",
+                    help="Validate on the corpus with the everyday-sense keyword memos.")
     ap.add_argument("--encoder-runtimes", nargs="+", default=["numpy"], choices=ENCODER_RUNTIMES,
                     help="Score each artifact with each encoder runtime (its own threshold is recomputed below).")
     ap.add_argument("--max-fpr", type=float, default=0.003, help="False-positive budget that sets each threshold.")
     args = ap.parse_args()
 
-    data = assemble(seed=args.seed, statement_lines=args.statement_lines)
+    data = assemble(seed=args.seed, statement_lines=args.statement_lines, everyday_keywords=args.everyday_keywords)
     train = data.train
     held = np.flatnonzero(validation_mask(train, args.seed))
     texts = [train.texts[i] for i in held]
     labels = np.array([train.labels[i] for i in held])
     kinds = np.array([train.kinds[i] for i in held])
-    print(f"validation: {len(held)} texts ({int((labels == 0).sum())} benign), statement lines {args.statement_lines}")
+    print(f"validation: {len(held)} texts ({int((labels == 0).sum())} benign), statement lines {args.statement_lines}, "
+          f"everyday keywords {args.everyday_keywords}")
     forgeries = canonical_forgeries()
     for path, runtime in [(p, r) for p in args.artifacts for r in args.encoder_runtimes]:
         network = DetectorNetwork.load(path)
@@ -64,13 +67,15 @@ def main() -> None:
         det = InjectionDetector(network, cache_size=0)
         scores = np.array([r.score for r in det.score_texts(texts)])
         at_budget = pick_threshold(scores, labels, args.max_fpr)
+        # One budget's recall is set by its few highest benign scores; the curve around it shows how firmly.
+        curve = {b: rates(scores, labels, pick_threshold(scores, labels, b))["tpr"] for b in (0.001, 0.005, 0.01, 0.02)}
         missed = [t for t, r in zip(forgeries, det.score_texts(forgeries, "memo")) if not r.flagged]
         gate = "pass" if len(missed) <= CANONICAL_MISS_RATE * len(forgeries) else "FAIL"
         print(f"\n{det.version} ({path}), encoder runtime {runtime}")
         for name, threshold in (("own threshold", det.threshold), (f"threshold at {args.max_fpr:.1%} here", at_budget)):
             r = rates(scores, labels, threshold)
             print(f"  {name:24} {threshold:.4f}: TPR {r['tpr']:.4f}  FPR {r['fpr']:.4f}")
-        print(f"  average precision {average_precision_score(labels, scores):.4f}")
+        print(f"  average precision {average_precision_score(labels, scores):.4f}; TPR at other budgets {curve}")
         for kind in sorted(set(kinds)):
             mask = kinds == kind
             if mask.sum() >= MIN_KIND:

@@ -299,3 +299,52 @@ def test_statement_lines_are_generated_only_when_asked():
     plain = generate("train", 600, 600, seed=4)
     assert not {it.family for it in plain} & {"descriptor", "statement"}
     assert {"descriptor", "statement"} <= {it.family for it in generate("train", 600, 600, seed=4, statement_lines=True)}
+
+
+def test_everyday_keyword_memos_are_drawn_only_when_asked():
+    # Without the flag the pools are the lists before those memos: the shipped corpus's draws.
+    plain = generate("train", 0, 3000, seed=5)
+    assert not any(ml.is_everyday_keyword(it.template) for it in plain)
+    asked = generate("train", 0, 3000, seed=5, everyday_keywords=True)
+    drawn = [it for it in asked if ml.is_everyday_keyword(it.template)]
+    assert drawn and {it.family for it in drawn} == {"imperative"} and {it.label for it in drawn} == {0}
+    held = generate("heldout", 0, 3000, seed=5, everyday_keywords=True)
+    assert any(ml.is_everyday_keyword(it.template) for it in held)
+    assert {template_split(it.template) for it in held} == {"heldout"}
+
+
+def test_everyday_keyword_memos_are_their_own_kind_in_training():
+    from engine.offline.detector_corpus.data import multilingual_train
+    from engine.offline.detector_corpus.train import KIND_WEIGHTS
+
+    rows = multilingual_train(0, 3000, 5, set(), everyday_keywords=True)
+    keyword = [g for k, g in zip(rows.kinds, rows.groups) if k == "ml_keyword"]
+    assert keyword and all(g.startswith("imperative/") for g in keyword)
+    assert "ml_keyword" in KIND_WEIGHTS
+    assert "ml_keyword" not in multilingual_train(0, 3000, 5, set()).kinds
+
+
+def test_everyday_keyword_memos_are_no_near_copy_of_an_evaluation_text():
+    # docs/detector.md, "Everyday senses of the attacks' words": checked before training.
+    import difflib
+    import unicodedata
+
+    from engine.offline.detector_corpus.data import OUTSIDE_SETS, read_corpus_file, read_outside_set
+    from engine.offline.detector_corpus.everyday_keywords import EVERYDAY_KEYWORDS
+
+    def norm(text: str) -> str:
+        return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+    evaluation = {norm(it.text) for which in OUTSIDE_SETS for it in read_outside_set(which)}
+    evaluation |= {norm(t) for t in read_corpus_file("benign_heldout.txt") + read_corpus_file("attacks_heldout.txt")}
+    matcher = difflib.SequenceMatcher(autojunk=False)
+    for concept in EVERYDAY_KEYWORDS:
+        for text in concept.values():
+            mine = norm(text.replace("{name}", "").replace("{emoji}", ""))
+            matcher.set_seq2(mine)
+            for other in evaluation:
+                if not 0.8 * len(mine) <= len(other) <= 1.25 * len(mine):
+                    continue
+                matcher.set_seq1(other)
+                if matcher.real_quick_ratio() >= 0.9 and matcher.quick_ratio() >= 0.9:
+                    assert matcher.ratio() < 0.9, (text, other)

@@ -50,6 +50,7 @@ from engine.offline.detector_corpus.multilingual import (
     BASE_ATTACK_FAMILIES,
     GeneratedText,
     generate,
+    is_everyday_keyword,
     template_concept,
 )
 from engine.offline.detector_corpus.tasks import ai_task_attacks
@@ -150,6 +151,20 @@ OUTSIDE_SETS: tuple[OutsideSet, ...] = (
     OutsideSet("outside_f", "outside_f", "outside set F (written independently, 2026-12-07 evening; descriptors)",
                _LATER_ATTACK_FAMILIES,
                ("shop_name", "payment_facilitator", "reference", "keyword_everyday_sense", "everyday", "imperative"),
+               fields=("memo", "descriptor")),
+    # G, benign memos that use the attacks' words most of all, was written while the memos of
+    # ``everyday_keywords`` were, and read after the detector trained on them was judged.
+    OutsideSet("outside_g", "outside_g", "outside set G (written independently, 2026-12-07 night; memos)",
+               _LATER_ATTACK_FAMILIES,
+               ("everyday", "imperative", "keyword_everyday_sense", "reference", "shop_name", "payment_facilitator",
+                "person_name", "emoji", "mixed_language"),
+               fields=("memo", "descriptor")),
+    # H, with forged control fields and machine-like benign memos, was written while the
+    # keyword memos' weight was chosen (on validation), and read after.
+    OutsideSet("outside_h", "outside_h", "outside set H (written independently, 2026-12-07 night; memos)",
+               (*_LATER_ATTACK_FAMILIES, "forged_field"),
+               ("everyday", "imperative", "keyword_everyday_sense", "structured", "reference", "shop_name",
+                "payment_facilitator", "person_name", "emoji", "mixed_language"),
                fields=("memo", "descriptor")),
 )
 
@@ -331,7 +346,7 @@ def _words_only(text: str) -> str:
 
 
 def multilingual_train(n_attacks: int, n_benign: int, seed: int, seen: set[str],
-                       statement_lines: bool = False) -> LabelledTexts:
+                       statement_lines: bool = False, everyday_keywords: bool = False) -> LabelledTexts:
     """Generated multilingual attacks and benign memos from the *training* template
     families, grouped by concept (``template_concept``: a template and its translations
     are one group), so the validation groups hold sentences whose translations were not
@@ -346,7 +361,8 @@ def multilingual_train(n_attacks: int, n_benign: int, seed: int, seen: set[str],
     The shipped artifact's corpus keeps them, so it rebuilds unchanged."""
     texts, labels, kinds, groups = [], [], [], []
     shapes: set[str] = set()
-    for item in generate("train", n_attacks, n_benign, seed=seed, statement_lines=statement_lines):
+    for item in generate("train", n_attacks, n_benign, seed=seed, statement_lines=statement_lines,
+                         everyday_keywords=everyday_keywords):
         text = item.text if item.descriptor is None else f"{item.text} {item.descriptor}"
         shape = _words_only(text) if statement_lines else text.casefold()
         if text.casefold() in seen or shape in shapes:
@@ -355,7 +371,8 @@ def multilingual_train(n_attacks: int, n_benign: int, seed: int, seen: set[str],
         shapes.add(shape)
         texts.append(text)
         labels.append(item.label)
-        kinds.append(f"ml_{item.family}")
+        # The everyday-sense memos are imperatives by family, weighted apart (train.KIND_WEIGHTS).
+        kinds.append("ml_keyword" if is_everyday_keyword(item.template) else f"ml_{item.family}")
         groups.append(template_concept(item.template))
     return LabelledTexts(texts, labels, kinds, groups)
 
@@ -377,13 +394,15 @@ def assemble(csv_path: Path | None = None, seed: int = 7, n_benign: int = 1500,
              n_attacks: int = 700, n_generated_test: int = 300, n_names: int = 500,
              n_business: int = 900, n_tasks: int = 400, n_multilingual: int = 12000,
              n_multilingual_test: int = 4000, n_forged: int = 2500,
-             test_csvs: list[Path] | None = None, statement_lines: bool = False) -> DetectorData:
+             test_csvs: list[Path] | None = None, statement_lines: bool = False,
+             everyday_keywords: bool = False) -> DetectorData:
     """Build the training set and every evaluation set, reproducibly from ``seed``.
 
     ``statement_lines`` adds the merchant-descriptor families to the multilingual text
     (``multilingual.generate``), with a sixth more attacks so that each other family
     keeps its 2,400 training and 800 held-out texts; off, the corpus is the one the
-    shipped artifact was trained on (its card records which)."""
+    shipped artifact was trained on (its card records which). ``everyday_keywords`` adds
+    the memos of ``everyday_keywords`` to the benign side, training and held-out; off, as shipped."""
     ml_share = len(ATTACK_FAMILIES if statement_lines else BASE_ATTACK_FAMILIES) / len(BASE_ATTACK_FAMILIES)
     injection_train, injection_test = split_injection(load_injection_csv(csv_path), seed=seed)
     fit_rows = _attack_lines(injection_train)
@@ -403,7 +422,7 @@ def assemble(csv_path: Path | None = None, seed: int = 7, n_benign: int = 1500,
     # traffic ask of it (grouping by text let templated duplicates inflate the scores).
     seen = set(reserved)
     heldout_ml = generate("heldout", round(n_multilingual_test * ml_share), n_multilingual_test, seed=seed + 2000,
-                          statement_lines=statement_lines)
+                          statement_lines=statement_lines, everyday_keywords=everyday_keywords)
     # A held-out family's text never reaches training, even when a training template
     # happens to produce the same string.
     seen |= {(it.text if it.descriptor is None else f"{it.text} {it.descriptor}").casefold() for it in heldout_ml}
@@ -429,8 +448,9 @@ def assemble(csv_path: Path | None = None, seed: int = 7, n_benign: int = 1500,
                                    [0] * len(test_benign) + [1] * len(test_attacks),
                                    ["generated_memo"] * len(test_benign) + [f"generated_{f}" for _, f in test_attacks])
     ml_train = multilingual_train(round(n_multilingual * ml_share), n_multilingual, seed + 5, seen,
-                                  statement_lines=statement_lines)
-    forged_pairs = forged_memos(n_forged, seed=seed + 6, statement_lines=statement_lines)
+                                  statement_lines=statement_lines, everyday_keywords=everyday_keywords)
+    forged_pairs = forged_memos(n_forged, seed=seed + 6, statement_lines=statement_lines,
+                                everyday_keywords=everyday_keywords)
     forged = _distinct([t for t, _ in forged_pairs], [form for _, form in forged_pairs], seen)
     forged_rows = LabelledTexts(forged[0], [1] * len(forged[0]), ["forged_field"] * len(forged[0]), forged[1])
     train = (fit_rows.extend(generated).extend(_email_segments(injection_train)).extend(ml_train)
@@ -438,7 +458,7 @@ def assemble(csv_path: Path | None = None, seed: int = 7, n_benign: int = 1500,
     train_keys = {t.casefold() for t in train.texts}
     overlap = (reserved - outside_keys) & train_keys
     summary = {
-        "seed": seed, "statement_lines": statement_lines,
+        "seed": seed, "statement_lines": statement_lines, "everyday_keywords": everyday_keywords,
         "injection_csv": str(csv_path),
         "train_rows": len(train), "email_segments": sum(k == "email_segment" for k in train.kinds), "train_positive": int(sum(train.labels)),
         "injection_train_rows": len(injection_train), "injection_test_rows": len(injection_test),

@@ -99,16 +99,18 @@ def _forgery(rng: random.Random) -> tuple[str, str]:
     return text, form
 
 
-def forged_memos(n: int, seed: int = 0, statement_lines: bool = False) -> list[tuple[str, str]]:
+def forged_memos(n: int, seed: int = 0, statement_lines: bool = False,
+                 everyday_keywords: bool = False) -> list[tuple[str, str]]:
     """``n`` memos with forged control fields or tokens, as ``(text, form)``.
 
     With ``statement_lines`` the carriers include ordinary merchant-descriptor lines, as
     the benign side of that corpus does (``multilingual.generate``): a forgery in a
     statement line is still a forgery. (The candidate artifacts of docs/detector.md were
-    trained with these carriers.)
+    trained with these carriers.) ``everyday_keywords`` likewise (``multilingual.generate``).
     """
     rng = random.Random(seed)
-    memos = [it.text for it in generate("train", 0, max(n, 1), seed=seed, statement_lines=statement_lines)]
+    memos = [it.text for it in generate("train", 0, max(n, 1), seed=seed, statement_lines=statement_lines,
+                                           everyday_keywords=everyday_keywords)]
     out = []
     for i in range(n):
         parts = [_forgery(rng) for _ in range(rng.choice((1, 1, 1, 2, 3)))]

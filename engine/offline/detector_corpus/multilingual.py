@@ -48,7 +48,8 @@ vocabulary ("release the deposit to the landlord", "mark the parcel as fragile",
 "Assistant manager bonus", "please don't hold the parcel at the depot", "no need to call
 me back, all fine", "keep the change and mark the order as paid"). ``_more`` adds the
 second half of this inventory to the first-written ``_Lang`` entries, ``_hard`` the last
-six paraphrases and four imperatives, ``payee_requests`` fourteen more imperatives, and
+six paraphrases and four imperatives, ``payee_requests`` fourteen more imperatives,
+``everyday_keywords`` forty-eight memos with the attacks' words in their everyday sense, and
 ``attack_concepts`` twelve paraphrases, nine role-play and six override concepts.
 
 >>> len(LANGUAGES) >= 22
@@ -82,6 +83,7 @@ from engine.offline.detector_corpus.descriptors import (
     SHOPS,
     STATEMENT_NAMES,
 )
+from engine.offline.detector_corpus.everyday_keywords import EVERYDAY_KEYWORDS
 from engine.offline.detector_corpus.payee_requests import PAYEE_REQUESTS
 
 
@@ -2208,6 +2210,14 @@ _hard(
 for _lang, _spec in _L.items():
     _L[_lang] = replace(_spec, imperative=_spec.imperative + tuple(c[_lang] for c in PAYEE_REQUESTS))
 
+# Forty-eight memos that use the attacks' words in their everyday sense (``everyday_keywords``:
+# an exam passed, a security deposit, a course on prompts, a corrected transfer), after those.
+# They are drawn only with ``everyday_keywords=True`` (``generate``): the shipped artifact's
+# corpus does not have them (docs/detector.md, "Everyday senses of the attacks' words").
+_FIRST_EVERYDAY_KEYWORD = {_lang: len(_spec.imperative) for _lang, _spec in _L.items()}
+for _lang, _spec in _L.items():
+    _L[_lang] = replace(_spec, imperative=_spec.imperative + tuple(c[_lang] for c in EVERYDAY_KEYWORDS))
+
 # Twelve more paraphrases, nine role-play and six override concepts (``attack_concepts``),
 # appended at the end of each family's list for the same reason: the split rule then holds
 # out every third of them without moving an earlier template.
@@ -2342,6 +2352,21 @@ for _id, _split in _SPLIT_OF.items():
     _POOLS.setdefault((_lang, _family, _split), []).append(_id)
 for _pool in _POOLS.values():
     _pool.sort(key=lambda t: int(t.rsplit("/", 1)[1]))
+def is_everyday_keyword(template: str) -> bool:
+    """Whether a template id is one of the ``everyday_keywords`` memos (which sit at the end of
+    each language's ``imperative`` list).
+
+    >>> is_everyday_keyword("en/imperative/0"), is_everyday_keyword(f"de/imperative/{_FIRST_EVERYDAY_KEYWORD['de']}")
+    (False, True)
+    """
+    lang, family, k = template.split("/")
+    return family == "imperative" and int(k) >= _FIRST_EVERYDAY_KEYWORD[lang]
+
+
+#: The pools without the ``everyday_keywords`` memos: the same lists, hence the same draws
+#: from the same seed, as before those memos were written.
+_POOLS_BEFORE_EVERYDAY_KEYWORDS: dict[tuple[str, str, str], list[str]] = {
+    key: [t for t in pool if not is_everyday_keyword(t)] for key, pool in _POOLS.items()}
 
 
 # --- slot filling --------------------------------------------------------------------------
@@ -2583,14 +2608,16 @@ def _attack(lang: str, family: str, split: str, rng: random.Random, obfuscate_sh
     return GeneratedText(text, 1, lang, family, template, kind, descriptor, split)
 
 
-def _benign(lang: str, split: str, rng: random.Random, statement_lines: bool) -> GeneratedText:
+def _benign(lang: str, split: str, rng: random.Random, statement_lines: bool,
+            everyday_keywords: bool = False) -> GeneratedText:
     fullwidth = lang in FULLWIDTH_LANGUAGES
     if statement_lines:
         weights = _STATEMENT_WEIGHTS_FW if fullwidth else _STATEMENT_WEIGHTS
     else:
         weights = _BENIGN_WEIGHTS_FW if fullwidth else _BENIGN_WEIGHTS
     family = rng.choices(list(weights), weights=list(weights.values()))[0]
-    template = rng.choice(_POOLS[(lang, family, split)])
+    pools = _POOLS if everyday_keywords else _POOLS_BEFORE_EVERYDAY_KEYWORDS
+    template = rng.choice(pools[(lang, family, split)])
     text = _fill(TEMPLATES[template], lang, rng)
     if rng.random() < 0.08:
         text = text.lower()
@@ -2598,13 +2625,15 @@ def _benign(lang: str, split: str, rng: random.Random, statement_lines: bool) ->
 
 
 def generate(split: str, n_attacks: int, n_benign: int, seed: int = 0,
-             obfuscate_share: float = 0.25, statement_lines: bool = False) -> list[GeneratedText]:
+             obfuscate_share: float = 0.25, statement_lines: bool = False,
+             everyday_keywords: bool = False) -> list[GeneratedText]:
     """``n_attacks`` attacks and ``n_benign`` benign texts from ``split``'s templates, shuffled.
 
     Attacks go round-robin over languages and families (every 120 items cover every
     (language, family) cell once; 144 with ``statement_lines``, which adds the
     ``descriptor`` attacks and ``statement`` benign lines); benign texts round-robin over
-    languages, the family drawn by weight (memos most). Reproducible by ``seed``.
+    languages, the family drawn by weight (memos most). ``everyday_keywords`` adds the
+    memos of ``everyday_keywords`` to the ``imperative`` family. Reproducible by ``seed``.
     """
     if split not in ("train", "heldout"):
         raise ValueError(f"split must be 'train' or 'heldout', not {split!r}")
@@ -2615,6 +2644,6 @@ def generate(split: str, n_attacks: int, n_benign: int, seed: int = 0,
     families = ATTACK_FAMILIES if statement_lines else BASE_ATTACK_FAMILIES
     out = [_attack(LANGUAGES[i % n_lang], families[(i // n_lang) % len(families)], split, rng,
                    obfuscate_share) for i in range(n_attacks)]
-    out += [_benign(LANGUAGES[i % n_lang], split, rng, statement_lines) for i in range(n_benign)]
+    out += [_benign(LANGUAGES[i % n_lang], split, rng, statement_lines, everyday_keywords) for i in range(n_benign)]
     rng.shuffle(out)
     return out

@@ -62,8 +62,11 @@ VALIDATION_SHARE = 0.2
 #: Real long benign English (e-mail lines) is scarce next to the generated memos, yet it
 #: is what BIPIA-style attack sentences look most like; these rows count extra, as do
 #: the hard negatives (benign text that reads like an instruction).
+#: The everyday-sense keyword memos (``everyday_keywords``) count less: at the imperatives'
+#: weight they cost recall on paraphrases and forged fields; 0.5 had the best validation AP of
+#: 2, 1 and 0.5 (docs/detector.md, "Everyday senses of the attacks' words").
 KIND_WEIGHTS: dict[str, float] = {"email_segment": 3.0, "email_context_clean": 3.0,
-                                  "ml_imperative": 2.0, "ml_url": 1.5}
+                                  "ml_imperative": 2.0, "ml_url": 1.5, "ml_keyword": 0.5}
 BATCH_TEXTS = 64
 
 
