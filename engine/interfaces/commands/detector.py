@@ -1,4 +1,5 @@
-"""``tollgate detector train|descriptor-head|eval|calibrate|score``: the adversarial-input detector's commands."""
+"""``tollgate detector train|descriptor-head|eval|calibrate|place-threshold|score``: the adversarial-input
+detector's commands."""
 
 from __future__ import annotations
 
@@ -129,6 +130,46 @@ def register(app: typer.Typer) -> None:
         card_path.write_text(json.dumps(card, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
         typer.echo(f"{network.card.get('version')}: {chosen} threshold {result['threshold']:.4f} "
                    f"(validation {result['validation']}); numpy threshold {network.threshold:.4f}")
+
+    @detector.command("place-threshold")
+    def place_threshold(
+        model: Path = typer.Option(SHIPPED, help="Artifact directory; its card's thresholds are replaced."),
+        data: Path = typer.Option(None, help="injection_train.csv (default: ../shared/data/injection)."),
+        hand_max_fpr: float = typer.Option(0.005, help="False-positive budget on the hand-written validation "
+                                                       "memos (issue 17's target)."),
+        memos: Path = typer.Option(None, help="A folder of your own labelled memos instead of set V: "
+                                          "attacks.tsv and benign.tsv, lang<TAB>family<TAB>memo<TAB>text "
+                                          "(families as in engine/assets/detector/validation_v/)."),
+    ) -> None:
+        """Raise an artifact's thresholds, every serving mode's, until they also hold a budget on
+        memos people wrote (the hand-written validation set V, docs/detector.md, "A threshold
+        held on memos people wrote"), and record both budgets' rates in its card."""
+        from engine.detector.network import CARD_FILE, DetectorNetwork
+        from engine.offline.detector_corpus.data import HAND_VALIDATION, read_outside_set
+        from engine.offline.detector_corpus.train import place_thresholds
+
+        network = DetectorNetwork.load(model)
+        budget = float(network.card.get("max_fpr", 0.003))
+        placed = place_thresholds(network, _artifact_corpus(network.card, data).train, _card_seed(network.card),
+                                  read_outside_set(HAND_VALIDATION, memos), budget, hand_max_fpr)
+        card_path = model / CARD_FILE
+        card = json.loads(card_path.read_text(encoding="utf-8"))
+        card["threshold"] = placed["numpy"]["threshold"]
+        card["screen_threshold"] = placed["screen-only"]["threshold"]
+        for runtime, chosen in placed.items():
+            if runtime in card.get("runtime_thresholds", {}):
+                card["runtime_thresholds"][runtime]["threshold"] = chosen["threshold"]
+        # Verdicts name the detector version: the same weights at other thresholds are another detector.
+        base = str(card["version"]).split("+")[0]
+        card["version"] = f"{base}+hand-threshold"
+        card["threshold_placement"] = {
+            "rule": (f"lowest threshold with benign FPR <= {budget:g} on the generated validation groups and "
+                     f"<= {hand_max_fpr:g} on the hand-written validation memos ({memos or HAND_VALIDATION.folder})"),
+            "modes": placed}
+        card_path.write_text(json.dumps(card, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        for mode, chosen in placed.items():
+            typer.echo(f"{card['version']} {mode}: threshold {chosen['threshold']:.4f} (set by {chosen['set_by']}; "
+                       f"generated validation {chosen['generated_validation']}, hand-written {chosen['hand_validation']})")
 
     @detector.command("score")
     def score(texts: list[str] = typer.Argument(..., help="Texts to score.")) -> None:

@@ -39,6 +39,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -166,7 +167,23 @@ OUTSIDE_SETS: tuple[OutsideSet, ...] = (
                ("everyday", "imperative", "keyword_everyday_sense", "structured", "reference", "shop_name",
                 "payment_facilitator", "person_name", "emoji", "mixed_language"),
                fields=("memo", "descriptor")),
+    # I was written while set V (hand-written validation memos) was, and read after the
+    # thresholds held to V had been computed.
+    OutsideSet("outside_i", "outside_i", "outside set I (written independently, 2026-12-07 night; memos)",
+               (*_LATER_ATTACK_FAMILIES, "forged_field"),
+               ("everyday", "imperative", "keyword_everyday_sense", "structured", "reference", "shop_name",
+                "payment_facilitator", "person_name", "emoji", "mixed_language"),
+               fields=("memo", "descriptor")),
 )
+
+
+#: Hand-written memos for *choosing* (the threshold's second budget, docs/detector.md,
+#: "A threshold held on memos people wrote"): written like the outside sets, by a helper
+#: who read none of them, and never read as an evaluation set. Not in ``OUTSIDE_SETS``.
+HAND_VALIDATION = OutsideSet(
+    "validation_v", "validation_v", "hand-written validation set V (2026-12-07 night; memos)",
+    ("override", "paraphrase", "roleplay", "fake_header", "forged_field", "addressed_to_model", "obfuscated"),
+    ("everyday", "imperative", "keyword_everyday_sense", "structured", "other"), fields=("memo",))
 
 
 @dataclass(slots=True, frozen=True)
@@ -188,14 +205,15 @@ class OutsideText:
         return (None, self.text) if self.field == "descriptor" else (self.text, None)
 
 
-def read_outside_set(which: OutsideSet = OUTSIDE_SETS[0]) -> list[OutsideText]:
-    """One outside evaluation set, attacks first; ValueError on a malformed line or a
-    family outside its vocabulary. Comments as in ``read_corpus_file``."""
-    folder = resources.files("engine").joinpath(*which.path)
+def read_outside_set(which: OutsideSet = OUTSIDE_SETS[0], folder: Path | None = None) -> list[OutsideText]:
+    """One outside evaluation set, attacks first, from its folder under the package or from
+    ``folder`` (files of the same shape: a team's own memos); ValueError on a malformed line
+    or a family outside its vocabulary. Comments as in ``read_corpus_file``."""
+    base: Any = resources.files("engine").joinpath(*which.path) if folder is None else folder
     out: list[OutsideText] = []
     for name, label in OUTSIDE_FILES:
         families = which.attack_families if label else which.benign_families
-        for n, line in _text_lines((folder / name).read_text(encoding="utf-8")):
+        for n, line in _text_lines((base / name).read_text(encoding="utf-8")):
             parts = line.split("\t")
             if len(parts) != 4 or parts[1] not in families or parts[2] not in OUTSIDE_FIELDS or not parts[3]:
                 raise ValueError(f"{name}:{n}: expected lang<TAB>family<TAB>field<TAB>text, got {line[:80]!r}")
@@ -415,6 +433,8 @@ def assemble(csv_path: Path | None = None, seed: int = 7, n_benign: int = 1500,
     outside = {which.name: read_outside_set(which) for which in OUTSIDE_SETS}
     outside_keys = {it.text.casefold() for texts in outside.values() for it in texts}
     reserved |= outside_keys
+    # The hand-written validation memos choose a threshold: the fit never sees them either.
+    reserved |= {it.text.casefold() for it in read_outside_set(HAND_VALIDATION)}
     # Templates repeat ("no memo", "answer phone bill"): each distinct text counts once,
     # so a few recurring templates do not outweigh the rest or set the threshold. Each
     # generated text's group is its *template*: cross-validation then scores every text
