@@ -174,6 +174,13 @@ OUTSIDE_SETS: tuple[OutsideSet, ...] = (
                ("everyday", "imperative", "keyword_everyday_sense", "structured", "reference", "shop_name",
                 "payment_facilitator", "person_name", "emoji", "mixed_language"),
                fields=("memo", "descriptor")),
+    # J was written while forged-field weights were tried (held to V, chosen on validation),
+    # and read after none of them passed.
+    OutsideSet("outside_j", "outside_j", "outside set J (written independently, 2026-12-07 night; memos)",
+               (*_LATER_ATTACK_FAMILIES, "forged_field"),
+               ("everyday", "imperative", "keyword_everyday_sense", "structured", "reference", "shop_name",
+                "payment_facilitator", "person_name", "emoji", "mixed_language"),
+               fields=("memo", "descriptor")),
 )
 
 
