@@ -133,6 +133,11 @@ _LATER_ATTACK_FAMILIES = ("override", "paraphrase", "roleplay", "fake_header", "
                           "descriptor_command", "obfuscated")
 _LATER_BENIGN_FAMILIES = ("everyday", "imperative", "keyword_everyday_sense", "reference", "shop_name",
                           "payment_facilitator", "person_name", "emoji", "mixed_language")
+#: H, I and J were asked for memos most of all, forged fields among the attacks and
+#: machine-like ("structured") memos among the benign.
+_MEMO_SET_ATTACK_FAMILIES = (*_LATER_ATTACK_FAMILIES, "forged_field")
+_MEMO_SET_BENIGN_FAMILIES = ("everyday", "imperative", "keyword_everyday_sense", "structured", "reference",
+                             "shop_name", "payment_facilitator", "person_name", "emoji", "mixed_language")
 OUTSIDE_SETS: tuple[OutsideSet, ...] = (
     OutsideSet("outside", "outside", "outside set (written independently, 2026-12-05)",
                ("override", "paraphrase", "roleplay", "header", "obfuscated"),
@@ -163,24 +168,15 @@ OUTSIDE_SETS: tuple[OutsideSet, ...] = (
     # H, with forged control fields and machine-like benign memos, was written while the
     # keyword memos' weight was chosen (on validation), and read after.
     OutsideSet("outside_h", "outside_h", "outside set H (written independently, 2026-12-07 night; memos)",
-               (*_LATER_ATTACK_FAMILIES, "forged_field"),
-               ("everyday", "imperative", "keyword_everyday_sense", "structured", "reference", "shop_name",
-                "payment_facilitator", "person_name", "emoji", "mixed_language"),
-               fields=("memo", "descriptor")),
+               _MEMO_SET_ATTACK_FAMILIES, _MEMO_SET_BENIGN_FAMILIES, fields=("memo", "descriptor")),
     # I was written while set V (hand-written validation memos) was, and read after the
     # thresholds held to V had been computed.
     OutsideSet("outside_i", "outside_i", "outside set I (written independently, 2026-12-07 night; memos)",
-               (*_LATER_ATTACK_FAMILIES, "forged_field"),
-               ("everyday", "imperative", "keyword_everyday_sense", "structured", "reference", "shop_name",
-                "payment_facilitator", "person_name", "emoji", "mixed_language"),
-               fields=("memo", "descriptor")),
+               _MEMO_SET_ATTACK_FAMILIES, _MEMO_SET_BENIGN_FAMILIES, fields=("memo", "descriptor")),
     # J was written while forged-field weights were tried (held to V, chosen on validation),
     # and read after none of them passed.
     OutsideSet("outside_j", "outside_j", "outside set J (written independently, 2026-12-07 night; memos)",
-               (*_LATER_ATTACK_FAMILIES, "forged_field"),
-               ("everyday", "imperative", "keyword_everyday_sense", "structured", "reference", "shop_name",
-                "payment_facilitator", "person_name", "emoji", "mixed_language"),
-               fields=("memo", "descriptor")),
+               _MEMO_SET_ATTACK_FAMILIES, _MEMO_SET_BENIGN_FAMILIES, fields=("memo", "descriptor")),
 )
 
 
