@@ -4,9 +4,10 @@ Choosing between detector artifacts is done on validation only (docs/detector.md
 artifacts trained on different corpora each report validation figures on their own
 validation set; this scores them on one: the 20 % of concepts ``train.validation_groups``
 holds back from the corpus ``assemble`` builds (``--statement-lines`` for the corpus with
-merchant-descriptor families, ``--everyday-keywords`` with the memos of ``everyday_keywords``). Concept names, and so the draw, are the same in every
-corpus, so no artifact trained on these texts. Each artifact's threshold is recomputed at
-the same false-positive budget, then recall is broken down by kind. Last, the 1,260
+merchant-descriptor families, ``--everyday-keywords`` with the memos of ``everyday_keywords``).
+Concept names, and so the draw, are the same in every corpus, so no artifact trained on
+these texts. Each artifact's threshold is recomputed at the same false-positive budget,
+then recall is broken down by kind. Last, the 1,260
 canonical forgeries the field-isolation suite requires to be flagged (at most 0.5 %
 missed): an artifact must pass that gate as well as win on validation.
 
@@ -76,8 +77,10 @@ def main() -> None:
         at_budget = pick_threshold(scores, labels, args.max_fpr)
         # One budget's recall is set by its few highest benign scores; the curve around it shows how firmly.
         curve = {b: rates(scores, labels, pick_threshold(scores, labels, b))["tpr"] for b in (0.001, 0.005, 0.01, 0.02)}
-        missed = [t for t, r in zip(forgeries, det.score_texts(forgeries, "memo")) if not r.flagged]
-        gate = "pass" if len(missed) <= CANONICAL_MISS_RATE * len(forgeries) else "FAIL"
+        # Scored once: the gate is read at its own threshold here and at the held one below.
+        forged = np.array([r.score for r in det.score_texts(forgeries, "memo")])
+        missed = int((forged < det.threshold).sum())
+        gate = "pass" if missed <= CANONICAL_MISS_RATE * len(forgeries) else "FAIL"
         print(f"\n{det.version} ({path}), encoder runtime {runtime}")
         for name, threshold in (("own threshold", det.threshold), (f"threshold at {args.max_fpr:.1%} here", at_budget)):
             r = rates(scores, labels, threshold)
@@ -87,18 +90,17 @@ def main() -> None:
             mask = kinds == kind
             if mask.sum() >= MIN_KIND:
                 print(f"    {kind:22} n={int(mask.sum()):5}  flagged at the budget {np.mean(scores[mask] >= at_budget):.3f}")
-        print(f"  canonical forgeries missed at its own threshold: {len(missed)} of {len(forgeries)} ({gate})")
+        print(f"  canonical forgeries missed at its own threshold: {missed} of {len(forgeries)} ({gate})")
         if hand:
             written = np.array([r.score for r in det.score_texts(hand_texts, "memo")])
             both = max(at_budget, pick_threshold(written, hand_labels, args.hand_max_fpr))
             pooled = rates(np.concatenate([scores, written]), np.concatenate([labels, hand_labels]), both)
             v = rates(written, hand_labels, both)
-            forged = [r.score for r in det.score_texts(forgeries, "memo")]
-            held = len(forgeries) - sum(x >= both for x in forged)
+            missed_held = int((forged < both).sum())
             print(f"  held to {args.hand_max_fpr:.1%} on V as well: threshold {both:.4f}; generated + V attacks TPR "
                   f"{pooled['tpr']:.4f}; V TPR {v['tpr']:.4f} FPR {v['fpr']:.4f}; generated FPR "
-                  f"{rates(scores, labels, both)['fpr']:.4f}; forgeries missed {held} "
-                  f"({'pass' if held <= CANONICAL_MISS_RATE * len(forgeries) else 'FAIL'})")
+                  f"{rates(scores, labels, both)['fpr']:.4f}; forgeries missed {missed_held} "
+                  f"({'pass' if missed_held <= CANONICAL_MISS_RATE * len(forgeries) else 'FAIL'})")
 
 
 if __name__ == "__main__":
