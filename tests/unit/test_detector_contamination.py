@@ -14,6 +14,7 @@ import pytest
 
 from engine.offline.detector_corpus.business import business_texts
 from engine.offline.detector_corpus.corpus import benign_memos, injection_memos, person_names
+from engine.offline.detector_corpus.data import HAND_TRAINING, read_outside_set
 from engine.offline.detector_corpus.multilingual import TEMPLATES, generate
 from engine.offline.detector_corpus.tasks import ai_task_attacks
 
@@ -39,6 +40,8 @@ def _generated_texts() -> list[str]:
                 texts.append(item.text if item.descriptor is None else f"{item.text} {item.descriptor}")
     texts += benign_memos(5000, seed=3) + [t for t, _ in injection_memos(3000, seed=3)]
     texts += person_names(1000, seed=3) + business_texts(2000, seed=3) + ai_task_attacks(1000, seed=3)
+    # The hand-written training memos are training text too.
+    texts += [it.text for it in read_outside_set(HAND_TRAINING)]
     return texts
 
 

@@ -38,6 +38,9 @@ def register(app: typer.Typer) -> None:
         everyday_keywords: bool = typer.Option(False, help="Also generate the memos that use the attacks' words "
                                                "in an everyday sense (docs/detector.md, \"Everyday senses of the "
                                                "attacks' words\"; not the shipped corpus)."),
+        hand_memos: bool = typer.Option(False, help="Also train on the hand-written training memos "
+                                        "(engine/assets/detector/training_t; docs/detector.md, \"Memos people "
+                                        "wrote, for training\")."),
     ) -> None:
         """Train on the injection data + generated text; pick the epoch and threshold on validation
         groups; evaluate on every held-out set."""
@@ -45,7 +48,7 @@ def register(app: typer.Typer) -> None:
         from engine.offline.detector_corpus.train import train_detector
 
         dataset = assemble(data, seed=seed, test_csvs=test_csv or None, statement_lines=statement_lines,
-                           everyday_keywords=everyday_keywords)
+                           everyday_keywords=everyday_keywords, hand_memos=hand_memos)
         network, report = train_detector(out, dataset, seed=seed, max_fpr=max_fpr, epochs=epochs,
                                          progress=lambda m: typer.echo(m, err=True))
         typer.echo(_table(report, network.threshold))
@@ -199,13 +202,14 @@ def _card_seed(card: dict[str, Any]) -> int:
 
 def _artifact_corpus(card: dict[str, Any], data: Path | None, test_csvs: list[Path] | None = None) -> DetectorData:
     """The corpus an artifact was trained on, rebuilt from its card (seed, statement
-    lines, everyday keywords): its validation rows and held-out sets are that corpus's."""
+    lines, everyday keywords, hand-written memos): its validation rows and held-out sets are that corpus's."""
     # local: the command's module loads no corpus code until a command runs
     from engine.offline.detector_corpus.data import assemble
 
     return assemble(data, seed=_card_seed(card), test_csvs=test_csvs,
                     statement_lines=bool(card.get("data", {}).get("statement_lines", False)),
-                    everyday_keywords=bool(card.get("data", {}).get("everyday_keywords", False)))
+                    everyday_keywords=bool(card.get("data", {}).get("everyday_keywords", False)),
+                    hand_memos=bool(card.get("data", {}).get("hand_memos", 0)))
 
 
 def _table(report: dict, threshold: float) -> str:

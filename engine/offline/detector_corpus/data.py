@@ -188,6 +188,17 @@ HAND_VALIDATION = OutsideSet(
     ("override", "paraphrase", "roleplay", "fake_header", "forged_field", "addressed_to_model", "obfuscated"),
     ("everyday", "imperative", "keyword_everyday_sense", "structured", "other"), fields=("memo",))
 
+#: Hand-written memos for *training* (docs/detector.md, "Memos people wrote, for training"):
+#: four writers, six languages each, who read nothing of the project, wrote benign memos
+#: (the attacks' words in their everyday sense among them) and memo attacks, some as near
+#: pairs ("ignore the previous transfer" / "ignore the previous rules"). Near copies of every
+#: evaluation text and of V were removed before any fit read them. Drawn only with
+#: ``assemble(hand_memos=True)``.
+HAND_TRAINING = OutsideSet(
+    "training_t", "training_t", "hand-written training memos T (2026-12-07 night)",
+    ("override", "paraphrase", "roleplay", "fake_header", "addressed_to_model", "forged_field", "hidden"),
+    ("everyday", "imperative", "keyword_everyday_sense", "structured", "other"), fields=("memo",))
+
 
 @dataclass(slots=True, frozen=True)
 class OutsideText:
@@ -343,6 +354,17 @@ def _distinct(texts: list[str], templates: list[str], seen: set[str]) -> tuple[l
     return out, keys
 
 
+def _hand_training_rows(seen: set[str]) -> LabelledTexts:
+    """``HAND_TRAINING``'s memos as training rows of kind ``hand_memo``, less any text in
+    ``seen`` (reserved or already drawn). A group is one writer's family in one language,
+    so the fit's validation holds back whole families of a language, not single lines."""
+    items = read_outside_set(HAND_TRAINING)
+    texts, keys = _distinct([it.text for it in items], [str(i) for i in range(len(items))], seen)
+    kept = [items[int(k)] for k in keys]
+    return LabelledTexts(texts, [it.label for it in kept], ["hand_memo"] * len(kept),
+                         [f"hand/{it.language}/{it.family}" for it in kept])
+
+
 def _merge(a: tuple[list[str], list[str]], b: tuple[list[str], list[str]]) -> tuple[list[str], list[str]]:
     return a[0] + b[0], a[1] + b[1]
 
@@ -416,14 +438,15 @@ def assemble(csv_path: Path | None = None, seed: int = 7, n_benign: int = 1500,
              n_business: int = 900, n_tasks: int = 400, n_multilingual: int = 12000,
              n_multilingual_test: int = 4000, n_forged: int = 2500,
              test_csvs: list[Path] | None = None, statement_lines: bool = False,
-             everyday_keywords: bool = False) -> DetectorData:
+             everyday_keywords: bool = False, hand_memos: bool = False) -> DetectorData:
     """Build the training set and every evaluation set, reproducibly from ``seed``.
 
     ``statement_lines`` adds the merchant-descriptor families to the multilingual text
     (``multilingual.generate``), with a sixth more attacks so that each other family
     keeps its 2,400 training and 800 held-out texts; off, the corpus is the one the
     shipped artifact was trained on (its card records which). ``everyday_keywords`` adds
-    the memos of ``everyday_keywords`` to the benign side, training and held-out; off, as shipped."""
+    the memos of ``everyday_keywords`` to the benign side, training and held-out; off, as shipped.
+    ``hand_memos`` adds the hand-written training memos (``HAND_TRAINING``) to training alone."""
     ml_share = len(ATTACK_FAMILIES if statement_lines else BASE_ATTACK_FAMILIES) / len(BASE_ATTACK_FAMILIES)
     injection_train, injection_test = split_injection(load_injection_csv(csv_path), seed=seed)
     fit_rows = _attack_lines(injection_train)
@@ -478,10 +501,13 @@ def assemble(csv_path: Path | None = None, seed: int = 7, n_benign: int = 1500,
     forged_rows = LabelledTexts(forged[0], [1] * len(forged[0]), ["forged_field"] * len(forged[0]), forged[1])
     train = (fit_rows.extend(generated).extend(_email_segments(injection_train)).extend(ml_train)
              .extend(forged_rows))
+    hand_rows = _hand_training_rows(seen) if hand_memos else LabelledTexts([], [], [], [])
+    train = train.extend(hand_rows) if hand_rows.texts else train
     train_keys = {t.casefold() for t in train.texts}
     overlap = (reserved - outside_keys) & train_keys
     summary = {
         "seed": seed, "statement_lines": statement_lines, "everyday_keywords": everyday_keywords,
+        **({"hand_memos": len(hand_rows)} if hand_memos else {}),
         "injection_csv": str(csv_path),
         "train_rows": len(train), "email_segments": sum(k == "email_segment" for k in train.kinds), "train_positive": int(sum(train.labels)),
         "injection_train_rows": len(injection_train), "injection_test_rows": len(injection_test),
