@@ -177,6 +177,10 @@ OUTSIDE_SETS: tuple[OutsideSet, ...] = (
     # and read after none of them passed.
     OutsideSet("outside_j", "outside_j", "outside set J (written independently, 2026-12-07 night; memos)",
                _MEMO_SET_ATTACK_FAMILIES, _MEMO_SET_BENIGN_FAMILIES, fields=("memo", "descriptor")),
+    # K was written by two writers while the hand-written training memos T were, and read
+    # once after the detector trained on T was judged on V (docs/detector.md).
+    OutsideSet("outside_k", "outside_k", "outside set K (written independently, 2026-12-07 night; memos)",
+               _MEMO_SET_ATTACK_FAMILIES, _MEMO_SET_BENIGN_FAMILIES, fields=("memo", "descriptor")),
 )
 
 
