@@ -9,7 +9,8 @@ Concept names, and so the draw, are the same in every corpus, so no artifact tra
 these texts. Each artifact's threshold is recomputed at the same false-positive budget,
 then recall is broken down by kind. Last, the 1,260
 canonical forgeries the field-isolation suite requires to be flagged (at most 0.5 %
-missed): an artifact must pass that gate as well as win on validation.
+missed): an artifact must pass that gate as well as win on validation. The highest threshold
+the gate allows, and the false positives there, show how far the two pull apart.
 
     python ops/bench/detector_compare.py engine/assets/detector /tmp/det-candidate --statement-lines
 """
@@ -91,6 +92,11 @@ def main() -> None:
             if mask.sum() >= MIN_KIND:
                 print(f"    {kind:22} n={int(mask.sum()):5}  flagged at the budget {np.mean(scores[mask] >= at_budget):.3f}")
         print(f"  canonical forgeries missed at its own threshold: {missed} of {len(forgeries)} ({gate})")
+        # The other side of the gate: the highest threshold it allows, and what that costs in false positives.
+        allowed = int(CANONICAL_MISS_RATE * len(forgeries))
+        gate_threshold = float(np.sort(forged)[allowed])
+        at_gate = rates(scores, labels, gate_threshold)
+        print(f"  highest threshold passing the gate {gate_threshold:.4f}: TPR {at_gate['tpr']:.4f}  FPR {at_gate['fpr']:.4f}")
         if hand:
             written = np.array([r.score for r in det.score_texts(hand_texts, "memo")])
             both = max(at_budget, pick_threshold(written, hand_labels, args.hand_max_fpr))
@@ -101,6 +107,8 @@ def main() -> None:
                   f"{pooled['tpr']:.4f}; V TPR {v['tpr']:.4f} FPR {v['fpr']:.4f}; generated FPR "
                   f"{rates(scores, labels, both)['fpr']:.4f}; forgeries missed {missed_held} "
                   f"({'pass' if missed_held <= CANONICAL_MISS_RATE * len(forgeries) else 'FAIL'})")
+            v_gate = rates(written, hand_labels, gate_threshold)
+            print(f"  V at the gate's threshold: TPR {v_gate['tpr']:.4f} FPR {v_gate['fpr']:.4f}")
 
 
 if __name__ == "__main__":
