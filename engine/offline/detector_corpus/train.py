@@ -62,14 +62,15 @@ VALIDATION_SHARE = 0.2
 #: Real long benign English (e-mail lines) is scarce next to the generated memos, yet it
 #: is what BIPIA-style attack sentences look most like; these rows count extra, as do
 #: the hard negatives (benign text that reads like an instruction).
-#: The everyday-sense keyword memos (``everyday_keywords``) count less: at the imperatives'
-#: weight they cost recall on paraphrases and forged fields; 0.5 had the best validation AP of
-#: 2, 1 and 0.5 (docs/detector.md, "Everyday senses of the attacks' words").
+#: The everyday-sense keyword memos (``everyday_keywords``) count less than the imperatives:
+#: at their weight they cost recall on paraphrases and forged fields. 1, not 0.5: held to set V
+#: (the threshold rule since, docs/detector.md, "A threshold held on memos people wrote"), 1
+#: had the better recall of the two; 0.5 had had the better AP at the generated rows' threshold.
 #: The hand-written training memos (``data.HAND_TRAINING``) count twice: at 2 the detector
 #: trained on them had the better pooled recall on validation and set V of 1 and 2, both with
 #: the keyword memos at 1 (docs/detector.md, "Memos people wrote, for training").
 KIND_WEIGHTS: dict[str, float] = {"email_segment": 3.0, "email_context_clean": 3.0,
-                                  "ml_imperative": 2.0, "ml_url": 1.5, "ml_keyword": 0.5, "hand_memo": 2.0}
+                                  "ml_imperative": 2.0, "ml_url": 1.5, "ml_keyword": 1.0, "hand_memo": 2.0}
 BATCH_TEXTS = 64
 
 
