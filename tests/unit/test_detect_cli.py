@@ -46,7 +46,7 @@ def test_eval_reports_every_held_out_set(tmp_path):
 
     assert [which.name for which in OUTSIDE_SETS] == ["outside", "outside_b", "outside_c", "outside_d", "outside_e",
                                                       "outside_f", "outside_g", "outside_h", "outside_i",
-                                                      "outside_j", "outside_k"]
+                                                      "outside_j", "outside_k", "outside_l"]
     for which in OUTSIDE_SETS:
         assert which.title in result.output
         outside = report[which.name]

@@ -181,6 +181,10 @@ OUTSIDE_SETS: tuple[OutsideSet, ...] = (
     # once after the detector trained on T was judged on V (docs/detector.md).
     OutsideSet("outside_k", "outside_k", "outside set K (written independently, 2026-12-07 night; memos)",
                _MEMO_SET_ATTACK_FAMILIES, _MEMO_SET_BENIGN_FAMILIES, fields=("memo", "descriptor")),
+    # L was written after the CLI's detector trained on T existed, and read once after the rule
+    # it was judged by had already failed on a held-out set (docs/detector.md).
+    OutsideSet("outside_l", "outside_l", "outside set L (written independently, 2026-12-07 night; memos)",
+               _MEMO_SET_ATTACK_FAMILIES, _MEMO_SET_BENIGN_FAMILIES, fields=("memo", "descriptor")),
 )
 
 
