@@ -3,8 +3,6 @@ drawn as, and that none is an evaluation text, a near copy of one, or a text of 
 
 from __future__ import annotations
 
-import difflib
-import unicodedata
 from collections import Counter
 
 from engine.offline.detector_corpus.data import (
@@ -16,10 +14,7 @@ from engine.offline.detector_corpus.data import (
     read_outside_set,
 )
 from engine.offline.detector_corpus.train import KIND_WEIGHTS
-
-
-def _norm(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+from tests.support.near_copies import near_copy, normalised
 
 
 def test_every_language_and_family_is_written_and_both_labels_are_there():
@@ -42,16 +37,7 @@ def test_drawn_as_their_own_kind_grouped_by_language_and_family_less_what_is_see
 
 def test_no_text_is_a_near_copy_of_an_evaluation_text_or_of_set_v():
     # docs/detector.md, "Memos people wrote, for training": checked before any fit.
-    others = {_norm(it.text) for which in (*OUTSIDE_SETS, HAND_VALIDATION) for it in read_outside_set(which)}
-    others |= {_norm(t) for t in read_corpus_file("benign_heldout.txt") + read_corpus_file("attacks_heldout.txt")}
-    matcher = difflib.SequenceMatcher(autojunk=False)
+    others = {normalised(it.text) for which in (*OUTSIDE_SETS, HAND_VALIDATION) for it in read_outside_set(which)}
+    others |= {normalised(t) for t in read_corpus_file("benign_heldout.txt") + read_corpus_file("attacks_heldout.txt")}
     for item in read_outside_set(HAND_TRAINING):
-        mine = _norm(item.text)
-        assert mine not in others, item.text
-        matcher.set_seq2(mine)
-        for other in others:
-            if not 0.8 * len(mine) <= len(other) <= 1.25 * len(mine):
-                continue
-            matcher.set_seq1(other)
-            if matcher.real_quick_ratio() >= 0.9 and matcher.quick_ratio() >= 0.9:
-                assert matcher.ratio() < 0.9, (item.text, other)
+        assert near_copy(item.text, others) is None, (item.text, near_copy(item.text, others))

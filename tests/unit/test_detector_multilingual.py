@@ -326,25 +326,13 @@ def test_everyday_keyword_memos_are_their_own_kind_in_training():
 
 def test_everyday_keyword_memos_are_no_near_copy_of_an_evaluation_text():
     # docs/detector.md, "Everyday senses of the attacks' words": checked before training.
-    import difflib
-    import unicodedata
-
     from engine.offline.detector_corpus.data import OUTSIDE_SETS, read_corpus_file, read_outside_set
     from engine.offline.detector_corpus.everyday_keywords import EVERYDAY_KEYWORDS
+    from tests.support.near_copies import near_copy, normalised
 
-    def norm(text: str) -> str:
-        return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
-
-    evaluation = {norm(it.text) for which in OUTSIDE_SETS for it in read_outside_set(which)}
-    evaluation |= {norm(t) for t in read_corpus_file("benign_heldout.txt") + read_corpus_file("attacks_heldout.txt")}
-    matcher = difflib.SequenceMatcher(autojunk=False)
+    evaluation = {normalised(it.text) for which in OUTSIDE_SETS for it in read_outside_set(which)}
+    evaluation |= {normalised(t) for t in read_corpus_file("benign_heldout.txt") + read_corpus_file("attacks_heldout.txt")}
     for concept in EVERYDAY_KEYWORDS:
         for text in concept.values():
-            mine = norm(text.replace("{name}", "").replace("{emoji}", ""))
-            matcher.set_seq2(mine)
-            for other in evaluation:
-                if not 0.8 * len(mine) <= len(other) <= 1.25 * len(mine):
-                    continue
-                matcher.set_seq1(other)
-                if matcher.real_quick_ratio() >= 0.9 and matcher.quick_ratio() >= 0.9:
-                    assert matcher.ratio() < 0.9, (text, other)
+            bare = text.replace("{name}", "").replace("{emoji}", "")
+            assert near_copy(bare, evaluation) is None, (text, near_copy(bare, evaluation))
