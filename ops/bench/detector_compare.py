@@ -29,7 +29,7 @@ from engine.detector.network import DetectorArtifactError, DetectorNetwork  # no
 from engine.detector.sentence_graph import ENCODER_RUNTIMES  # noqa: E402
 from engine.offline.detector_corpus.data import HAND_VALIDATION, assemble, read_outside_set  # noqa: E402
 from engine.offline.detector_corpus.forged import canonical_forgeries  # noqa: E402
-from engine.offline.detector_corpus.thresholds import pick_threshold, rates  # noqa: E402
+from engine.offline.detector_corpus.thresholds import pick_held_threshold, pick_threshold, rates  # noqa: E402
 from engine.offline.detector_corpus.train import validation_mask  # noqa: E402
 from engine.stages.detect import InjectionDetector  # noqa: E402
 
@@ -67,6 +67,7 @@ def main() -> None:
     hand = read_outside_set(HAND_VALIDATION) if args.hand_validation else []
     hand_texts, hand_labels = [it.text for it in hand], np.array([it.label for it in hand], dtype=int)
     forgeries = canonical_forgeries()
+    allowed = int(CANONICAL_MISS_RATE * len(forgeries))  # the most the gate lets through
     for path, runtime in [(p, r) for p in args.artifacts for r in args.encoder_runtimes]:
         network = DetectorNetwork.load(path)
         try:
@@ -81,7 +82,7 @@ def main() -> None:
         # Scored once: the gate is read at its own threshold here and at the held one below.
         forged = np.array([r.score for r in det.score_texts(forgeries, "memo")])
         missed = int((forged < det.threshold).sum())
-        gate = "pass" if missed <= CANONICAL_MISS_RATE * len(forgeries) else "FAIL"
+        gate = "pass" if missed <= allowed else "FAIL"
         print(f"\n{det.version} ({path}), encoder runtime {runtime}")
         for name, threshold in (("own threshold", det.threshold), (f"threshold at {args.max_fpr:.1%} here", at_budget)):
             r = rates(scores, labels, threshold)
@@ -93,20 +94,19 @@ def main() -> None:
                 print(f"    {kind:22} n={int(mask.sum()):5}  flagged at the budget {np.mean(scores[mask] >= at_budget):.3f}")
         print(f"  canonical forgeries missed at its own threshold: {missed} of {len(forgeries)} ({gate})")
         # The other side of the gate: the highest threshold it allows, and what that costs in false positives.
-        allowed = int(CANONICAL_MISS_RATE * len(forgeries))
         gate_threshold = float(np.sort(forged)[allowed])
         at_gate = rates(scores, labels, gate_threshold)
         print(f"  highest threshold passing the gate {gate_threshold:.4f}: TPR {at_gate['tpr']:.4f}  FPR {at_gate['fpr']:.4f}")
         if hand:
             written = np.array([r.score for r in det.score_texts(hand_texts, "memo")])
-            both = max(at_budget, pick_threshold(written, hand_labels, args.hand_max_fpr))
+            both = pick_held_threshold((scores, labels, args.max_fpr), (written, hand_labels, args.hand_max_fpr))
             pooled = rates(np.concatenate([scores, written]), np.concatenate([labels, hand_labels]), both)
             v = rates(written, hand_labels, both)
             missed_held = int((forged < both).sum())
             print(f"  held to {args.hand_max_fpr:.1%} on V as well: threshold {both:.4f}; generated + V attacks TPR "
                   f"{pooled['tpr']:.4f}; V TPR {v['tpr']:.4f} FPR {v['fpr']:.4f}; generated FPR "
                   f"{rates(scores, labels, both)['fpr']:.4f}; forgeries missed {missed_held} "
-                  f"({'pass' if missed_held <= CANONICAL_MISS_RATE * len(forgeries) else 'FAIL'})")
+                  f"({'pass' if missed_held <= allowed else 'FAIL'})")
             v_gate = rates(written, hand_labels, gate_threshold)
             print(f"  V at the gate's threshold: TPR {v_gate['tpr']:.4f} FPR {v_gate['fpr']:.4f}")
 

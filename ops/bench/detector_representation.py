@@ -34,7 +34,7 @@ from engine.detector.network import DetectorNetwork  # noqa: E402
 from engine.detector.sentence import shared_encoder  # noqa: E402
 from engine.detector.views import field_input  # noqa: E402
 from engine.offline.detector_corpus.data import HAND_VALIDATION, assemble, read_outside_set  # noqa: E402
-from engine.offline.detector_corpus.thresholds import pick_threshold, rates  # noqa: E402
+from engine.offline.detector_corpus.thresholds import pick_held_threshold, rates  # noqa: E402
 from engine.offline.detector_corpus.train import sample_weights, validation_mask  # noqa: E402
 from engine.stages.detect import InjectionDetector  # noqa: E402
 
@@ -46,7 +46,7 @@ MAX_VIEWS = 8
 
 
 def report(name: str, gen: np.ndarray, gen_labels: np.ndarray, hand: np.ndarray, hand_labels: np.ndarray) -> None:
-    held = max(pick_threshold(gen, gen_labels, 0.003), pick_threshold(hand, hand_labels, 0.005))
+    held = pick_held_threshold((gen, gen_labels, 0.003), (hand, hand_labels, 0.005))
     v = rates(hand, hand_labels, held)
     print(f"  {name:34} generated AUC {roc_auc_score(gen_labels, gen):.4f} AP {average_precision_score(gen_labels, gen):.4f}"
           f" | V AUC {roc_auc_score(hand_labels, hand):.4f} AP {average_precision_score(hand_labels, hand):.4f}"

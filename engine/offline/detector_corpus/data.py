@@ -509,13 +509,14 @@ def assemble(csv_path: Path | None = None, seed: int = 7, n_benign: int = 1500,
     forged_rows = LabelledTexts(forged[0], [1] * len(forged[0]), ["forged_field"] * len(forged[0]), forged[1])
     train = (fit_rows.extend(generated).extend(_email_segments(injection_train)).extend(ml_train)
              .extend(forged_rows))
-    hand_rows = _hand_training_rows(seen) if hand_memos else LabelledTexts([], [], [], [])
-    train = train.extend(hand_rows) if hand_rows.texts else train
+    hand_rows = _hand_training_rows(seen) if hand_memos else None
+    if hand_rows is not None:
+        train = train.extend(hand_rows)
     train_keys = {t.casefold() for t in train.texts}
     overlap = (reserved - outside_keys) & train_keys
     summary = {
         "seed": seed, "statement_lines": statement_lines, "everyday_keywords": everyday_keywords,
-        **({"hand_memos": len(hand_rows)} if hand_memos else {}),
+        **({"hand_memos": len(hand_rows)} if hand_rows is not None else {}),
         "injection_csv": str(csv_path),
         "train_rows": len(train), "email_segments": sum(k == "email_segment" for k in train.kinds), "train_positive": int(sum(train.labels)),
         "injection_train_rows": len(injection_train), "injection_test_rows": len(injection_test),

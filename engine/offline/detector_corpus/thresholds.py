@@ -32,6 +32,16 @@ def pick_threshold(scores: np.ndarray, labels: np.ndarray, max_fpr: float) -> fl
     return float(round((bar + next_up) / 2, 4)) if np.isfinite(bar) else float(next_up)
 
 
+def pick_held_threshold(*budgets: tuple[np.ndarray, np.ndarray, float]) -> float:
+    """Lowest threshold that holds every ``(scores, labels, max_fpr)`` budget at once: the
+    largest of their ``pick_threshold`` (docs/detector.md, "A threshold held on memos people wrote").
+
+    >>> pick_held_threshold((np.array([0.1, 0.9]), np.array([0, 1]), 0.0), (np.array([0.6, 0.9]), np.array([0, 1]), 0.0))
+    0.75
+    """
+    return max(pick_threshold(scores, labels, max_fpr) for scores, labels, max_fpr in budgets)
+
+
 def rates(scores: Sequence[float], labels: Sequence[int], threshold: float) -> dict:
     s, y = np.asarray(scores, dtype=float), np.asarray(labels, dtype=int)
     flagged = s >= threshold
